@@ -1,0 +1,78 @@
+// safetensors files: a zero-copy, memory-mapped reader and an aligned atomic writer.
+// Format: 8-byte little-endian header length N, N bytes of JSON
+// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
+//  "__metadata__": {"key": "value"}}, then the data section the offsets index.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ir {
+
+class WeightsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bytes per element of a safetensors dtype ("F32" -> 4), 0 if unknown.
+size_t dtype_size(const std::string& dtype);
+
+struct TensorEntry {
+  std::string name;
+  std::string dtype;  // "F32", "I64", "I32", "BOOL", "I8", "U8", "F16", "BF16", ...
+  std::vector<int64_t> shape;
+  const void* data = nullptr;  // inside the mapping; may be unaligned in foreign files
+  size_t nbytes = 0;
+};
+
+class WeightsFile {
+ public:
+  // Maps the file read-only and validates the whole header. Throws WeightsError.
+  static std::shared_ptr<WeightsFile> open(const std::string& path);
+  ~WeightsFile();
+  WeightsFile(const WeightsFile&) = delete;
+  WeightsFile& operator=(const WeightsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // In the order of their data in the file.
+  const std::vector<TensorEntry>& entries() const { return entries_; }
+  size_t size() const { return entries_.size(); }
+  const TensorEntry* find(const std::string& name) const;  // nullptr if absent
+  const TensorEntry& at(const std::string& name) const;    // throws WeightsError if absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  WeightsFile() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<TensorEntry> entries_;
+  std::unordered_map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+struct TensorToWrite {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;  // must equal product(shape) * dtype_size(dtype)
+};
+
+// Writes tensors in the given order, atomically (temp file in the same directory,
+// fsync, rename). The data section starts at a multiple of max(alignment, 8) and
+// every tensor's offset is a multiple of `alignment`, so with the default of 64
+// the data pointers of our own files are aligned for any kernel.
+// NOTE: alignment > 1 leaves gaps between tensors, which the reference
+// `safetensors` library refuses ("invalid offset"); alignment = 1 writes tensors
+// back to back and gives files that library reads. Throws WeightsError.
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {}, size_t alignment = 64);
+
+}  // namespace ir

@@ -1,0 +1,7 @@
+#include "ops/registry.h"
+
+namespace ops {
+
+void register_elementwise_ops(Registry&) {}
+
+}  // namespace ops

@@ -1,0 +1,7 @@
+#include "ops/registry.h"
+
+namespace ops {
+
+void register_object_ops(Registry&) {}
+
+}  // namespace ops

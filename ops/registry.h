@@ -1,0 +1,155 @@
+// The instruction set: one registry of ops, each with its name, signature, output
+// types, doc string and kernel. The loader binds IR calls against the signature once;
+// the Python eager path binds against the same signature; docs/ops.md is printed
+// from it. Kernels are plain functions (one per op) that check shapes first.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vm/value.h"
+
+namespace ops {
+
+using vm::DType;
+using vm::Ints;
+using vm::Shape;
+using vm::Tensor;
+using vm::Value;
+
+// What an argument slot accepts. Checked for literals at load time and for
+// registers when the kernel reads the argument.
+enum class Kind {
+  Tensor,          // a tensor
+  OptTensor,       // a tensor or None
+  TensorOrScalar,  // a tensor or an int/float/bool
+  Int,
+  OptInt,          // an int or None
+  Float,           // a float (an int is accepted and widened)
+  Bool,
+  Str,
+  Ints,            // an int list; a single int is a one-item list
+  OptInts,         // an int list or None
+  Object,          // any object (the op checks the type)
+  Any,             // anything
+};
+std::string_view kind_name(Kind k);
+
+struct Param {
+  std::string name;
+  Kind kind = Kind::Tensor;
+  bool has_default = false;
+  Value default_value;
+  bool variadic = false;    // *name: takes all remaining positional args
+  bool strided_ok = false;  // the kernel handles non-contiguous views itself
+};
+
+struct OpContext {
+  vm::Pool* pool = nullptr;  // where outputs are allocated (global pool when null)
+  int num_threads = 1;
+  Tensor empty(DType dtype, const Shape& shape) const { return Tensor::empty(dtype, shape, pool); }
+};
+
+struct OpDef;
+
+// The bound arguments of one call: one slot per non-variadic parameter in signature
+// order, then the variadic values. Accessors throw vm::Error naming the parameter.
+class Args {
+ public:
+  Args(const OpDef& op, const Value* const* slots, int count) : op_(op), slots_(slots), count_(count) {}
+
+  const OpDef& op() const { return op_; }
+  const Value& operator[](int i) const { return *slots_[i]; }
+  const Tensor& tensor(int i) const;
+  const Tensor* opt_tensor(int i) const;  // nullptr for None
+  int64_t i64(int i) const;
+  double f64(int i) const;
+  bool flag(int i) const;
+  const std::string& str(int i) const;
+  Ints ints(int i) const;
+  bool is_none(int i) const { return slots_[i]->is_none(); }
+  template <typename T>
+  T& object(int i) const { return vm::object_as<T>(*slots_[i], param_label(i)); }
+
+  int variadic_count() const;
+  const Value& variadic(int k) const;
+
+  std::string param_label(int i) const;  // "argument 'x'"
+
+ private:
+  const OpDef& op_;
+  const Value* const* slots_;
+  int count_;
+};
+
+using Kernel = void (*)(OpContext& ctx, const Args& args, Value* outs);
+
+struct OpDef {
+  std::string name;
+  std::string group;                 // section in docs/ops.md
+  std::vector<Param> params;
+  std::vector<std::string> outputs;  // output types: "Tensor", "int", "bool", "same" (as the first argument), "Any", "KVCache", ...
+  std::string doc;
+  Kernel kernel = nullptr;
+
+  int num_fixed() const;        // non-variadic params
+  int variadic_index() const;   // index of the variadic param in `params`, or -1
+  int slot_of(int param_index) const;  // argument slot of a non-variadic param
+  std::string signature() const;  // "linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor"
+};
+
+// How one call's written arguments fill the slots: for each slot the index of a
+// positional argument, or of a keyword argument, or the parameter's default.
+struct Binding {
+  struct Source {
+    enum class From { Positional, Keyword, Default } from;
+    int index;  // into the positional or keyword list, or the param index for defaults
+  };
+  std::vector<Source> slots;  // non-variadic slots, then variadic ones
+};
+
+// Throws vm::Error (without location; callers add it) on a positional overflow,
+// an unknown or repeated keyword, or a missing required argument.
+Binding bind(const OpDef& op, int num_positional, const std::vector<std::string>& keywords);
+
+// Whether `v` is acceptable for a slot of kind `k` (exact check used on literals).
+bool kind_accepts(Kind k, const Value& v);
+
+class Registry {
+ public:
+  static const Registry& get();
+  const OpDef* find(std::string_view name) const;
+  const std::vector<OpDef>& all() const { return ops_; }  // sorted by group then name
+
+  // Builder used by the register_* functions of each op file.
+  OpDef& add(std::string name, std::string group);
+
+ private:
+  Registry() = default;
+  std::vector<OpDef> ops_;
+};
+
+// Helpers for concise signatures in the op files.
+Param p_tensor(std::string name);
+Param p_opt_tensor(std::string name);  // defaults to None
+Param p_scalar_or_tensor(std::string name);
+Param p_int(std::string name);
+Param p_int(std::string name, int64_t dflt);
+Param p_opt_int(std::string name);     // defaults to None
+Param p_float(std::string name);
+Param p_float(std::string name, double dflt);
+Param p_bool(std::string name, bool dflt);
+Param p_str(std::string name);
+Param p_str(std::string name, std::string dflt);
+Param p_ints(std::string name);
+Param p_opt_ints(std::string name);    // defaults to None
+Param p_object(std::string name);
+Param p_any(std::string name);
+
+// Runs one op eagerly: binds, makes non-view arguments contiguous, calls the
+// kernel. Errors are prefixed with the op name. Used by the Python eager mode and tests.
+std::vector<Value> call(const OpDef& op, const std::vector<Value>& positional,
+                        const std::vector<std::pair<std::string, Value>>& keywords, OpContext& ctx);
+
+}  // namespace ops

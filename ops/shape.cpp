@@ -1,0 +1,7 @@
+#include "ops/registry.h"
+
+namespace ops {
+
+void register_shape_ops(Registry&) {}
+
+}  // namespace ops

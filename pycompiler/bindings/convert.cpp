@@ -1,0 +1,113 @@
+#include "convert.h"
+
+#include <fmt/format.h>
+
+namespace tvm_py {
+
+static vm::DType dtype_from_numpy(const py::dtype& dt) {
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  if (kind == 'f' && size == 4) return vm::DType::f32;
+  if (kind == 'i' && size == 8) return vm::DType::i64;
+  if (kind == 'i' && size == 4) return vm::DType::i32;
+  if (kind == 'b' && size == 1) return vm::DType::boolean;
+  if (kind == 'i' && size == 1) return vm::DType::i8;
+  throw vm::Error(fmt::format("unsupported numpy dtype {} (tensorvm takes float32, int64, int32, bool, int8; cast first)",
+                              std::string(py::str(dt))));
+}
+
+static py::dtype numpy_dtype(vm::DType t) {
+  switch (t) {
+    case vm::DType::f32: return py::dtype::of<float>();
+    case vm::DType::i64: return py::dtype::of<int64_t>();
+    case vm::DType::i32: return py::dtype::of<int32_t>();
+    case vm::DType::boolean: return py::dtype::of<bool>();
+    case vm::DType::i8: return py::dtype::of<int8_t>();
+  }
+  throw vm::Error("unknown dtype");
+}
+
+vm::Tensor to_tensor(const py::array& in) {
+  vm::DType dt = dtype_from_numpy(in.dtype());
+  // A C-contiguous, aligned array is wrapped as it is; anything else is copied once.
+  py::array arr = py::array::ensure(in, py::array::c_style | py::array::forcecast);
+  if (!arr) throw vm::Error("could not convert the array to a C-contiguous one");
+  if (arr.ndim() > vm::kMaxDims) throw vm::Error(fmt::format("arrays have at most {} dimensions, got {}", vm::kMaxDims, arr.ndim()));
+  vm::Shape shape;
+  for (py::ssize_t i = 0; i < arr.ndim(); ++i) shape.push_back(arr.shape(i));
+  // Hold the array through a heap copy of the handle; release it with the GIL held,
+  // because the last tensor reference may die on a thread without it.
+  auto* holder = new py::object(arr);
+  std::shared_ptr<void> keep(holder, [](void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+  return vm::Tensor::external(const_cast<void*>(arr.data()), dt, shape, std::move(keep));
+}
+
+py::array from_tensor(const vm::Tensor& t0) {
+  vm::Tensor t = t0.contiguous();
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  // The capsule owns a tensor copy, hence a reference on the buffer.
+  auto* owner = new vm::Tensor(t);
+  py::capsule cap(owner, [](void* p) { delete static_cast<vm::Tensor*>(p); });
+  return py::array(numpy_dtype(t.dtype()), shape, {}, t.raw(), cap);
+}
+
+vm::Value to_value(const py::handle& obj) {
+  if (obj.is_none()) return vm::Value::none();
+  if (py::isinstance<py::bool_>(obj)) return vm::Value::from_bool(obj.cast<bool>());
+  if (py::isinstance<py::int_>(obj)) return vm::Value::from_int(obj.cast<int64_t>());
+  if (py::isinstance<py::float_>(obj)) return vm::Value::from_float(obj.cast<double>());
+  if (py::isinstance<py::str>(obj)) return vm::Value::from_str(obj.cast<std::string>());
+  if (py::isinstance<PyObjectHandle>(obj)) return vm::Value(obj.cast<PyObjectHandle&>().obj);
+  if (py::isinstance<py::array>(obj)) {
+    auto arr = py::reinterpret_borrow<py::array>(obj);
+    // numpy scalars arrive as 0-d arrays only when they are arrays; keep them tensors.
+    return vm::Value(to_tensor(arr));
+  }
+  // numpy scalar types (np.int64(3), np.float32(1.5), np.bool_)
+  if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && !py::isinstance<py::list>(obj)) {
+    return to_value(obj.attr("item")());
+  }
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    auto seq = py::reinterpret_borrow<py::sequence>(obj);
+    bool all_ints = seq.size() <= size_t(vm::kMaxDims);
+    for (auto item : seq) all_ints = all_ints && py::isinstance<py::int_>(item) && !py::isinstance<py::bool_>(item);
+    if (all_ints && py::isinstance<py::list>(obj)) {
+      vm::Ints is;
+      for (auto item : seq) is.push_back(item.cast<int64_t>());
+      return vm::Value::from_ints(is);
+    }
+    vm::Tuple t;
+    for (auto item : seq) t.push_back(to_value(item));
+    return vm::Value::from_tuple(std::move(t));
+  }
+  throw vm::Error(fmt::format("cannot pass a Python {} to tensorvm", std::string(py::str(py::type::handle_of(obj).attr("__name__")))));
+}
+
+py::object from_value(const vm::Value& v) {
+  switch (v.kind()) {
+    case vm::Value::Kind::None: return py::none();
+    case vm::Value::Kind::Int: return py::int_(v.as_int());
+    case vm::Value::Kind::Float: return py::float_(v.as_float());
+    case vm::Value::Kind::Bool: return py::bool_(v.as_bool());
+    case vm::Value::Kind::Str: return py::str(v.as_str());
+    case vm::Value::Kind::Tensor: return from_tensor(v.as_tensor());
+    case vm::Value::Kind::Ints: {
+      py::list l;
+      for (int64_t x : v.as_ints_raw()) l.append(x);
+      return l;
+    }
+    case vm::Value::Kind::Tuple: {
+      const vm::Tuple& t = v.as_tuple();
+      py::tuple out(t.size());
+      for (size_t i = 0; i < t.size(); ++i) out[i] = from_value(t[i]);
+      return out;
+    }
+    case vm::Value::Kind::Object: return py::cast(PyObjectHandle{v.as_object()});
+  }
+  return py::none();
+}
+
+}  // namespace tvm_py

@@ -1,0 +1,25 @@
+// numpy/Python <-> vm::Value. Tensors cross without copies when dtype and layout
+// allow: a numpy input is wrapped (the array kept alive by the buffer), a tensor
+// output becomes an array that holds a reference to the tensor's buffer.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "vm/value.h"
+
+namespace tvm_py {
+
+namespace py = pybind11;
+
+vm::Value to_value(const py::handle& obj);
+py::object from_value(const vm::Value& v);
+vm::Tensor to_tensor(const py::array& arr);
+py::array from_tensor(const vm::Tensor& t);
+
+// Python-side handle of a vm::Object (KV cache, ...): opaque, passed back to ops.
+struct PyObjectHandle {
+  vm::Ref<vm::Object> obj;
+};
+
+}  // namespace tvm_py

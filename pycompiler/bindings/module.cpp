@@ -1,0 +1,65 @@
+// The extension module tensorvm._C: thin bindings over the C++ runtime.
+#include <pybind11/stl.h>
+
+#include "convert.h"
+#include "ops/registry.h"
+
+namespace py = pybind11;
+using namespace tvm_py;
+
+void bind_program(py::module_& m);  // program.cpp
+
+static py::object call_op(const std::string& name, py::args args, py::kwargs kwargs) {
+  const ops::OpDef* op = ops::Registry::get().find(name);
+  if (!op) throw vm::Error(fmt::format("unknown op '{}'", name));
+  std::vector<vm::Value> pos;
+  for (auto a : args) pos.push_back(to_value(a));
+  std::vector<std::pair<std::string, vm::Value>> kw;
+  for (auto item : kwargs) kw.emplace_back(item.first.cast<std::string>(), to_value(item.second));
+  std::vector<vm::Value> outs;
+  {
+    py::gil_scoped_release nogil;
+    ops::OpContext ctx;
+    outs = ops::call(*op, pos, kw, ctx);
+  }
+  if (outs.size() == 1) return from_value(outs[0]);
+  py::tuple t(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) t[i] = from_value(outs[i]);
+  return t;
+}
+
+static py::list registry() {
+  py::list out;
+  for (const ops::OpDef& op : ops::Registry::get().all()) {
+    py::list params;
+    for (const ops::Param& p : op.params) {
+      py::dict d;
+      d["name"] = p.name;
+      d["kind"] = std::string(ops::kind_name(p.kind));
+      d["variadic"] = p.variadic;
+      d["has_default"] = p.has_default;
+      d["default"] = p.has_default ? from_value(p.default_value) : py::none();
+      params.append(d);
+    }
+    py::dict d;
+    d["name"] = op.name;
+    d["group"] = op.group;
+    d["params"] = params;
+    d["outputs"] = op.outputs;
+    d["doc"] = op.doc;
+    d["signature"] = op.signature();
+    out.append(d);
+  }
+  return out;
+}
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "tensorvm C++ runtime";
+  py::register_exception<vm::Error>(m, "VMError", PyExc_RuntimeError);
+  py::class_<PyObjectHandle>(m, "Object")
+      .def_property_readonly("type_name", [](const PyObjectHandle& h) { return std::string(h.obj->type_name()); })
+      .def("__repr__", [](const PyObjectHandle& h) { return "<tensorvm " + h.obj->describe() + ">"; });
+  m.def("call_op", &call_op, "Run one op eagerly on the C++ kernels.");
+  m.def("registry", &registry, "Every op: name, group, params, outputs, doc.");
+  bind_program(m);
+}

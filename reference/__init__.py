@@ -1,0 +1,7 @@
+"""Reference implementations of every op, in plain numpy.
+
+Each function here has the same name, parameters and defaults as the C++ op in the
+registry (tests check this), and is what `tensorvm.replay` binds the IR's op names to.
+"""
+from .ops import *  # noqa: F401,F403
+from .ops import OPS  # noqa: F401

@@ -1,0 +1,246 @@
+#include "vm/tensor.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace vm {
+
+DType parse_dtype(std::string_view name) {
+  if (name == "f32" || name == "float32") return DType::f32;
+  if (name == "i64" || name == "int64") return DType::i64;
+  if (name == "i32" || name == "int32") return DType::i32;
+  if (name == "bool") return DType::boolean;
+  if (name == "i8" || name == "int8") return DType::i8;
+  fail("unknown dtype '{}' (expected f32, i64, i32, bool or i8)", name);
+}
+
+Shape::Shape(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) push_back(d);
+}
+
+void Shape::push_back(int64_t v) {
+  if (n_ == kMaxDims) fail("tensors have at most {} dimensions", kMaxDims);
+  d_[n_++] = v;
+}
+
+void Shape::resize(int n, int64_t fill) {
+  if (n < 0 || n > kMaxDims) fail("tensors have at most {} dimensions", kMaxDims);
+  for (int i = n_; i < n; ++i) d_[i] = fill;
+  n_ = n;
+}
+
+int64_t Shape::numel() const {
+  int64_t p = 1;
+  for (int i = 0; i < n_; ++i) p *= d_[i];
+  return p;
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (n_ != o.n_) return false;
+  for (int i = 0; i < n_; ++i)
+    if (d_[i] != o.d_[i]) return false;
+  return true;
+}
+
+std::string Shape::str() const { return fmt::format("[{}]", fmt::join(begin(), end(), ", ")); }
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape s;
+  s.resize(shape.size());
+  int64_t acc = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- Buffer / Pool
+
+Buffer::~Buffer() {
+  if (!keepalive_ && data_) std::free(data_);
+}
+
+Ref<Buffer> Buffer::external(void* data, size_t bytes, std::shared_ptr<void> keepalive) {
+  Buffer* b = new Buffer();
+  b->data_ = data;
+  b->bytes_ = bytes;
+  b->keepalive_ = keepalive ? std::move(keepalive) : std::shared_ptr<void>(data, [](void*) {});
+  return Ref<Buffer>(b);
+}
+
+void Buffer::destroy() {
+  if (!pool_) {
+    delete this;
+    return;
+  }
+  // Take the pool reference out first: returning the block may drop the pool's
+  // last reference, and then the pool's destructor frees this block too.
+  Ref<Pool> pool = std::move(pool_);
+  pool->give_back(this);
+}
+
+Pool::Pool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+
+Pool::~Pool() { trim(); }
+
+Pool& Pool::global() {
+  // Never destroyed: buffers may be released during static destruction.
+  static Pool* p = [] {
+    Pool* q = new Pool();
+    q->retain();
+    return q;
+  }();
+  return *p;
+}
+
+static size_t round_capacity(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+
+Ref<Buffer> Pool::allocate(size_t bytes) {
+  size_t cap = round_capacity(bytes == 0 ? 1 : bytes);
+  Buffer* b = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(cap);
+    if (it != free_.end() && !it->second.empty()) {
+      b = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= cap;
+    } else {
+      ++fresh_allocs_;
+    }
+  }
+  if (!b) {
+    void* mem = std::aligned_alloc(64, cap);
+    if (!mem) fail("out of memory allocating {} bytes", cap);
+    b = new Buffer();
+    b->data_ = mem;
+    b->capacity_ = cap;
+  }
+  b->bytes_ = bytes;
+  b->pool_ = Ref<Pool>(this);
+  return Ref<Buffer>(b);
+}
+
+void Pool::give_back(Buffer* b) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + b->capacity_ <= max_cached_bytes_) {
+      free_[b->capacity_].push_back(b);
+      cached_bytes_ += b->capacity_;
+      return;
+    }
+  }
+  delete b;
+}
+
+void Pool::trim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& kv : free_)
+    for (Buffer* b : kv.second) delete b;
+  free_.clear();
+  cached_bytes_ = 0;
+}
+
+// ---------------------------------------------------------------- Tensor
+
+Tensor Tensor::empty(DType dtype, const Shape& shape, Pool* pool) {
+  for (int64_t d : shape)
+    if (d < 0) fail("negative dimension in shape {}", shape.str());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.buf_ = (pool ? *pool : Pool::global()).allocate(size_t(shape.numel()) * dtype_size(dtype));
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, const Shape& shape, Pool* pool) {
+  Tensor t = empty(dtype, shape, pool);
+  std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::external(void* data, DType dtype, const Shape& shape, std::shared_ptr<void> keepalive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.buf_ = Buffer::external(data, size_t(shape.numel()) * dtype_size(dtype), std::move(keepalive));
+  return t;
+}
+
+int64_t Tensor::size(int dim) const {
+  int d = dim < 0 ? dim + ndim() : dim;
+  if (d < 0 || d >= ndim()) fail("dimension {} out of range for a tensor of shape {}", dim, shape_.str());
+  return shape_[d];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expect = 1;
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (shape_[i] != 1 && strides_[i] != expect) return false;
+    expect *= shape_[i];
+  }
+  return true;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  if (shape.numel() != numel()) fail("cannot reshape {} to {}", shape_.str(), shape.str());
+  if (!is_contiguous()) return contiguous().reshape(shape);
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
+Tensor Tensor::slice0(int64_t begin, int64_t end) const {
+  if (ndim() == 0) fail("cannot slice a 0-d tensor");
+  if (begin < 0 || end < begin || end > shape_[0]) fail("rows [{}, {}) out of range for shape {}", begin, end, shape_.str());
+  Tensor t = *this;
+  t.offset_ += begin * strides_[0];
+  t.shape_[0] = end - begin;
+  return t;
+}
+
+Tensor Tensor::view(const Shape& shape, const Shape& strides, int64_t offset) const {
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = strides;
+  t.offset_ = offset;
+  return t;
+}
+
+Tensor Tensor::contiguous(Pool* pool) const {
+  if (is_contiguous()) return *this;
+  Tensor out = empty(dtype_, shape_, pool);
+  const size_t es = dtype_size(dtype_);
+  const int nd = ndim();
+  // Copy the innermost run at a time when it is unit-strided, else element by element.
+  const bool inner_unit = nd > 0 && strides_[nd - 1] == 1;
+  const int64_t run = inner_unit ? shape_[nd - 1] : 1;
+  const int outer_dims = inner_unit ? nd - 1 : nd;
+  const int64_t n_runs = run == 0 ? 0 : numel() / run;
+  Shape idx;
+  idx.resize(outer_dims);
+  const char* src = static_cast<const char*>(raw());
+  char* dst = static_cast<char*>(out.raw());
+  for (int64_t r = 0; r < n_runs; ++r) {
+    int64_t off = 0;
+    for (int i = 0; i < outer_dims; ++i) off += idx[i] * strides_[i];
+    std::memcpy(dst + r * run * es, src + off * int64_t(es), size_t(run) * es);
+    for (int i = outer_dims - 1; i >= 0; --i) {
+      if (++idx[i] < shape_[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
+std::string Tensor::describe() const {
+  if (!defined()) return "undefined tensor";
+  return fmt::format("{}{}", dtype_name(dtype_), shape_.str());
+}
+
+}  // namespace vm

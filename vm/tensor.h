@@ -1,0 +1,150 @@
+// Tensor: a typed, shaped view of a refcounted buffer. Storage is row-major; views
+// carry strides so that a KV cache can hand out its filled prefix without copying,
+// but kernels see contiguous tensors unless their op declares it accepts views.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vm/dtype.h"
+#include "vm/error.h"
+#include "vm/ref.h"
+
+namespace vm {
+
+constexpr int kMaxDims = 8;
+
+// A fixed-capacity list of int64 (shapes, strides, permutations): no heap.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  template <typename It>
+  Shape(It first, It last) {
+    for (; first != last; ++first) push_back(static_cast<int64_t>(*first));
+  }
+
+  int size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t operator[](int i) const { return d_[i]; }
+  int64_t& operator[](int i) { return d_[i]; }
+  const int64_t* begin() const { return d_; }
+  const int64_t* end() const { return d_ + n_; }
+  int64_t* begin() { return d_; }
+  int64_t* end() { return d_ + n_; }
+  void push_back(int64_t v);
+  void resize(int n, int64_t fill = 0);
+  int64_t numel() const;  // product; 1 for an empty shape
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  std::string str() const;  // "[2, 3]"
+
+ private:
+  int64_t d_[kMaxDims] = {};
+  int n_ = 0;
+};
+
+class Pool;
+
+// A block of memory: from a Pool (returned to it when the last reference dies), or
+// external (an mmap-ed weights file, a numpy array) kept alive by `keepalive`.
+class Buffer : public RefCounted {
+ public:
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  static Ref<Buffer> external(void* data, size_t bytes, std::shared_ptr<void> keepalive);
+
+ protected:
+  void destroy() override;
+
+ private:
+  friend class Pool;
+  Buffer() = default;
+  ~Buffer() override;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  size_t capacity_ = 0;   // pooled: allocation size (bytes rounded up)
+  Ref<Pool> pool_;        // pooled buffers hold their pool while alive
+  std::shared_ptr<void> keepalive_;
+};
+
+// Recycles buffers by size so a steady decode loop stops calling malloc: every step
+// asks for the same sizes it freed one step earlier. Thread-safe because a tensor
+// may be released on another thread than the one that allocated it.
+class Pool : public RefCounted {
+ public:
+  explicit Pool(size_t max_cached_bytes = size_t(1) << 30);
+  ~Pool() override;
+  Ref<Buffer> allocate(size_t bytes);
+  static Pool& global();
+
+  // Counters for tests and the profiler.
+  size_t fresh_allocations() const { return fresh_allocs_; }
+  size_t cached_bytes() const { return cached_bytes_; }
+  void trim();  // frees every cached block
+
+ private:
+  friend class Buffer;
+  void give_back(Buffer* b);
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<Buffer*>> free_;
+  size_t max_cached_bytes_;
+  size_t cached_bytes_ = 0;
+  size_t fresh_allocs_ = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined tensor
+  // A new contiguous tensor from `pool` (the global pool when null). Contents are
+  // uninitialised.
+  static Tensor empty(DType dtype, const Shape& shape, Pool* pool = nullptr);
+  static Tensor zeros(DType dtype, const Shape& shape, Pool* pool = nullptr);
+  // Wraps memory owned elsewhere; `keepalive` holds the owner.
+  static Tensor external(void* data, DType dtype, const Shape& shape, std::shared_ptr<void> keepalive);
+
+  bool defined() const { return static_cast<bool>(buf_); }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }  // in elements
+  int ndim() const { return shape_.size(); }
+  int64_t size(int dim) const;  // dim may be negative
+  int64_t numel() const { return shape_.numel(); }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  bool is_contiguous() const;
+  const Ref<Buffer>& buffer() const { return buf_; }
+  int64_t offset() const { return offset_; }  // in elements
+
+  void* raw() const { return static_cast<char*>(buf_->data()) + offset_ * int64_t(dtype_size(dtype_)); }
+  template <typename T>
+  T* data() const {
+    if (dtype_of<T>::value != dtype_) fail("tensor has dtype {}, read as {}", dtype_name(dtype_), dtype_name(dtype_of<T>::value));
+    return static_cast<T*>(raw());
+  }
+
+  // Zero-copy views.
+  Tensor reshape(const Shape& shape) const;            // requires contiguous
+  Tensor slice0(int64_t begin, int64_t end) const;     // rows [begin, end) of dim 0
+  Tensor view(const Shape& shape, const Shape& strides, int64_t offset) const;
+  // A contiguous copy (or *this when already contiguous).
+  Tensor contiguous(Pool* pool = nullptr) const;
+
+  std::string describe() const;  // "f32[2, 3]"
+
+ private:
+  Ref<Buffer> buf_;
+  int64_t offset_ = 0;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  Shape strides_;
+};
+
+Shape contiguous_strides(const Shape& shape);
+
+}  // namespace vm
