@@ -1,3 +1,84 @@
-#include <pybind11/pybind11.h>
+// Program, Session and the IR round-trip helper for Python.
+#include <pybind11/stl.h>
+
+#include "convert.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "vm/vm.h"
+
 namespace py = pybind11;
-void bind_program(py::module_&) {}
+using namespace tvm_py;
+
+namespace {
+
+py::list run_session(vm::Session& s, const std::string& fn, const py::list& args) {
+  std::vector<vm::Value> in;
+  for (auto a : args) in.push_back(to_value(a));
+  std::vector<vm::Value> out;
+  {
+    py::gil_scoped_release nogil;
+    out = s.run(fn, std::move(in));
+  }
+  py::list result;
+  for (const vm::Value& v : out) result.append(from_value(v));
+  return result;
+}
+
+py::dict function_info(const vm::Function& f) {
+  py::dict d;
+  d["name"] = f.name;
+  d["params"] = f.param_names;
+  d["param_types"] = f.param_types;
+  d["return_types"] = f.return_types;
+  d["instructions"] = f.code.size();
+  py::dict counts;
+  for (const vm::Instr& ins : f.code) {
+    if (ins.kind == vm::Instr::Kind::Return) continue;
+    py::str key(ins.callee);
+    counts[key] = (counts.contains(key) ? counts[key].cast<int>() : 0) + 1;
+  }
+  d["op_counts"] = counts;
+  return d;
+}
+
+}  // namespace
+
+void bind_program(py::module_& m) {
+  py::class_<vm::Program, std::shared_ptr<vm::Program>>(m, "Program")
+      .def_static("load", [](const std::string& dir) { return std::const_pointer_cast<vm::Program>(vm::Program::load(dir)); },
+                  py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def_static("from_text",
+                  [](const std::string& text, const std::string& weights) {
+                    return std::const_pointer_cast<vm::Program>(vm::Program::from_text(text, weights));
+                  },
+                  py::arg("text"), py::arg("weights_path") = "")
+      .def("functions", [](const vm::Program& p) {
+        std::vector<std::string> names;
+        for (const auto& f : p.functions()) names.push_back(f.name);
+        return names;
+      })
+      .def("function_info", [](const vm::Program& p, const std::string& name) { return function_info(p.function(name)); })
+      .def_property_readonly("text", &vm::Program::text)
+      .def_property_readonly("meta_json", &vm::Program::meta_json)
+      .def_property_readonly("weight_bytes", &vm::Program::weight_bytes);
+
+  py::class_<vm::Session>(m, "Session")
+      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads) {
+             vm::SessionOptions o;
+             o.num_threads = num_threads;
+             return std::make_unique<vm::Session>(p, o);
+           }),
+           py::arg("program"), py::arg("num_threads") = 1)
+      .def("run", &run_session, py::arg("function"), py::arg("args"))
+      .def_property("num_threads", &vm::Session::num_threads, &vm::Session::set_num_threads)
+      .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
+      .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); });
+
+  m.def("parse_and_print", [](const std::string& text) {
+    try {
+      return ir::print(ir::parse(text));
+    } catch (const ir::ParseError& e) {
+      throw vm::Error(e.what());
+    }
+  });
+}

@@ -1,0 +1,272 @@
+// The interpreter: a flat loop over pre-resolved instructions. Frames are windows of
+// one register stack owned by the Session; calls, loop bodies and branches run in
+// the window after the caller's, so no call allocates.
+#include <fmt/format.h>
+
+#include "vm/session.h"
+
+namespace vm {
+
+namespace {
+
+constexpr int kInlineSlots = 32;
+
+bool truthy(const Value& v, const Function& fn) {
+  if (v.is_bool()) return v.as_bool();
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor_unchecked();
+    if (t.dtype() == DType::boolean && t.numel() == 1) return *static_cast<const uint8_t*>(t.raw()) != 0;
+  }
+  fail("'{}' must return a bool or a one-element bool tensor, got {}", fn.name, v.describe());
+}
+
+bool type_matches(const std::string& type, const Value& v) {
+  if (type == "Any") return true;
+  if (type == "Tensor") return v.is_tensor();
+  if (type == "int") return v.is_int();
+  if (type == "float") return v.is_float() || v.is_int();
+  if (type == "bool") return v.is_bool();
+  if (type == "str") return v.is_str();
+  if (type == "ints") return v.is_ints();
+  if (type == "None") return v.is_none();
+  return v.is_object() && v.as_object()->type_name() == type;
+}
+
+}  // namespace
+
+class Interpreter {
+ public:
+  explicit Interpreter(Session& s) : s_(s), prog_(*s.program_) {
+    ctx_.pool = s.pool_.get();
+    ctx_.num_threads = s.options_.num_threads;
+  }
+
+  // Runs `fn` with its parameters already in frame[0..n) and writes its results to
+  // `results`. The frame's registers are cleared on the way out.
+  void exec(const Function& fn, Value* frame, Value* results) {
+    Hook* hook = s_.hook_;
+    for (const Instr& ins : fn.code) {
+      if (hook) hook->before(fn, ins, frame);
+      try {
+        step(fn, ins, frame, results);
+      } catch (const Error& e) {
+        clear(fn, frame);
+        rethrow(fn, ins, e.what());
+      } catch (const std::exception& e) {
+        clear(fn, frame);
+        rethrow(fn, ins, e.what());
+      }
+      ++s_.instructions_;
+      if (hook) hook->after(fn, ins, frame);
+      for (uint32_t r : ins.frees) frame[r] = Value();
+    }
+    clear(fn, frame);
+  }
+
+ private:
+  static void clear(const Function& fn, Value* frame) {
+    for (uint32_t r = 0; r < fn.num_regs; ++r) frame[r] = Value();
+  }
+
+  [[noreturn]] void rethrow(const Function& fn, const Instr& ins, const std::string& what) {
+    // The innermost failure reads "op: message"; each frame on the way out adds an
+    // "at file:line in function: statement" line, like a traceback.
+    std::string msg = what;
+    if (ins.kind == Instr::Kind::Kernel && msg.rfind(ins.callee + ": ", 0) != 0) msg = ins.callee + ": " + msg;
+    if (ins.kind == Instr::Kind::ParamIndexed) msg = "param: " + msg;
+    msg += fmt::format("\n  at {}:{} in {}: {}", prog_.filename(), ins.line, fn.name, ins.text);
+    throw Error(msg);
+  }
+
+  const Value& read(const Function& fn, const Value* frame, const Operand& o) const {
+    return o.from == Operand::From::Reg ? frame[o.index] : fn.consts[o.index];
+  }
+
+  Value build_list(const Function& fn, const Value* frame, const ListOperand& list) const {
+    Ints is;
+    for (const Operand& item : list.items) {
+      const Value& v = read(fn, frame, item);
+      if (!v.is_int()) fail("list items must be ints, got {}", v.describe());
+      is.push_back(v.as_int());
+    }
+    return Value::from_ints(is);
+  }
+
+  void deliver(const Instr& ins, Value* frame, Value* results, size_t n) {
+    if (ins.pack_tuple) {
+      Tuple t;
+      t.reserve(n);
+      for (size_t i = 0; i < n; ++i) t.push_back(std::move(results[i]));
+      frame[ins.outs[0]] = Value::from_tuple(std::move(t));
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) frame[ins.outs[i]] = std::move(results[i]);
+  }
+
+  void step(const Function& fn, const Instr& ins, Value* frame, Value* results) {
+    switch (ins.kind) {
+      case Instr::Kind::Kernel: return kernel(fn, ins, frame);
+      case Instr::Kind::Call: {
+        const Function& g = prog_.functions()[ins.fn_a];
+        Value* out = frame + fn.num_regs;
+        Value* sub = out + g.num_returns();
+        for (size_t i = 0; i < ins.args.size(); ++i) sub[i] = read(fn, frame, ins.args[i]);
+        exec(g, sub, out);
+        deliver(ins, frame, out, g.num_returns());
+        return;
+      }
+      case Instr::Kind::WhileLoop: return while_loop(fn, ins, frame);
+      case Instr::Kind::Cond: {
+        const Function& a = prog_.functions()[ins.fn_a];
+        const Function& b = prog_.functions()[ins.fn_b];
+        const Function& g = truthy(read(fn, frame, ins.args[0]), fn) ? a : b;
+        Value* out = frame + fn.num_regs;
+        Value* sub = out + g.num_returns();
+        for (size_t i = 1; i < ins.args.size(); ++i) sub[i - 1] = read(fn, frame, ins.args[i]);
+        exec(g, sub, out);
+        deliver(ins, frame, out, g.num_returns());
+        return;
+      }
+      case Instr::Kind::ParamIndexed: {
+        const int64_t i = read(fn, frame, ins.args[0]).as_int();
+        if (i < 0 || size_t(i) >= ins.table.size() || ins.table[size_t(i)].is_none())
+          fail("no weight '{}' for index {}", ins.table_template, i);
+        frame[ins.outs[0]] = ins.table[size_t(i)];
+        return;
+      }
+      case Instr::Kind::Return:
+        for (size_t i = 0; i < ins.args.size(); ++i) {
+          const Operand& o = ins.args[i];
+          if (o.from == Operand::From::Reg) {
+            results[i] = std::move(frame[o.index]);
+            // A name returned twice ("return a, a") must not lose its value.
+            for (size_t j = i + 1; j < ins.args.size(); ++j)
+              if (ins.args[j].from == Operand::From::Reg && ins.args[j].index == o.index) frame[o.index] = results[i];
+          } else {
+            results[i] = read(fn, frame, o);
+          }
+        }
+        return;
+    }
+  }
+
+  void kernel(const Function& fn, const Instr& ins, Value* frame) {
+    const size_t n = ins.args.size();
+    const Value* inline_slots[kInlineSlots];
+    Value inline_tmp[4];
+    std::vector<const Value*> heap_slots;
+    std::vector<Value> heap_tmp;
+    const Value** slots = inline_slots;
+    if (n > size_t(kInlineSlots)) {
+      heap_slots.resize(n);
+      slots = heap_slots.data();
+    }
+    size_t used_tmp = 0;
+    auto temp = [&]() -> Value& {
+      if (used_tmp < 4) return inline_tmp[used_tmp++];
+      heap_tmp.reserve(n);
+      heap_tmp.emplace_back();
+      ++used_tmp;
+      return heap_tmp.back();
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const Operand& o = ins.args[i];
+      if (o.from == Operand::From::List) {
+        Value& t = temp();
+        t = build_list(fn, frame, fn.lists[o.index]);
+        slots[i] = &t;
+        continue;
+      }
+      const Value& v = read(fn, frame, o);
+      if (ins.contiguous[i] && v.is_tensor() && !v.tensor_unchecked().is_contiguous()) {
+        Value& t = temp();
+        t = Value(v.tensor_unchecked().contiguous(ctx_.pool));
+        slots[i] = &t;
+        continue;
+      }
+      slots[i] = &v;
+    }
+    Value outs[4];
+    const size_t nout = ins.op->outputs.size();
+    ins.kernel(ctx_, ops::Args(*ins.op, slots, int(n)), outs);
+    if (ins.pack_tuple) {
+      Tuple t(outs, outs + nout);
+      frame[ins.outs[0]] = Value::from_tuple(std::move(t));
+      return;
+    }
+    for (size_t i = 0; i < nout; ++i) frame[ins.outs[i]] = std::move(outs[i]);
+  }
+
+  void while_loop(const Function& fn, const Instr& ins, Value* frame) {
+    const Function& cond = prog_.functions()[ins.fn_a];
+    const Function& body = prog_.functions()[ins.fn_b];
+    const size_t k = ins.args.size();
+    Value* carried = frame + fn.num_regs;
+    Value* pred = carried + k;
+    Value* sub = pred + 1;
+    for (size_t i = 0; i < k; ++i) carried[i] = read(fn, frame, ins.args[i]);
+    for (;;) {
+      for (size_t i = 0; i < k; ++i) sub[i] = carried[i];
+      exec(cond, sub, pred);
+      const bool go = truthy(*pred, cond);
+      *pred = Value();
+      if (!go) break;
+      for (size_t i = 0; i < k; ++i) sub[i] = std::move(carried[i]);
+      exec(body, sub, carried);
+    }
+    if (ins.pack_tuple) {
+      deliver(ins, frame, carried, k);
+    } else {
+      for (size_t i = 0; i < k; ++i) frame[ins.outs[i]] = std::move(carried[i]);
+    }
+  }
+
+  Session& s_;
+  const Program& prog_;
+  ops::OpContext ctx_;
+};
+
+// ---------------------------------------------------------------- Session
+
+Session::Session(std::shared_ptr<const Program> program, SessionOptions options)
+    : program_(std::move(program)), options_(options), pool_(make_ref<Pool>()) {
+  if (!program_) fail("Session: no program");
+  set_num_threads(options.num_threads);
+  stack_.resize(program_->max_stack() + 64);
+}
+
+Session::~Session() { stack_.clear(); }
+
+void Session::set_num_threads(int n) {
+  if (n < 1) fail("num_threads must be at least 1, got {}", n);
+  options_.num_threads = n;
+}
+
+std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs) {
+  const Function& fn = program_->function(name);
+  if (inputs.size() != fn.param_names.size())
+    fail("{} takes {} input{} ({}), got {}", name, fn.param_names.size(), fn.param_names.size() == 1 ? "" : "s",
+         fmt::join(fn.param_names, ", "), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!type_matches(fn.param_types[i], inputs[i]))
+      fail("{}: input '{}' must be {}, got {}", name, fn.param_names[i], fn.param_types[i], inputs[i].describe());
+  const size_t nret = fn.num_returns();
+  Value* results = stack_.data();
+  Value* frame = results + nret;
+  for (size_t i = 0; i < inputs.size(); ++i) frame[i] = std::move(inputs[i]);
+  try {
+    Interpreter(*this).exec(fn, frame, results);
+  } catch (...) {
+    for (Value& v : stack_) v = Value();
+    throw;
+  }
+  std::vector<Value> out(nret);
+  for (size_t i = 0; i < nret; ++i) out[i] = std::move(results[i]);
+  return out;
+}
+
+std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs) {
+  return session.run(function, std::move(inputs));
+}
+
+}  // namespace vm

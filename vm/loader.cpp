@@ -1,0 +1,511 @@
+// IR text -> Program: binds every call once (op kernel, program function, control
+// flow builtin or weight), turns names into register numbers, folds literals and
+// weights into constants, and computes each register's last use.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/safetensors.h"
+#include "vm/program.h"
+
+namespace vm {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {}", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+
+// A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
+// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16.
+Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+  Shape shape(e.shape.begin(), e.shape.end());
+  auto wrap = [&](DType dt) {
+    const size_t es = dtype_size(dt);
+    if (reinterpret_cast<uintptr_t>(e.data) % es == 0)
+      return Tensor::external(const_cast<void*>(e.data), dt, shape, std::shared_ptr<void>(file, nullptr));
+    Tensor t = Tensor::empty(dt, shape);
+    std::memcpy(t.raw(), e.data, e.nbytes);
+    return t;
+  };
+  if (e.dtype == "F32") return wrap(DType::f32);
+  if (e.dtype == "I64") return wrap(DType::i64);
+  if (e.dtype == "I32") return wrap(DType::i32);
+  if (e.dtype == "BOOL") return wrap(DType::boolean);
+  if (e.dtype == "I8") return wrap(DType::i8);
+  if (e.dtype == "F16" || e.dtype == "BF16") {
+    Tensor t = Tensor::empty(DType::f32, shape);
+    float* out = t.data<float>();
+    const auto* in = static_cast<const unsigned char*>(e.data);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint16_t h = uint16_t(in[2 * i] | (in[2 * i + 1] << 8));
+      uint32_t bits;
+      if (e.dtype == "BF16") {
+        bits = uint32_t(h) << 16;
+      } else {
+        const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+        if (exp == 0x1f) {
+          bits = sign | 0x7f800000 | (man << 13);
+        } else if (exp != 0) {
+          bits = sign | ((exp + 112) << 23) | (man << 13);
+        } else if (man == 0) {
+          bits = sign;
+        } else {  // subnormal half -> normal float
+          int e2 = -1;
+          uint32_t m = man;
+          do { ++e2; m <<= 1; } while (!(m & 0x400));
+          bits = sign | ((112 - e2) << 23) | ((m & 0x3ff) << 13);
+        }
+      }
+      std::memcpy(&out[i], &bits, 4);
+    }
+    return t;
+  }
+  fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
+}
+
+}  // namespace
+
+class Loader {
+ public:
+  Loader(Program& p, const ir::Module& m) : p_(p), m_(m) {}
+
+  void load() {
+    for (size_t i = 0; i < m_.functions.size(); ++i) {
+      const std::string& name = m_.functions[i].name;
+      if (ops::Registry::get().find(name) || is_builtin(name))
+        fail_at(m_.functions[i].line, "function '{}' has the name of an op; rename it", name);
+      fn_index_[name] = uint32_t(i);
+    }
+    // Signatures first: a function may call one defined further down the file.
+    p_.functions_.resize(m_.functions.size());
+    for (size_t i = 0; i < m_.functions.size(); ++i) {
+      const ir::Function& f = m_.functions[i];
+      Function& fn = p_.functions_[i];
+      fn.name = f.name;
+      fn.line = f.line;
+      fn.return_types = f.return_types;
+      fn.returns_tuple = f.returns_tuple;
+      for (const auto& prm : f.params) {
+        fn.param_names.push_back(prm.name);
+        fn.param_types.push_back(prm.type);
+      }
+    }
+    for (size_t i = 0; i < m_.functions.size(); ++i) load_function(m_.functions[i], p_.functions_[i]);
+    std::vector<int> state(p_.functions_.size(), 0);
+    for (size_t i = 0; i < p_.functions_.size(); ++i) p_.max_stack_ = std::max(p_.max_stack_, stack_need(uint32_t(i), state));
+  }
+
+ private:
+  static bool is_builtin(const std::string& n) { return n == "param" || n == "while_loop" || n == "cond"; }
+
+  template <typename... A>
+  [[noreturn]] void fail_at(int line, fmt::format_string<A...> f, A&&... a) {
+    throw Error(fmt::format("{}:{}: {}", p_.filename_, line, fmt::format(f, std::forward<A>(a)...)));
+  }
+
+  struct Scope {
+    std::unordered_map<std::string, Operand> names;
+  };
+
+  Operand constant(Function& fn, Value v) {
+    fn.consts.push_back(std::move(v));
+    return Operand{Operand::From::Const, uint32_t(fn.consts.size() - 1)};
+  }
+
+  uint32_t new_reg(Function& fn, const std::string& name) {
+    fn.reg_names.push_back(name);
+    return fn.num_regs++;
+  }
+
+  Operand operand(Function& fn, Scope& scope, const ir::Expr& e, int line) {
+    if (auto* n = std::get_if<ir::Name>(&e)) {
+      auto it = scope.names.find(n->id);
+      if (it != scope.names.end()) return it->second;
+      if (fn_index_.count(n->id)) fail_at(line, "function '{}' can only be passed to while_loop or cond", n->id);
+      fail_at(line, "unknown name '{}'", n->id);
+    }
+    if (std::holds_alternative<ir::NoneLit>(e)) return constant(fn, Value::none());
+    if (auto* b = std::get_if<bool>(&e)) return constant(fn, Value::from_bool(*b));
+    if (auto* i = std::get_if<int64_t>(&e)) return constant(fn, Value::from_int(*i));
+    if (auto* d = std::get_if<double>(&e)) return constant(fn, Value::from_float(*d));
+    if (auto* s = std::get_if<std::string>(&e)) return constant(fn, Value::from_str(*s));
+    const auto& list = std::get<ir::List>(e);
+    bool all_literal = true;
+    for (const auto& item : list.items) all_literal = all_literal && !item.is_name;
+    if (all_literal) {
+      Ints is;
+      for (const auto& item : list.items) is.push_back(item.value);
+      return constant(fn, Value::from_ints(is));
+    }
+    ListOperand lo;
+    for (const auto& item : list.items) {
+      if (!item.is_name) {
+        lo.items.push_back(constant(fn, Value::from_int(item.value)));
+        continue;
+      }
+      auto it = scope.names.find(item.name);
+      if (it == scope.names.end()) fail_at(line, "unknown name '{}'", item.name);
+      lo.items.push_back(it->second);
+    }
+    fn.lists.push_back(std::move(lo));
+    return Operand{Operand::From::List, uint32_t(fn.lists.size() - 1)};
+  }
+
+  const Function& callee_signature(const std::string& name, int line) {
+    auto it = fn_index_.find(name);
+    if (it == fn_index_.end()) fail_at(line, "'{}' is not a function of this program", name);
+    return p_.functions_[it->second];
+  }
+
+  uint32_t fn_arg(const ir::Stmt& s, size_t i, const char* what) {
+    if (i >= s.args.size()) fail_at(s.line, "{} needs a {} function", s.callee, what);
+    const auto* n = std::get_if<ir::Name>(&s.args[i].value);
+    if (!n || !fn_index_.count(n->id)) fail_at(s.line, "{}: the {} argument must name a function of the program", s.callee, what);
+    return fn_index_[n->id];
+  }
+
+  void bind_targets(Function& fn, Scope& scope, const ir::Stmt& s, Instr& ins, size_t num_results) {
+    if (s.targets.size() == num_results) {
+    } else if (s.targets.size() == 1 && num_results > 1 && !s.trailing_comma) {
+      ins.pack_tuple = true;
+    } else {
+      fail_at(s.line, "{} returns {} value{}, but {} name{} bound", s.callee, num_results, num_results == 1 ? "" : "s",
+              s.targets.size(), s.targets.size() == 1 ? " is" : "s are");
+    }
+    for (const std::string& t : s.targets) {
+      uint32_t r = new_reg(fn, t);
+      scope.names[t] = Operand{Operand::From::Reg, r};
+      ins.outs.push_back(r);
+    }
+  }
+
+  void load_param(Function& fn, Scope& scope, const ir::Stmt& s) {
+    // param(name) or param(template, index): the weight, resolved now.
+    std::vector<const ir::Expr*> a(2, nullptr);
+    size_t npos = 0;
+    for (const auto& arg : s.args) {
+      if (arg.keyword.empty()) {
+        if (npos >= 2) fail_at(s.line, "param takes a name and an optional index");
+        a[npos++] = &arg.value;
+      } else if (arg.keyword == "name" || arg.keyword == "index") {
+        a[arg.keyword == "name" ? 0 : 1] = &arg.value;
+      } else {
+        fail_at(s.line, "param: unknown keyword argument '{}'", arg.keyword);
+      }
+    }
+    const auto* name = a[0] ? std::get_if<std::string>(a[0]) : nullptr;
+    if (!name) fail_at(s.line, "param: the weight name must be a string literal");
+    if (s.targets.size() != 1) fail_at(s.line, "param returns one tensor");
+    const bool has_index = a[1] && !std::holds_alternative<ir::NoneLit>(*a[1]);
+    const auto hole = name->find("{}");
+    if (has_index && hole == std::string::npos) fail_at(s.line, "param: an index needs a name template with '{{}}'");
+    if (!has_index || std::holds_alternative<int64_t>(*a[1])) {
+      std::string full = *name;
+      if (has_index) full.replace(hole, 2, std::to_string(std::get<int64_t>(*a[1])));
+      scope.names[s.targets[0]] = constant(fn, lookup_weight(full, s.line));
+      return;
+    }
+    const auto* index_name = std::get_if<ir::Name>(a[1]);
+    if (!index_name) fail_at(s.line, "param: the index must be an int or a name");
+    Instr ins;
+    ins.kind = Instr::Kind::ParamIndexed;
+    ins.callee = "param";
+    ins.table_template = *name;
+    ins.args.push_back(operand(fn, scope, *a[1], s.line));
+    const std::string prefix = name->substr(0, hole), suffix = name->substr(hole + 2);
+    if (weights_) {
+      for (const auto& e : weights_->entries()) {
+        if (e.name.size() <= prefix.size() + suffix.size() || e.name.compare(0, prefix.size(), prefix) != 0 ||
+            e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+          continue;
+        const std::string mid = e.name.substr(prefix.size(), e.name.size() - prefix.size() - suffix.size());
+        if (mid.empty() || mid.size() > 6 || mid.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (mid.size() > 1 && mid[0] == '0') continue;
+        const size_t i = std::stoul(mid);
+        if (ins.table.size() <= i) ins.table.resize(i + 1);
+        ins.table[i] = weight_value(e);
+      }
+    }
+    if (ins.table.empty()) fail_at(s.line, "param: no weight matches '{}'", *name);
+    bind_targets(fn, scope, s, ins, 1);
+    add(fn, s, std::move(ins));
+  }
+
+  Value weight_value(const ir::TensorEntry& e) {
+    auto it = weight_cache_.find(e.name);
+    if (it != weight_cache_.end()) return it->second;
+    Value v = weight_tensor(e, weights_);
+    p_.weight_bytes_ += e.nbytes;
+    weight_cache_[e.name] = v;
+    return v;
+  }
+
+  Value lookup_weight(const std::string& name, int line) {
+    const ir::TensorEntry* e = weights_ ? weights_->find(name) : nullptr;
+    if (!e) fail_at(line, "param: no weight named '{}' in {}", name, weights_ ? weights_->path() : "(no weights file)");
+    return weight_value(*e);
+  }
+
+  void add(Function& fn, const ir::Stmt& s, Instr ins) {
+    ins.line = s.line;
+    ins.text = ir::print_stmt(s);
+    if (ins.callee.empty()) ins.callee = s.callee;
+    fn.code.push_back(std::move(ins));
+  }
+
+  void load_call(Function& fn, Scope& scope, const ir::Stmt& s) {
+    Instr ins;
+    const std::string& c = s.callee;
+    if (c == "while_loop" || c == "cond") {
+      for (const auto& arg : s.args)
+        if (!arg.keyword.empty()) fail_at(s.line, "{} takes positional arguments only", c);
+      const bool loop = c == "while_loop";
+      ins.kind = loop ? Instr::Kind::WhileLoop : Instr::Kind::Cond;
+      const size_t first = loop ? 2 : 3;
+      if (!loop) {
+        if (s.args.empty()) fail_at(s.line, "cond needs a predicate");
+        ins.args.push_back(operand(fn, scope, s.args[0].value, s.line));
+      }
+      ins.fn_a = fn_arg(s, loop ? 0 : 1, loop ? "condition" : "then");
+      ins.fn_b = fn_arg(s, loop ? 1 : 2, loop ? "body" : "else");
+      for (size_t i = first; i < s.args.size(); ++i) ins.args.push_back(operand(fn, scope, s.args[i].value, s.line));
+      const size_t n = s.args.size() - first;
+      const Function& a = p_.functions_[ins.fn_a];
+      const Function& b = p_.functions_[ins.fn_b];
+      if (a.param_names.size() != n || b.param_names.size() != n)
+        fail_at(s.line, "{}: '{}' and '{}' must each take the {} value{} passed", c, a.name, b.name, n, n == 1 ? "" : "s");
+      if (loop) {
+        if (a.num_returns() != 1) fail_at(s.line, "while_loop: condition '{}' must return one bool", a.name);
+        if (b.num_returns() != n) fail_at(s.line, "while_loop: body '{}' must return the {} carried value{}", b.name, n, n == 1 ? "" : "s");
+      } else if (a.num_returns() != b.num_returns()) {
+        fail_at(s.line, "cond: '{}' and '{}' return different numbers of values", a.name, b.name);
+      }
+      bind_targets(fn, scope, s, ins, loop ? n : a.num_returns());
+      add(fn, s, std::move(ins));
+      return;
+    }
+    if (fn_index_.count(c)) {
+      const Function& g = callee_signature(c, s.line);
+      ins.kind = Instr::Kind::Call;
+      ins.fn_a = fn_index_[c];
+      std::vector<int> src(g.param_names.size(), -1);
+      size_t npos = 0;
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        size_t slot;
+        if (s.args[i].keyword.empty()) {
+          slot = npos++;
+          if (slot >= src.size()) fail_at(s.line, "'{}' takes {} arguments, got more", c, src.size());
+        } else {
+          auto it = std::find(g.param_names.begin(), g.param_names.end(), s.args[i].keyword);
+          if (it == g.param_names.end()) fail_at(s.line, "'{}' has no parameter '{}'", c, s.args[i].keyword);
+          slot = size_t(it - g.param_names.begin());
+          if (src[slot] >= 0) fail_at(s.line, "argument '{}' of '{}' given twice", s.args[i].keyword, c);
+        }
+        src[slot] = int(i);
+      }
+      for (size_t p = 0; p < src.size(); ++p) {
+        if (src[p] < 0) fail_at(s.line, "'{}' is missing argument '{}'", c, g.param_names[p]);
+        ins.args.push_back(operand(fn, scope, s.args[size_t(src[p])].value, s.line));
+      }
+      bind_targets(fn, scope, s, ins, g.num_returns());
+      add(fn, s, std::move(ins));
+      return;
+    }
+    const ops::OpDef* op = ops::Registry::get().find(c);
+    if (!op) fail_at(s.line, "unknown op or function '{}'", c);
+    ins.kind = Instr::Kind::Kernel;
+    ins.op = op;
+    ins.kernel = op->kernel;
+    std::vector<const ir::Arg*> positional;
+    std::vector<std::string> keywords;
+    std::vector<const ir::Arg*> keyword_args;
+    for (const auto& arg : s.args) {
+      if (arg.keyword.empty()) {
+        positional.push_back(&arg);
+      } else {
+        keywords.push_back(arg.keyword);
+        keyword_args.push_back(&arg);
+      }
+    }
+    ops::Binding b;
+    try {
+      b = ops::bind(*op, int(positional.size()), keywords);
+    } catch (const Error& e) {
+      fail_at(s.line, "{}: {}", c, e.what());
+    }
+    for (size_t slot = 0; slot < b.slots.size(); ++slot) {
+      const auto& src = b.slots[slot];
+      const int nfixed = op->num_fixed(), vi = op->variadic_index();
+      const int p = int(slot) < nfixed ? (vi >= 0 && int(slot) >= vi ? int(slot) + 1 : int(slot)) : vi;
+      const ops::Param& param = op->params[size_t(p)];
+      Operand o;
+      if (src.from == ops::Binding::Source::From::Default) {
+        o = constant(fn, param.default_value);
+      } else {
+        const ir::Arg* arg = src.from == ops::Binding::Source::From::Positional ? positional[size_t(src.index)]
+                                                                                : keyword_args[size_t(src.index)];
+        o = operand(fn, scope, arg->value, s.line);
+        if (o.from == Operand::From::Const && !ops::kind_accepts(param.kind, fn.consts[o.index]))
+          fail_at(s.line, "{}: argument '{}' must be {}, got {}", c, param.name, ops::kind_name(param.kind),
+                  fn.consts[o.index].describe());
+      }
+      ins.args.push_back(o);
+      ins.contiguous.push_back(param.strided_ok ? 0 : 1);
+    }
+    bind_targets(fn, scope, s, ins, op->outputs.size());
+    add(fn, s, std::move(ins));
+  }
+
+  void load_function(const ir::Function& f, Function& fn) {
+    Scope scope;
+    for (const auto& prm : f.params) scope.names[prm.name] = Operand{Operand::From::Reg, new_reg(fn, prm.name)};
+    bool returned = false;
+    for (const ir::Stmt& s : f.body) {
+      if (returned) fail_at(s.line, "statement after return in '{}'", f.name);
+      if (s.kind == ir::Stmt::Kind::Return) {
+        if (s.returns.size() != fn.num_returns())
+          fail_at(s.line, "'{}' is declared to return {} value{}, this returns {}", f.name, fn.num_returns(),
+                  fn.num_returns() == 1 ? "" : "s", s.returns.size());
+        Instr ins;
+        ins.kind = Instr::Kind::Return;
+        ins.callee = "return";
+        for (const auto& e : s.returns) ins.args.push_back(operand(fn, scope, e, s.line));
+        add(fn, s, std::move(ins));
+        returned = true;
+      } else if (s.callee == "param") {
+        load_param(fn, scope, s);
+      } else {
+        load_call(fn, scope, s);
+      }
+    }
+    if (!returned) {
+      if (fn.num_returns() != 0) fail_at(f.line, "'{}' has no return statement", f.name);
+      Instr ins;
+      ins.kind = Instr::Kind::Return;
+      ins.callee = "return";
+      ins.line = f.body.empty() ? f.line : f.body.back().line;
+      ins.text = "return";
+      fn.code.push_back(std::move(ins));
+    }
+    compute_last_uses(fn);
+  }
+
+  // Registers die after their last reading instruction; one never read dies right
+  // after it is written. Bodies are straight-line (control flow is in callees), so a
+  // single forward scan is exact.
+  static void compute_last_uses(Function& fn) {
+    std::vector<int> last(fn.num_regs, -1);
+    auto use = [&](const Operand& o, int i) {
+      if (o.from == Operand::From::Reg) last[o.index] = i;
+    };
+    for (size_t i = 0; i < fn.code.size(); ++i) {
+      for (const Operand& o : fn.code[i].args) {
+        use(o, int(i));
+        if (o.from == Operand::From::List)
+          for (const Operand& item : fn.lists[o.index].items) use(item, int(i));
+      }
+    }
+    for (size_t i = 0; i < fn.code.size(); ++i)
+      for (uint32_t r : fn.code[i].outs)
+        if (last[r] < 0) last[r] = int(i);
+    for (uint32_t r = 0; r < fn.num_regs; ++r)
+      if (last[r] >= 0 && fn.code[size_t(last[r])].kind != Instr::Kind::Return) fn.code[size_t(last[r])].frees.push_back(r);
+  }
+
+  uint32_t stack_need(uint32_t f, std::vector<int>& state) {
+    Function& fn = p_.functions_[f];
+    if (state[f] == 2) return fn.stack_need;
+    if (state[f] == 1) throw Error(fmt::format("{}:{}: '{}' calls itself (recursion is not allowed; use while_loop)",
+                                               p_.filename_, fn.line, fn.name));
+    state[f] = 1;
+    uint32_t deepest = 0;
+    for (const Instr& ins : fn.code) {
+      switch (ins.kind) {
+        case Instr::Kind::Call:
+          deepest = std::max<uint32_t>(deepest, uint32_t(p_.functions_[ins.fn_a].num_returns()) + stack_need(ins.fn_a, state));
+          break;
+        case Instr::Kind::WhileLoop:
+        case Instr::Kind::Cond: {
+          const uint32_t area = uint32_t(ins.args.size()) + uint32_t(std::max(p_.functions_[ins.fn_a].num_returns(),
+                                                                               p_.functions_[ins.fn_b].num_returns())) + 1;
+          deepest = std::max(deepest, area + std::max(stack_need(ins.fn_a, state), stack_need(ins.fn_b, state)));
+          break;
+        }
+        default: break;
+      }
+    }
+    fn.stack_need = fn.num_regs + deepest;
+    state[f] = 2;
+    return fn.stack_need;
+  }
+
+ public:
+  std::shared_ptr<ir::WeightsFile> weights_;
+
+ private:
+  Program& p_;
+  const ir::Module& m_;
+  std::unordered_map<std::string, uint32_t> fn_index_;
+  std::unordered_map<std::string, Value> weight_cache_;
+};
+
+std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,
+                                                  const std::string& filename) {
+  auto p = std::make_shared<Program>();
+  p->text_ = text;
+  p->filename_ = filename;
+  ir::Module m;
+  try {
+    m = ir::parse(text, filename);
+  } catch (const ir::ParseError& e) {
+    throw Error(e.what());
+  }
+  Loader loader(*p, m);
+  if (!weights_path.empty()) {
+    try {
+      loader.weights_ = ir::WeightsFile::open(weights_path);
+    } catch (const ir::WeightsError& e) {
+      throw Error(e.what());
+    }
+  }
+  loader.load();
+  p->weights_ = loader.weights_;
+  return p;
+}
+
+std::shared_ptr<const Program> Program::load(const std::string& dir) {
+  const std::string text_path = dir + "/program.py";
+  if (!file_exists(text_path)) fail("{} is not a tensorvm program (no program.py in it)", dir);
+  const std::string weights_path = dir + "/weights.safetensors";
+  auto p = from_text(read_file(text_path), file_exists(weights_path) ? weights_path : "", text_path);
+  if (file_exists(dir + "/meta.json")) const_cast<Program&>(*p).meta_json_ = read_file(dir + "/meta.json");
+  return p;
+}
+
+const Function* Program::find(const std::string& name) const {
+  for (const Function& f : functions_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const Function& Program::function(const std::string& name) const {
+  if (const Function* f = find(name)) return *f;
+  std::vector<std::string> names;
+  for (const Function& f : functions_) names.push_back(f.name);
+  fail("no function '{}' in {} (it has: {})", name, filename_, fmt::join(names, ", "));
+}
+
+}  // namespace vm

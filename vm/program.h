@@ -1,0 +1,96 @@
+// A loaded program: the IR resolved once into flat instruction arrays. Every op name
+// is bound to its kernel, every argument to a register, constant or weight, and every
+// register's last use is known, so the interpreter does no lookups while running.
+// A Program is immutable after load and may be shared by many Sessions and threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/registry.h"
+#include "vm/value.h"
+
+namespace ir {
+class WeightsFile;
+struct Module;
+}
+
+namespace vm {
+
+struct Operand {
+  enum class From : uint8_t { Reg, Const, List };
+  From from = From::Reg;
+  uint32_t index = 0;
+};
+
+// A list argument with names in it ("[b, -1, 8, 64]"): built at run time, inline.
+struct ListOperand {
+  std::vector<Operand> items;  // Reg or Const (ints)
+};
+
+struct Instr {
+  enum class Kind : uint8_t { Kernel, Call, WhileLoop, Cond, ParamIndexed, Return };
+  Kind kind = Kind::Kernel;
+  const ops::OpDef* op = nullptr;   // Kernel
+  ops::Kernel kernel = nullptr;     // Kernel
+  uint32_t fn_a = 0, fn_b = 0;      // Call: callee; WhileLoop: cond, body; Cond: then, else
+  std::vector<Operand> args;        // Kernel: bound slots; others: positional operands
+  std::vector<uint8_t> contiguous;  // Kernel: per slot, 1 if a tensor must be made contiguous
+  std::vector<uint32_t> outs;       // destination registers
+  bool pack_tuple = false;          // one target receives all k > 1 results as a tuple
+  std::vector<uint32_t> frees;      // registers whose last use is this instruction
+  std::vector<Value> table;         // ParamIndexed: weights by index (undefined where absent)
+  std::string table_template;       // ParamIndexed: the name template, for errors
+  int line = 0;
+  std::string text;                 // the statement as printed, for errors and profiles
+  std::string callee;               // op or function name, for errors and profiles
+};
+
+struct Function {
+  std::string name;
+  int line = 0;
+  std::vector<std::string> param_names;
+  std::vector<std::string> param_types;
+  std::vector<std::string> return_types;
+  bool returns_tuple = false;
+  uint32_t num_regs = 0;
+  uint32_t stack_need = 0;  // registers this function and its deepest callee chain need
+  std::vector<Instr> code;
+  std::vector<Value> consts;
+  std::vector<ListOperand> lists;
+  std::vector<std::string> reg_names;
+  size_t num_returns() const { return return_types.size(); }
+};
+
+class Program {
+ public:
+  // Loads a program directory (program.py, weights.safetensors, meta.json). Throws
+  // vm::Error naming the file and line on any problem.
+  static std::shared_ptr<const Program> load(const std::string& dir);
+  // From IR text and an optional weights file path ("" for none).
+  static std::shared_ptr<const Program> from_text(const std::string& text, const std::string& weights_path,
+                                                  const std::string& filename = "program.py");
+
+  const Function* find(const std::string& name) const;  // nullptr if absent
+  const Function& function(const std::string& name) const;  // throws naming the functions there are
+  const std::vector<Function>& functions() const { return functions_; }
+  const std::string& text() const { return text_; }
+  const std::string& filename() const { return filename_; }
+  const std::string& meta_json() const { return meta_json_; }  // "{}" when absent
+  uint32_t max_stack() const { return max_stack_; }
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  friend class Loader;
+  std::vector<Function> functions_;
+  std::string text_;
+  std::string filename_;
+  std::string meta_json_ = "{}";
+  std::shared_ptr<ir::WeightsFile> weights_;
+  uint32_t max_stack_ = 0;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace vm

@@ -1,0 +1,57 @@
+// A Session is one caller's execution state over a shared Program: the register
+// stack, the buffer pool and the thread count. One thread uses a Session at a time;
+// run many Sessions on one Program for concurrency.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vm/program.h"
+
+namespace vm {
+
+// Called around every instruction when installed (the profiler and the numerics
+// debugger are built on it). With no hook the interpreter pays one branch.
+class Hook {
+ public:
+  virtual ~Hook() = default;
+  virtual void before(const Function& fn, const Instr& ins, const Value* regs) = 0;
+  virtual void after(const Function& fn, const Instr& ins, const Value* regs) = 0;
+};
+
+struct SessionOptions {
+  int num_threads = 1;
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Program> program, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Program& program() const { return *program_; }
+  std::vector<Value> run(const std::string& function, std::vector<Value> inputs);
+
+  void set_hook(Hook* hook) { hook_ = hook; }  // not owned; nullptr to remove
+  void set_num_threads(int n);
+  int num_threads() const { return options_.num_threads; }
+  Pool& pool() { return *pool_; }
+  uint64_t instructions_executed() const { return instructions_; }
+
+ private:
+  friend class Interpreter;
+  std::shared_ptr<const Program> program_;
+  SessionOptions options_;
+  Ref<Pool> pool_;
+  std::vector<Value> stack_;
+  Hook* hook_ = nullptr;
+  uint64_t instructions_ = 0;
+};
+
+// The embedding API: run `function` of the session's program on `inputs`.
+std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs);
+
+}  // namespace vm

@@ -1,0 +1,10 @@
+// The embedding API in one include:
+//   auto program = vm::Program::load("model.tvm");
+//   vm::Session session(program);
+//   auto outputs = vm::run(session, "generate", {vm::Value(ids)});
+#pragma once
+
+#include "vm/program.h"
+#include "vm/session.h"
+#include "vm/tensor.h"
+#include "vm/value.h"
