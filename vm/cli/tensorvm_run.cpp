@@ -1,1 +1,240 @@
-int main() { return 1; }
+// tensorvm-run: run a function of a program from the command line, with no Python.
+//   tensorvm-run PROGRAM FUNCTION [--inputs in.safetensors] [--arg NAME=VALUE]...
+//                [--ids "1 2 3; 4 5"] [--outputs out.safetensors] [--threads N]
+// Inputs are matched to the function's parameters by name: tensors from the
+// --inputs file, scalars from --arg (parsed by the declared type), and --ids fills a
+// parameter named input_ids (int64 [batch, len], ';' between rows, rows padded with
+// the program's pad id and an attention_mask built to match when the function takes one).
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/safetensors.h"
+#include "vm/vm.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.safetensors] [--arg NAME=VALUE]...\n"
+    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.safetensors] [--threads N]\n";
+
+vm::DType dtype_from_safetensors(const std::string& s) {
+  if (s == "F32") return vm::DType::f32;
+  if (s == "I64") return vm::DType::i64;
+  if (s == "I32") return vm::DType::i32;
+  if (s == "BOOL") return vm::DType::boolean;
+  if (s == "I8") return vm::DType::i8;
+  vm::fail("input tensors must be F32, I64, I32, BOOL or I8, got {}", s);
+}
+
+std::string dtype_to_safetensors(vm::DType t) {
+  switch (t) {
+    case vm::DType::f32: return "F32";
+    case vm::DType::i64: return "I64";
+    case vm::DType::i32: return "I32";
+    case vm::DType::boolean: return "BOOL";
+    case vm::DType::i8: return "I8";
+  }
+  return "?";
+}
+
+vm::Value parse_scalar(const std::string& type, const std::string& text, const std::string& name) {
+  try {
+    size_t used = 0;
+    if (type == "int") {
+      long long v = std::stoll(text, &used);
+      if (used == text.size()) return vm::Value::from_int(v);
+    } else if (type == "float") {
+      double v = std::stod(text, &used);
+      if (used == text.size()) return vm::Value::from_float(v);
+    } else if (type == "bool") {
+      if (text == "true" || text == "True" || text == "1") return vm::Value::from_bool(true);
+      if (text == "false" || text == "False" || text == "0") return vm::Value::from_bool(false);
+    } else if (type == "str") {
+      return vm::Value::from_str(text);
+    } else if (type == "None" || text == "None") {
+      return vm::Value::none();
+    }
+  } catch (const std::exception&) {
+  }
+  vm::fail("--arg {}={}: not a valid {}", name, text, type);
+}
+
+// "1 2 3; 4 5" -> rows of ids
+std::vector<std::vector<int64_t>> parse_ids(const std::string& text) {
+  std::vector<std::vector<int64_t>> rows(1);
+  std::string tok;
+  auto flush = [&] {
+    if (tok.empty()) return;
+    try {
+      size_t used = 0;
+      long long v = std::stoll(tok, &used);
+      if (used != tok.size()) throw std::invalid_argument(tok);
+      rows.back().push_back(v);
+    } catch (const std::exception&) {
+      vm::fail("--ids: '{}' is not a token id", tok);
+    }
+    tok.clear();
+  };
+  for (char c : text) {
+    if (c == ';') {
+      flush();
+      rows.emplace_back();
+    } else if (c == ' ' || c == ',' || c == '\t' || c == '\n') {
+      flush();
+    } else {
+      tok += c;
+    }
+  }
+  flush();
+  for (const auto& r : rows)
+    if (r.empty()) vm::fail("--ids: every row needs at least one token id");
+  return rows;
+}
+
+int64_t pad_id(const vm::Program& p) {
+  auto meta = nlohmann::json::parse(p.meta_json(), nullptr, false);
+  if (meta.is_object() && meta.contains("pad_token_id") && meta["pad_token_id"].is_number_integer())
+    return meta["pad_token_id"].get<int64_t>();
+  return 0;
+}
+
+void print_value(const std::string& label, const vm::Value& v) {
+  if (!v.is_tensor()) {
+    fmt::print("{} = {}\n", label, v.describe());
+    return;
+  }
+  const vm::Tensor t = v.as_tensor().contiguous();
+  fmt::print("{} = tensor {}\n", label, t.describe());
+  const int64_t row = t.ndim() ? t.size(-1) : 1;
+  const int64_t n = std::min<int64_t>(t.numel(), 64 * std::max<int64_t>(row, 1));
+  std::string line;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+      case vm::DType::f32: line += fmt::format("{:.6g}", t.data<float>()[i]); break;
+      case vm::DType::i64: line += fmt::format("{}", t.data<int64_t>()[i]); break;
+      case vm::DType::i32: line += fmt::format("{}", t.data<int32_t>()[i]); break;
+      case vm::DType::boolean: line += static_cast<const uint8_t*>(t.raw())[i] ? "True" : "False"; break;
+      case vm::DType::i8: line += fmt::format("{}", int(static_cast<const int8_t*>(t.raw())[i])); break;
+    }
+    if ((i + 1) % std::max<int64_t>(row, 1) == 0 || i + 1 == n) {
+      fmt::print("  {}\n", line);
+      line.clear();
+    } else {
+      line += ' ';
+    }
+  }
+  if (n < t.numel()) fmt::print("  ... ({} values)\n", t.numel());
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> positional;
+  std::string inputs_path, outputs_path, ids_text;
+  std::map<std::string, std::string> args;
+  int threads = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) vm::fail("{} needs a value", a);
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else if (a == "--inputs") {
+      inputs_path = next();
+    } else if (a == "--outputs") {
+      outputs_path = next();
+    } else if (a == "--ids") {
+      ids_text = next();
+    } else if (a == "--threads") {
+      threads = std::stoi(next());
+    } else if (a == "--arg") {
+      std::string kv = next();
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) vm::fail("--arg takes NAME=VALUE, got '{}'", kv);
+      args[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a.rfind("--", 0) == 0) {
+      vm::fail("unknown option {}", a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) {
+    fmt::print(stderr, "{}", kUsage);
+    return 2;
+  }
+  auto program = vm::Program::load(positional[0]);
+  const vm::Function& fn = program->function(positional[1]);
+
+  std::shared_ptr<ir::WeightsFile> input_file;
+  if (!inputs_path.empty()) input_file = ir::WeightsFile::open(inputs_path);
+  std::vector<std::vector<int64_t>> ids;
+  if (!ids_text.empty()) ids = parse_ids(ids_text);
+  size_t max_len = 0;
+  for (const auto& r : ids) max_len = std::max(max_len, r.size());
+
+  std::vector<vm::Value> inputs;
+  for (size_t p = 0; p < fn.param_names.size(); ++p) {
+    const std::string& name = fn.param_names[p];
+    const std::string& type = fn.param_types[p];
+    if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
+      const bool mask = name == "attention_mask";
+      vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(ids.size()), int64_t(max_len)});
+      int64_t* d = t.data<int64_t>();
+      const int64_t pad = pad_id(*program);
+      for (size_t r = 0; r < ids.size(); ++r)
+        for (size_t c = 0; c < max_len; ++c)
+          d[r * max_len + c] = c < ids[r].size() ? (mask ? 1 : ids[r][c]) : (mask ? 0 : pad);
+      inputs.emplace_back(t);
+    } else if (args.count(name)) {
+      inputs.push_back(parse_scalar(type, args[name], name));
+      args.erase(name);
+    } else if (input_file && input_file->find(name)) {
+      const ir::TensorEntry& e = *input_file->find(name);
+      vm::Shape shape(e.shape.begin(), e.shape.end());
+      vm::Tensor t = vm::Tensor::empty(dtype_from_safetensors(e.dtype), shape);
+      std::memcpy(t.raw(), e.data, e.nbytes);
+      inputs.emplace_back(t);
+    } else if (type == "None") {
+      inputs.push_back(vm::Value::none());
+    } else {
+      vm::fail("no value for input '{}' ({}) of {}: give it with --arg {}=..., --inputs or --ids", name, type, fn.name, name);
+    }
+  }
+  if (!args.empty()) vm::fail("--arg {}: {} has no such parameter", args.begin()->first, fn.name);
+
+  vm::SessionOptions opts;
+  opts.num_threads = threads;
+  vm::Session session(program, opts);
+  std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs));
+
+  std::vector<ir::TensorToWrite> to_write;
+  std::vector<vm::Tensor> keep;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    print_value(fmt::format("output {}", i), outs[i]);
+    if (outs[i].is_tensor()) {
+      keep.push_back(outs[i].as_tensor().contiguous());
+      const vm::Tensor& t = keep.back();
+      to_write.push_back({fmt::format("output_{}", i), dtype_to_safetensors(t.dtype()),
+                          std::vector<int64_t>(t.shape().begin(), t.shape().end()), t.raw(), t.nbytes()});
+    }
+  }
+  if (!outputs_path.empty()) ir::write_safetensors(outputs_path, to_write, {}, 1);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorvm-run: error: {}\n", e.what());
+    return 1;
+  }
+}
