@@ -1,7 +1,81 @@
+// Ops on objects (the KV cache) and on optional values. Ops that only mutate an
+// object return the same handle, so the order of effects is visible in SSA.
 #include "ops/registry.h"
+#include "vm/kvcache.h"
 
 namespace ops {
 
-void register_object_ops(Registry&) {}
+using vm::KVCache;
+
+static void kv_cache(OpContext& ctx, const Args& a, Value* out) {
+  out[0] = Value(vm::Ref<vm::Object>(new KVCache(a.i64(0), a.i64(1), a.i64(2), a.i64(3), a.i64(4), ctx.pool)));
+}
+
+static void kv_append(OpContext&, const Args& a, Value* out) {
+  auto [k, v] = a.object<KVCache>(0).append(a.i64(1), a.tensor(2), a.tensor(3));
+  out[0] = Value(std::move(k));
+  out[1] = Value(std::move(v));
+}
+
+static void kv_reorder(OpContext& ctx, const Args& a, Value* out) {
+  a.object<KVCache>(0).reorder(a.tensor(1), ctx.pool);
+  out[0] = a[0];
+}
+
+static void kv_set_cross(OpContext&, const Args& a, Value* out) {
+  a.object<KVCache>(0).set_cross(a.i64(1), a.tensor(2), a.tensor(3));
+  out[0] = a[0];
+}
+
+static void kv_cross(OpContext&, const Args& a, Value* out) {
+  auto [k, v] = a.object<KVCache>(0).cross(a.i64(1));
+  out[0] = Value(std::move(k));
+  out[1] = Value(std::move(v));
+}
+
+static void kv_length(OpContext&, const Args& a, Value* out) {
+  out[0] = Value::from_int(a.object<KVCache>(0).length(a.i64(1)));
+}
+
+static void kv_reset(OpContext&, const Args& a, Value* out) {
+  a.object<KVCache>(0).reset();
+  out[0] = a[0];
+}
+
+static void if_none(OpContext&, const Args& a, Value* out) { out[0] = a.is_none(0) ? a[1] : a[0]; }
+
+void register_object_ops(Registry& r) {
+  auto def = [&](const char* name, std::vector<Param> params, std::vector<std::string> outputs, const char* doc,
+                 Kernel k) {
+    OpDef& op = r.add(name, "kv cache");
+    op.params = std::move(params);
+    op.outputs = std::move(outputs);
+    op.doc = doc;
+    op.kernel = k;
+    return &op;
+  };
+  def("kv_cache", {p_int("layers"), p_int("batch"), p_int("heads"), p_int("head_dim"), p_int("max_len")}, {"KVCache"},
+      "A new KV cache: self-attention storage for max_len positions per layer ([batch, heads, max_len, head_dim], "
+      "preallocated) and empty cross-attention slots.",
+      kv_cache);
+  def("kv_append", {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"Tensor", "Tensor"},
+      "Writes k, v [batch, heads, t, head_dim] after the layer's filled positions and returns views of all filled "
+      "positions, [batch, heads, length, head_dim] (strided: no copy). Error when max_len would be exceeded.",
+      kv_append);
+  def("kv_reorder", {p_object("cache"), p_tensor("index")}, {"KVCache"},
+      "Beam reordering: self-attention row b of every layer becomes old row index[b]. Cross-attention K/V are not "
+      "touched (they are per source sentence, shared by its beams). Returns the cache.",
+      kv_reorder);
+  def("kv_set_cross", {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"KVCache"},
+      "Stores the cross-attention K/V [batch, heads, source_len, head_dim] of a layer. Returns the cache.", kv_set_cross);
+  def("kv_cross", {p_object("cache"), p_int("layer")}, {"Tensor", "Tensor"},
+      "The cross-attention K/V stored for a layer.", kv_cross);
+  def("kv_length", {p_object("cache"), p_int("layer", 0)}, {"int"}, "Positions filled in a layer's self-attention cache.",
+      kv_length);
+  def("kv_reset", {p_object("cache")}, {"KVCache"}, "Empties the cache (lengths 0, cross K/V dropped). Returns the cache.",
+      kv_reset);
+  OpDef* op = def("if_none", {p_any("x"), p_any("default")}, {"Any"}, "x, or default when x is None.", if_none);
+  op->group = "values";
+}
 
 }  // namespace ops
