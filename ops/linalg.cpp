@@ -1,6 +1,8 @@
 // Matrix products. Eigen does the GEMM; weights stay in their stored [out, in]
 // layout (a row-major [out, in] matrix is a column-major [in, out] one, so x @ W^T
 // needs no transpose copy).
+#include <algorithm>
+
 #include <Eigen/Core>
 
 #include "ops/registry.h"
@@ -37,12 +39,100 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   out[0] = std::move(y);
 }
 
+// The numpy-broadcast shape of two batch shapes (right-aligned; size 1 stretches).
+static Shape broadcast_batch(const Shape& a, const Shape& b, const Tensor& x, const Tensor& y) {
+  const int n = std::max(a.size(), b.size());
+  Shape s;
+  s.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int ia = i - (n - a.size()), ib = i - (n - b.size());
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      vm::fail("batch dimensions of x and y do not broadcast, got {} and {}", x.describe(), y.describe());
+    s[i] = da == 1 ? db : da;
+  }
+  return s;
+}
+
+// Per-dimension strides (in matrices) of a batch shape right-aligned into `full`;
+// broadcast dimensions get stride 0.
+static Shape batch_strides(const Shape& batch, const Shape& full) {
+  Shape st;
+  st.resize(full.size());
+  int64_t acc = 1;
+  for (int i = full.size() - 1; i >= 0; --i) {
+    const int j = i - (full.size() - batch.size());
+    const int64_t d = j >= 0 ? batch[j] : 1;
+    st[i] = d == 1 ? 0 : acc;
+    acc *= d;
+  }
+  return st;
+}
+
+// matmul(x, y): x[..., m, k] @ y[..., k, n] with numpy broadcasting of the batch dims.
+static void matmul(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = a.tensor(0);
+  const Tensor& y = a.tensor(1);
+  if (x.dtype() != DType::f32 || y.dtype() != DType::f32) vm::fail("x and y must be f32, got {} and {}", x.describe(), y.describe());
+  if (x.ndim() < 2 || y.ndim() < 2) vm::fail("x and y must have at least 2 dimensions, got {} and {}", x.describe(), y.describe());
+  const int64_t m = x.size(-2), k = x.size(-1), n = y.size(-1);
+  if (y.size(-2) != k) vm::fail("x[..., m, k] and y[..., k, n] do not match, got {} and {}", x.describe(), y.describe());
+  const Shape xb(x.shape().begin(), x.shape().end() - 2), yb(y.shape().begin(), y.shape().end() - 2);
+  const Shape ob = broadcast_batch(xb, yb, x, y);
+  Shape os = ob;
+  os.push_back(m);
+  os.push_back(n);
+  Tensor z = ctx.empty(DType::f32, os);
+  const int64_t batches = ob.numel();
+  if (z.numel() == 0) {
+    out[0] = std::move(z);
+    return;
+  }
+  float* zp = z.data<float>();
+  if (k == 0) {
+    std::fill(zp, zp + z.numel(), 0.0f);  // empty sums
+    out[0] = std::move(z);
+    return;
+  }
+  const float* xp = x.data<float>();
+  const float* yp = y.data<float>();
+  if (yb.numel() == 1 && xb.numel() == batches) {
+    // y is one matrix shared by every batch: a single GEMM over all rows of x.
+    RowMap(zp, batches * m, n).noalias() = ConstRowMap(xp, batches * m, k) * ConstRowMap(yp, k, n);
+    out[0] = std::move(z);
+    return;
+  }
+  const Shape xs = batch_strides(xb, ob), ys = batch_strides(yb, ob);
+  const int nb = ob.size();
+  Shape idx;
+  idx.resize(nb);
+  int64_t xo = 0, yo = 0;  // offsets in matrices
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    RowMap(zp + bi * m * n, m, n).noalias() = ConstRowMap(xp + xo * m * k, m, k) * ConstRowMap(yp + yo * k * n, k, n);
+    for (int d = nb - 1; d >= 0; --d) {
+      xo += xs[d];
+      yo += ys[d];
+      if (++idx[d] < ob[d]) break;
+      xo -= xs[d] * ob[d];
+      yo -= ys[d] * ob[d];
+      idx[d] = 0;
+    }
+  }
+  out[0] = std::move(z);
+}
+
 void register_linalg_ops(Registry& r) {
   auto& op = r.add("linear", "linear algebra");
   op.params = {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")};
   op.outputs = {"Tensor"};
   op.doc = "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.";
   op.kernel = linear;
+
+  auto& mm = r.add("matmul", "linear algebra");
+  mm.params = {p_tensor("x"), p_tensor("y")};
+  mm.outputs = {"Tensor"};
+  mm.doc = "x[..., m, k] @ y[..., k, n] (f32, both at least 2-D); the batch dims broadcast like numpy.";
+  mm.kernel = matmul;
 }
 
 }  // namespace ops

@@ -43,3 +43,61 @@ def test_linear_errors(rng):
         call_op("linear", x.astype(np.int64), np.zeros((5, 4), np.float32))
     with pytest.raises(tensorvm.VMError, match="unknown keyword argument 'bais'"):
         call_op("linear", x, np.zeros((5, 4), np.float32), bais=None)
+
+
+# ---------------------------------------------------------------- matmul
+
+def both_raise(name, *args, match="", **kwargs):
+    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
+        call_op(name, *args, **kwargs)
+    with pytest.raises(ref.OpError, match=rf"^{name}: "):
+        getattr(ref, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("xs, ys", [
+    ((3, 4), (4, 5)),
+    ((1, 1), (1, 1)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((2, 3, 4), (4, 5)),            # one shared y: a single GEMM over all rows of x
+    ((3, 4), (2, 4, 5)),            # rank mismatch, x broadcast
+    ((2, 1, 3, 4), (5, 4, 6)),      # size-1 batch dims on both sides
+    ((1, 3, 4), (2, 4, 5)),
+    ((2, 3, 4), (1, 1, 4, 5)),      # y with only size-1 batch dims
+    ((2, 8, 1, 64), (2, 8, 64, 37)),  # attention-like decode shapes
+    ((1, 128, 64), (64, 128)),
+])
+def test_matmul_random(rng, xs, ys):
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    check("matmul", x, y)
+
+
+@pytest.mark.parametrize("xs, ys", [
+    ((0, 4), (4, 5)), ((3, 4), (4, 0)), ((3, 0), (0, 5)), ((0, 3, 4), (4, 5)),
+    ((2, 3, 0), (2, 0, 5)), ((0, 3, 4), (1, 4, 5)), ((2, 0, 4), (2, 4, 5)),
+])
+def test_matmul_zero_size(rng, xs, ys):
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    check("matmul", x, y)
+    if xs[-1] == 0:
+        assert (call_op("matmul", x, y) == 0).all()
+
+
+def test_matmul_values(rng):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    y = np.array([[5.0, 6.0], [7.0, 8.0]], np.float32)
+    np.testing.assert_array_equal(call_op("matmul", x, y), [[19, 22], [43, 50]])
+    big = (rng.standard_normal((2, 3, 8)) * 1e18).astype(np.float32)
+    check("matmul", big, rng.standard_normal((8, 4)).astype(np.float32), rtol=1e-4, atol=1e14)
+    inf = np.array([[np.inf, 1.0]], np.float32)
+    check("matmul", inf, np.array([[1.0], [2.0]], np.float32))
+
+
+def test_matmul_errors(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    both_raise("matmul", x, rng.standard_normal((5, 6)).astype(np.float32), match=r"do not match")
+    both_raise("matmul", x, np.ones(4, np.float32), match="at least 2 dimensions")
+    both_raise("matmul", np.ones((), np.float32), x, match="at least 2 dimensions")
+    both_raise("matmul", x.astype(np.int64), x.T.copy(), match="f32")
+    both_raise("matmul", np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32), match="do not broadcast")
