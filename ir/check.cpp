@@ -28,7 +28,8 @@ class Checker {
  private:
   [[noreturn]] void fail(int line, const std::string& msg) const { throw ParseError(filename_, line, msg); }
 
-  // A local named like a callee would shadow it in the Python replay.
+  // A local named like a callee would shadow it in the Python replay. As callees
+  // are collected over the whole program, this also rules out calling a local.
   void check_bindable(int line, const std::string& name) const {
     if (functions_.count(name)) fail(line, fmt::format("'{}' is the name of a function of the program and cannot be bound", name));
     auto c = callees_.find(name);
@@ -74,8 +75,6 @@ class Checker {
         ret = &s;
         continue;
       }
-      if (bound.count(s.callee))
-        fail(s.line, fmt::format("'{}' is a local value, not an op or function, and cannot be called", s.callee));
       for (const Arg& a : s.args) use_expr(a.value, true);
       for (const std::string& t : s.targets) {
         auto b = bound.find(t);

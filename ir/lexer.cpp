@@ -192,24 +192,24 @@ class LineLexer {
 
 }  // namespace
 
-std::vector<Line> lex(std::string_view text, const std::string& filename) {
-  std::vector<Line> lines;
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
   size_t start = 0;
-  int number = 1;
   while (start < text.size()) {
     size_t nl = text.find('\n', start);
-    size_t end = nl == std::string_view::npos ? text.size() : nl;
-    std::string_view s = text.substr(start, end - start);
-    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);  // CRLF files are fine
-    if (s.find('\r') != std::string_view::npos) throw ParseError(filename, number, "carriage return not followed by a newline");
-    if (s.find('\0') != std::string_view::npos) throw ParseError(filename, number, "NUL byte in source");
-    if (find_invalid_utf8(s) != std::string_view::npos) throw ParseError(filename, number, "invalid UTF-8");
-    lines.push_back(LineLexer(s, number, filename).run());
-    if (nl == std::string_view::npos) break;
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
     start = nl + 1;
-    ++number;
   }
   return lines;
+}
+
+Line lex_line(std::string_view s, int number, const std::string& filename) {
+  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);  // CRLF files are fine
+  if (s.find('\r') != std::string_view::npos) throw ParseError(filename, number, "carriage return not followed by a newline");
+  if (s.find('\0') != std::string_view::npos) throw ParseError(filename, number, "NUL byte in source");
+  if (find_invalid_utf8(s) != std::string_view::npos) throw ParseError(filename, number, "invalid UTF-8");
+  return LineLexer(s, number, filename).run();
 }
 
 std::string describe(const Token& t) {

@@ -22,9 +22,13 @@ struct Line {
   std::vector<Token> tokens;
 };
 
-// Throws ParseError for anything the grammar never allows on a line: tabs, NUL,
-// invalid UTF-8, a lone CR, trailing comments, bad literals, stray characters.
-std::vector<Line> lex(std::string_view text, const std::string& filename);
+// The physical lines of the text, split at "\n" (a trailing "\r" stays on the line).
+std::vector<std::string_view> split_lines(std::string_view text);
+
+// Tokenizes one physical line (1-based `number`). Throws ParseError for anything
+// the grammar never allows on a line: tabs, NUL, invalid UTF-8, a lone CR,
+// trailing comments, bad literals, stray characters.
+Line lex_line(std::string_view raw, int number, const std::string& filename);
 
 // For error messages: "'('", "'x'", "a string", "end of line".
 std::string describe(const Token& t);

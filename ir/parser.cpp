@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 #include "ir/lexer.h"
@@ -69,20 +70,20 @@ double to_double(const std::string& text) {
 
 class Parser {
  public:
-  Parser(std::vector<Line> lines, const std::string& filename) : lines_(std::move(lines)), filename_(filename) {}
+  Parser(std::string_view text, const std::string& filename) : raw_(detail::split_lines(text)), filename_(filename) {}
 
   Module run() {
     Module m;
     size_t i = 0;
-    while (i < lines_.size()) {
-      if (lines_[i].tokens.empty()) { ++i; continue; }
-      start(lines_[i]);
+    while (i < raw_.size()) {
+      if (lines(i).tokens.empty()) { ++i; continue; }
+      start(lines(i));
       if (line_->indent > 0) fail("unexpected indentation outside a function body");
       Function f = parse_def();
       int body_indent = -1;
-      for (++i; i < lines_.size(); ++i) {
-        if (lines_[i].tokens.empty()) continue;
-        start(lines_[i]);
+      for (++i; i < raw_.size(); ++i) {
+        if (lines(i).tokens.empty()) continue;
+        start(lines(i));
         if (line_->indent == 0) break;
         if (body_indent < 0) body_indent = line_->indent;
         if (line_->indent != body_indent)
@@ -99,6 +100,14 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& msg) const { throw ParseError(filename_, line_->number, msg); }
+
+  // Lines are lexed in order as the parser reaches them, so the first error in
+  // the text is the one reported, whether lexical or grammatical.
+  const Line& lines(size_t i) {
+    while (lexed_.size() <= i)
+      lexed_.push_back(detail::lex_line(raw_[lexed_.size()], static_cast<int>(lexed_.size()) + 1, filename_));
+    return lexed_[i];
+  }
 
   void start(const Line& l) { line_ = &l; pos_ = 0; }
   const Token& peek(size_t ahead = 0) const {
@@ -224,7 +233,7 @@ class Parser {
       fail(fmt::format("'{}' cannot be called", s->callee));
     next();  // '('
     if (at(Tok::RParen)) { next(); expect_end(); return; }
-    const std::string* first_keyword = nullptr;
+    std::string first_keyword;  // empty until the first keyword argument
     while (true) {
       Arg a;
       if (at(Tok::Name) && at(Tok::Equals, 1)) {
@@ -234,12 +243,12 @@ class Parser {
           fail(fmt::format("'{}' cannot be a keyword argument name", a.keyword));
         for (const Arg& b : s->args)
           if (b.keyword == a.keyword) fail(fmt::format("duplicate keyword argument '{}' in call to '{}'", a.keyword, s->callee));
-      } else if (first_keyword) {
-        fail(fmt::format("positional argument after keyword argument '{}' in call to '{}'", *first_keyword, s->callee));
+      } else if (!first_keyword.empty()) {
+        fail(fmt::format("positional argument after keyword argument '{}' in call to '{}'", first_keyword, s->callee));
       }
       a.value = parse_expr();
       s->args.push_back(std::move(a));
-      if (!s->args.back().keyword.empty() && !first_keyword) first_keyword = &s->args.back().keyword;
+      if (first_keyword.empty()) first_keyword = s->args.back().keyword;
       if (at(Tok::RParen)) break;
       if (at(Tok::End)) fail(fmt::format("expected ')' after arguments of call to '{}'", s->callee));
       if (!at(Tok::Comma))
@@ -323,7 +332,8 @@ class Parser {
     return l;
   }
 
-  std::vector<Line> lines_;
+  std::vector<std::string_view> raw_;
+  std::deque<Line> lexed_;  // a deque: line_ points into it while it grows
   const std::string& filename_;
   const Line* line_ = nullptr;
   size_t pos_ = 0;
@@ -344,7 +354,7 @@ void check_header(std::string_view text, const std::string& filename) {
 
 Module parse(std::string_view text, const std::string& filename) {
   check_header(text, filename);
-  Module m = Parser(detail::lex(text, filename), filename).run();
+  Module m = Parser(text, filename).run();
   check(m, filename);
   return m;
 }
