@@ -45,21 +45,24 @@ class Interpreter {
   // `results`. The frame's registers are cleared on the way out.
   void exec(const Function& fn, Value* frame, Value* results) {
     Hook* hook = s_.hook_;
-    for (const Instr& ins : fn.code) {
-      if (hook) hook->before(fn, ins, frame);
+    const size_t n = fn.packed.size();
+    for (size_t i = 0; i < n; ++i) {
+      const PackedInstr& ins = fn.packed[i];
+      if (hook) hook->before(fn, fn.code[i], frame);
       try {
         step(fn, ins, frame, results);
       } catch (const Error& e) {
         clear(fn, frame);
-        rethrow(fn, ins, e.what());
+        rethrow(fn, fn.code[i], e.what());
       } catch (const std::exception& e) {
         clear(fn, frame);
-        rethrow(fn, ins, e.what());
+        rethrow(fn, fn.code[i], e.what());
       }
-      ++s_.instructions_;
-      if (hook) hook->after(fn, ins, frame);
-      for (uint32_t r : ins.frees) frame[r] = Value();
+      if (hook) hook->after(fn, fn.code[i], frame);
+      const uint32_t* frees = fn.index_pool.data() + ins.frees;
+      for (uint16_t k = 0; k < ins.num_frees; ++k) frame[frees[k]] = Value();
     }
+    s_.instructions_ += n;
     clear(fn, frame);
   }
 
@@ -92,56 +95,59 @@ class Interpreter {
     return Value::from_ints(is);
   }
 
-  void deliver(const Instr& ins, Value* frame, Value* results, size_t n) {
+  static void deliver(const Function& fn, const PackedInstr& ins, Value* frame, Value* results, size_t n) {
+    const uint32_t* outs = fn.index_pool.data() + ins.outs;
     if (ins.pack_tuple) {
       Tuple t;
       t.reserve(n);
       for (size_t i = 0; i < n; ++i) t.push_back(std::move(results[i]));
-      frame[ins.outs[0]] = Value::from_tuple(std::move(t));
+      frame[outs[0]] = Value::from_tuple(std::move(t));
       return;
     }
-    for (size_t i = 0; i < n; ++i) frame[ins.outs[i]] = std::move(results[i]);
+    for (size_t i = 0; i < n; ++i) frame[outs[i]] = std::move(results[i]);
   }
 
-  void step(const Function& fn, const Instr& ins, Value* frame, Value* results) {
+  void step(const Function& fn, const PackedInstr& ins, Value* frame, Value* results) {
+    const Operand* args = fn.operand_pool.data() + ins.args;
     switch (ins.kind) {
       case Instr::Kind::Kernel: return kernel(fn, ins, frame);
       case Instr::Kind::Call: {
         const Function& g = prog_.functions()[ins.fn_a];
         Value* out = frame + fn.num_regs;
         Value* sub = out + g.num_returns();
-        for (size_t i = 0; i < ins.args.size(); ++i) sub[i] = read(fn, frame, ins.args[i]);
+        for (size_t i = 0; i < ins.num_args; ++i) sub[i] = read(fn, frame, args[i]);
         exec(g, sub, out);
-        deliver(ins, frame, out, g.num_returns());
+        deliver(fn, ins, frame, out, g.num_returns());
         return;
       }
       case Instr::Kind::WhileLoop: return while_loop(fn, ins, frame);
       case Instr::Kind::Cond: {
         const Function& a = prog_.functions()[ins.fn_a];
         const Function& b = prog_.functions()[ins.fn_b];
-        const Function& g = truthy(read(fn, frame, ins.args[0]), fn) ? a : b;
+        const Function& g = truthy(read(fn, frame, args[0]), fn) ? a : b;
         Value* out = frame + fn.num_regs;
         Value* sub = out + g.num_returns();
-        for (size_t i = 1; i < ins.args.size(); ++i) sub[i - 1] = read(fn, frame, ins.args[i]);
+        for (size_t i = 1; i < ins.num_args; ++i) sub[i - 1] = read(fn, frame, args[i]);
         exec(g, sub, out);
-        deliver(ins, frame, out, g.num_returns());
+        deliver(fn, ins, frame, out, g.num_returns());
         return;
       }
       case Instr::Kind::ParamIndexed: {
-        const int64_t i = read(fn, frame, ins.args[0]).as_int();
-        if (i < 0 || size_t(i) >= ins.table.size() || ins.table[size_t(i)].is_none())
-          fail("no weight '{}' for index {}", ins.table_template, i);
-        frame[ins.outs[0]] = ins.table[size_t(i)];
+        const Instr& full = fn.code[size_t(&ins - fn.packed.data())];
+        const int64_t i = read(fn, frame, args[0]).as_int();
+        if (i < 0 || size_t(i) >= full.table.size() || full.table[size_t(i)].is_none())
+          fail("no weight '{}' for index {}", full.table_template, i);
+        frame[fn.index_pool[ins.outs]] = full.table[size_t(i)];
         return;
       }
       case Instr::Kind::Return:
-        for (size_t i = 0; i < ins.args.size(); ++i) {
-          const Operand& o = ins.args[i];
+        for (size_t i = 0; i < ins.num_args; ++i) {
+          const Operand& o = args[i];
           if (o.from == Operand::From::Reg) {
             results[i] = std::move(frame[o.index]);
             // A name returned twice ("return a, a") must not lose its value.
-            for (size_t j = i + 1; j < ins.args.size(); ++j)
-              if (ins.args[j].from == Operand::From::Reg && ins.args[j].index == o.index) frame[o.index] = results[i];
+            for (size_t j = i + 1; j < ins.num_args; ++j)
+              if (args[j].from == Operand::From::Reg && args[j].index == o.index) frame[o.index] = results[i];
           } else {
             results[i] = read(fn, frame, o);
           }
@@ -150,8 +156,10 @@ class Interpreter {
     }
   }
 
-  void kernel(const Function& fn, const Instr& ins, Value* frame) {
-    const size_t n = ins.args.size();
+  void kernel(const Function& fn, const PackedInstr& ins, Value* frame) {
+    const size_t n = ins.num_args;
+    const Operand* args = fn.operand_pool.data() + ins.args;
+    const uint8_t* contiguous = fn.contiguous_pool.data() + ins.args;
     const Value* inline_slots[kInlineSlots];
     Value inline_tmp[4];
     std::vector<const Value*> heap_slots;
@@ -170,7 +178,7 @@ class Interpreter {
       return heap_tmp.back();
     };
     for (size_t i = 0; i < n; ++i) {
-      const Operand& o = ins.args[i];
+      const Operand& o = args[i];
       if (o.from == Operand::From::List) {
         Value& t = temp();
         t = build_list(fn, frame, fn.lists[o.index]);
@@ -178,7 +186,7 @@ class Interpreter {
         continue;
       }
       const Value& v = read(fn, frame, o);
-      if (ins.contiguous[i] && v.is_tensor() && !v.tensor_unchecked().is_contiguous()) {
+      if (contiguous[i] && v.is_tensor() && !v.tensor_unchecked().is_contiguous()) {
         Value& t = temp();
         t = Value(v.tensor_unchecked().contiguous(ctx_.pool));
         slots[i] = &t;
@@ -189,22 +197,18 @@ class Interpreter {
     Value outs[4];
     const size_t nout = ins.op->outputs.size();
     ins.kernel(ctx_, ops::Args(*ins.op, slots, int(n)), outs);
-    if (ins.pack_tuple) {
-      Tuple t(outs, outs + nout);
-      frame[ins.outs[0]] = Value::from_tuple(std::move(t));
-      return;
-    }
-    for (size_t i = 0; i < nout; ++i) frame[ins.outs[i]] = std::move(outs[i]);
+    deliver(fn, ins, frame, outs, nout);
   }
 
-  void while_loop(const Function& fn, const Instr& ins, Value* frame) {
+  void while_loop(const Function& fn, const PackedInstr& ins, Value* frame) {
     const Function& cond = prog_.functions()[ins.fn_a];
     const Function& body = prog_.functions()[ins.fn_b];
-    const size_t k = ins.args.size();
+    const Operand* args = fn.operand_pool.data() + ins.args;
+    const size_t k = ins.num_args;
     Value* carried = frame + fn.num_regs;
     Value* pred = carried + k;
     Value* sub = pred + 1;
-    for (size_t i = 0; i < k; ++i) carried[i] = read(fn, frame, ins.args[i]);
+    for (size_t i = 0; i < k; ++i) carried[i] = read(fn, frame, args[i]);
     for (;;) {
       for (size_t i = 0; i < k; ++i) sub[i] = carried[i];
       exec(cond, sub, pred);
@@ -214,11 +218,7 @@ class Interpreter {
       for (size_t i = 0; i < k; ++i) sub[i] = std::move(carried[i]);
       exec(body, sub, carried);
     }
-    if (ins.pack_tuple) {
-      deliver(ins, frame, carried, k);
-    } else {
-      for (size_t i = 0; i < k; ++i) frame[ins.outs[i]] = std::move(carried[i]);
-    }
+    deliver(fn, ins, frame, carried, k);
   }
 
   Session& s_;

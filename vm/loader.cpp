@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -121,6 +122,20 @@ class Loader {
   };
 
   Operand constant(Function& fn, Value v) {
+    // Equal scalar literals share one slot (a 100k-line program need not hold 100k ones).
+    if (v.is_int() || v.is_bool() || v.is_none() || v.is_float()) {
+      int64_t bits = 0;
+      if (v.is_int()) bits = v.as_int();
+      if (v.is_bool()) bits = v.as_bool();
+      if (v.is_float()) {
+        double d = v.as_float();
+        std::memcpy(&bits, &d, sizeof bits);
+      }
+      auto key = std::make_pair(int(v.kind()), bits);
+      auto it = scalar_consts_.find(key);
+      if (it != scalar_consts_.end()) return Operand{Operand::From::Const, it->second};
+      scalar_consts_[key] = uint32_t(fn.consts.size());
+    }
     fn.consts.push_back(std::move(v));
     return Operand{Operand::From::Const, uint32_t(fn.consts.size() - 1)};
   }
@@ -370,6 +385,7 @@ class Loader {
   }
 
   void load_function(const ir::Function& f, Function& fn) {
+    scalar_consts_.clear();
     Scope scope;
     for (const auto& prm : f.params) scope.names[prm.name] = Operand{Operand::From::Reg, new_reg(fn, prm.name)};
     bool returned = false;
@@ -401,6 +417,32 @@ class Loader {
       fn.code.push_back(std::move(ins));
     }
     compute_last_uses(fn);
+    pack(fn);
+  }
+
+  static void pack(Function& fn) {
+    for (const Instr& ins : fn.code) {
+      PackedInstr pi;
+      pi.kind = ins.kind;
+      pi.pack_tuple = ins.pack_tuple;
+      pi.kernel = ins.kernel;
+      pi.op = ins.op;
+      pi.fn_a = ins.fn_a;
+      pi.fn_b = ins.fn_b;
+      pi.num_args = uint16_t(ins.args.size());
+      pi.args = uint32_t(fn.operand_pool.size());
+      for (size_t i = 0; i < ins.args.size(); ++i) {
+        fn.operand_pool.push_back(ins.args[i]);
+        fn.contiguous_pool.push_back(i < ins.contiguous.size() ? ins.contiguous[i] : 0);
+      }
+      pi.num_outs = uint16_t(ins.outs.size());
+      pi.outs = uint32_t(fn.index_pool.size());
+      fn.index_pool.insert(fn.index_pool.end(), ins.outs.begin(), ins.outs.end());
+      pi.num_frees = uint16_t(ins.frees.size());
+      pi.frees = uint32_t(fn.index_pool.size());
+      fn.index_pool.insert(fn.index_pool.end(), ins.frees.begin(), ins.frees.end());
+      fn.packed.push_back(pi);
+    }
   }
 
   // Registers die after their last reading instruction; one never read dies right
@@ -460,6 +502,7 @@ class Loader {
   const ir::Module& m_;
   std::unordered_map<std::string, uint32_t> fn_index_;
   std::unordered_map<std::string, Value> weight_cache_;
+  std::map<std::pair<int, int64_t>, uint32_t> scalar_consts_;  // per function being loaded
 };
 
 std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,

@@ -48,6 +48,21 @@ struct Instr {
   std::string callee;               // op or function name, for errors and profiles
 };
 
+// The hot form of an instruction: fixed size, with its operands, destination
+// registers and dead registers stored contiguously in the function's pools, so the
+// interpreter streams through memory instead of chasing per-instruction vectors.
+struct PackedInstr {
+  Instr::Kind kind = Instr::Kind::Kernel;
+  bool pack_tuple = false;
+  uint16_t num_args = 0, num_outs = 0, num_frees = 0;
+  ops::Kernel kernel = nullptr;
+  const ops::OpDef* op = nullptr;
+  uint32_t args = 0;   // offset into Function::operand_pool (and contiguous_pool)
+  uint32_t outs = 0;   // offset into Function::index_pool
+  uint32_t frees = 0;  // offset into Function::index_pool
+  uint32_t fn_a = 0, fn_b = 0;
+};
+
 struct Function {
   std::string name;
   int line = 0;
@@ -57,7 +72,11 @@ struct Function {
   bool returns_tuple = false;
   uint32_t num_regs = 0;
   uint32_t stack_need = 0;  // registers this function and its deepest callee chain need
-  std::vector<Instr> code;
+  std::vector<Instr> code;          // full form: errors, hooks, profiles, inspection
+  std::vector<PackedInstr> packed;  // hot form, one per entry of `code`
+  std::vector<Operand> operand_pool;
+  std::vector<uint8_t> contiguous_pool;
+  std::vector<uint32_t> index_pool;
   std::vector<Value> consts;
   std::vector<ListOperand> lists;
   std::vector<std::string> reg_names;

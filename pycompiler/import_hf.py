@@ -1,0 +1,147 @@
+"""Import a Hugging Face MarianMTModel checkpoint directory into a tensorvm program.
+
+    tensorvm.import_hf("opus-mt-en-fr/", "opus-mt-en-fr.tvm")
+    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm
+
+The checkpoint is read with transformers' own `from_pretrained`, so whatever it
+loads (safetensors or bin, tied or untied heads) we import. Everything in the config
+that changes the computation is honoured or refused here, never silently ignored.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .models import marian
+from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
+
+# generation_config fields that change greedy/beam results, with the value that
+# means "off". A checkpoint asking for one we do not implement is refused.
+_GENERATION_OFF = {
+    "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
+    "forced_bos_token_id": None, "suppress_tokens": None, "begin_suppress_tokens": None,
+    "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
+    "min_new_tokens": None, "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None,
+    "force_words_ids": None, "renormalize_logits": False, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+    "typical_p": 1.0, "penalty_alpha": None, "watermarking_config": None,
+}
+
+
+def _load(checkpoint_dir):
+    try:
+        import torch
+        from transformers import AutoConfig, GenerationConfig, MarianMTModel
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("import_hf needs torch and transformers: pip install 'tensorvm[import]'") from e
+    path = Path(checkpoint_dir)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"import_hf: {path} is not a transformers checkpoint directory (no config.json)")
+    config = AutoConfig.from_pretrained(path)
+    if config.model_type != "marian":
+        raise UnsupportedConfig(f"import_hf: model_type '{config.model_type}' is not supported (only 'marian')")
+    model = MarianMTModel.from_pretrained(path, attn_implementation="eager")
+    model.eval()
+    try:
+        gen = GenerationConfig.from_pretrained(path)
+    except OSError:
+        gen = GenerationConfig.from_model_config(config)
+    with torch.no_grad():
+        state = {}
+        owner = {}  # data pointer -> first name seen, so tied weights are stored once
+        for name, t in model.state_dict(keep_vars=False).items():
+            ptr = (t.data_ptr(), tuple(t.shape))
+            owner.setdefault(ptr, name)
+            state[name] = (owner[ptr], t.detach().to(torch.float32).contiguous().numpy().copy())
+    return config, gen, state
+
+
+def spec_from_config(config, gen) -> MarianSpec:
+    """The computation a Marian config and generation config describe, or UnsupportedConfig."""
+    act = getattr(config, "activation_function", "swish")
+    if act not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
+        if config.d_model % getattr(config, heads_attr):
+            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    shared = getattr(config, "share_encoder_decoder_embeddings", True)
+    dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
+    bad = []
+    for ids in getattr(gen, "bad_words_ids", None) or []:
+        if len(ids) != 1:
+            raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
+                                    "bans are supported")
+        bad.append(int(ids[0]))
+    for field, off in _GENERATION_OFF.items():
+        value = getattr(gen, field, off)
+        if value not in (off, None) and value != off:
+            raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not supported yet")
+    if getattr(gen, "do_sample", False):
+        raise UnsupportedConfig("import_hf: generation_config.do_sample = True is not supported yet")
+    decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
+    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
+    if isinstance(eos, (list, tuple)):
+        if len(eos) != 1:
+            raise UnsupportedConfig(f"import_hf: several eos_token_ids {eos} are not supported")
+        eos = eos[0]
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    forced_eos = getattr(gen, "forced_eos_token_id", None)
+    if isinstance(forced_eos, (list, tuple)):
+        if len(forced_eos) != 1:
+            raise UnsupportedConfig(f"import_hf: several forced_eos_token_ids {forced_eos} are not supported")
+        forced_eos = forced_eos[0]
+    return MarianSpec(
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
+        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
+        encoder_ffn_dim=config.encoder_ffn_dim, decoder_ffn_dim=config.decoder_ffn_dim,
+        vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
+        activation=act, scale_embedding=bool(config.scale_embedding),
+        pad_token_id=int(pad), eos_token_id=int(eos), decoder_start_token_id=int(decoder_start),
+        max_position_embeddings=config.max_position_embeddings,
+        max_length=int(gen.max_length if gen.max_length is not None else 20),
+        num_beams=int(gen.num_beams or 1), bad_words=bad,
+        forced_eos_token_id=None if forced_eos is None else int(forced_eos),
+        min_length=int(gen.min_length or 0),
+    )
+
+
+def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
+    """Reads a MarianMTModel checkpoint directory and writes a program directory."""
+    if quantize is not None:
+        raise UnsupportedConfig(f"import_hf: quantize={quantize!r} is not supported yet")
+    config, gen, state = _load(checkpoint_dir)
+    spec = spec_from_config(config, gen)
+    if spec.min_length > 0:
+        raise UnsupportedConfig("import_hf: generation_config.min_length > 0 is not supported yet")
+    names = {n: canonical for n, (canonical, _) in state.items()}
+    for role in ("encoder_embed", "decoder_embed", "lm_head"):
+        name = getattr(spec, role)
+        if name not in names:
+            raise UnsupportedConfig(f"import_hf: the checkpoint has no weight '{name}'")
+        setattr(spec, role, names[name])
+    weights = {}
+    for name, (canonical, array) in state.items():
+        if canonical == name:
+            weights[name] = array
+    weights["final_logits_bias"] = weights["final_logits_bias"].reshape(-1)
+    if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
+        raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
+    for side in ("encoder", "decoder"):
+        pos = weights[f"model.{side}.embed_positions.weight"]
+        if not np.any(pos):
+            raise UnsupportedConfig(f"import_hf: model.{side}.embed_positions.weight is all zeros")
+    meta = {
+        "model_type": "marian",
+        "source": str(Path(checkpoint_dir).resolve()),
+        "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
+        "decoder_start_token_id": spec.decoder_start_token_id,
+        "max_length": spec.max_length, "num_beams": spec.num_beams,
+        "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "bad_words_ids": [[t] for t in spec.bad_words], "forced_eos_token_id": spec.forced_eos_token_id,
+        "tied_weights": {n: c for n, c in names.items() if n != c},
+    }
+    pb = marian.build(spec, weights, meta)
+    pb.save(out_path)
+    return Path(out_path)
