@@ -188,14 +188,14 @@ def reshape(x, shape):
         shape[shape.index(-1)] = x.size // known
     if int(np.prod(shape, dtype=np.int64)) != x.size:
         _b_fail("reshape", f"cannot reshape x {x.shape} to {shape}")
-    return np.ascontiguousarray(x).reshape(shape)
+    return np.reshape(x, shape)
 
 
 @op
 def transpose(x, dim0, dim1):
     d0 = _b_dim("transpose", dim0, x.ndim, "dim0")
     d1 = _b_dim("transpose", dim1, x.ndim, "dim1")
-    return np.ascontiguousarray(np.swapaxes(x, d0, d1))
+    return np.array(np.swapaxes(x, d0, d1), order="C")
 
 
 @op
@@ -203,7 +203,7 @@ def permute(x, dims):
     dims = [_b_dim("permute", d, x.ndim) for d in dims] if len(dims) == x.ndim else None
     if dims is None or len(set(dims)) != x.ndim:
         _b_fail("permute", f"dims must list each of the {x.ndim} dims of x once")
-    return np.ascontiguousarray(np.transpose(x, dims))
+    return np.array(np.transpose(x, dims), order="C")
 
 
 @op
@@ -229,7 +229,7 @@ def slice(x, dim, start=None, end=None, step=1):  # noqa: A001 (the op's name)
         _b_fail("slice", f"step must be >= 1, got {step}")
     idx = [_builtins.slice(None)] * x.ndim
     idx[d] = _builtins.slice(start, end, step)
-    return np.ascontiguousarray(x[tuple(idx)])
+    return np.array(x[tuple(idx)], order="C")
 
 
 @op

@@ -1,0 +1,181 @@
+"""Fused attention: C++ kernel against the numpy reference (masks, all-masked rows,
+strided K/V views from a KV cache, errors)."""
+import inspect
+
+import numpy as np
+import pytest
+
+import tensorvm
+from tensorvm import reference as ref
+from tensorvm._C import Program, Session, call_op, registry
+
+
+def check(*args, rtol=1e-5, atol=1e-6, **kwargs):
+    got = call_op("attention", *args, **kwargs)
+    want = ref.attention(*args, **kwargs)
+    assert got.dtype == want.dtype == np.float32 and got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    return got
+
+
+def both_raise(*args, match="", **kwargs):
+    with pytest.raises(tensorvm.VMError, match=rf"^attention: .*{match}"):
+        call_op("attention", *args, **kwargs)
+    with pytest.raises(ref.OpError, match=r"^attention: "):
+        ref.attention(*args, **kwargs)
+
+
+def qkv(rng, b, h, tq, tk, d, dv=None):
+    dv = d if dv is None else dv
+    return (rng.standard_normal((b, h, tq, d)).astype(np.float32),
+            rng.standard_normal((b, h, tk, d)).astype(np.float32),
+            rng.standard_normal((b, h, tk, dv)).astype(np.float32))
+
+
+def naive(q, k, v, scale, additive=None):
+    """Textbook softmax attention in float64 (no all-masked rows here)."""
+    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    if additive is not None:
+        s = s + additive
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bhkd->bhqd", p, v.astype(np.float64))
+
+
+def test_signature_matches_reference():
+    op = next(o for o in registry() if o["name"] == "attention")
+    params = list(inspect.signature(ref.attention).parameters.values())
+    assert [p["name"] for p in op["params"]] == [p.name for p in params]
+    assert [p["default"] for p in op["params"][3:]] == [None, None]
+    assert op["group"] == "attention" and op["doc"]
+
+
+@pytest.mark.parametrize("b, h, tq, tk, d, dv", [
+    (2, 8, 1, 37, 64, 64),    # decode step
+    (1, 8, 128, 128, 64, 64),  # prefill / encoder
+    (3, 2, 5, 7, 16, 8),       # Dv != D
+    (1, 1, 1, 1, 1, 1),
+    (2, 3, 4, 300, 32, 32),   # long cache
+])
+def test_attention_random(rng, b, h, tq, tk, d, dv):
+    q, k, v = qkv(rng, b, h, tq, tk, d, dv)
+    got = check(q, k, v)
+    np.testing.assert_allclose(got, naive(q, k, v, 1 / np.sqrt(d)), rtol=1e-4, atol=1e-5)
+    check(q, k, v, scale=0.125)
+    # An int scale; with scale 1 the scores reach ~30, so f32 rounding of a score (~4e-6)
+    # moves the probabilities by that much relative: compare at that precision.
+    check(q, k, v, scale=1, rtol=1e-4, atol=5e-5)
+
+
+def test_attention_default_scale_is_inverse_sqrt_d(rng):
+    q, k, v = qkv(rng, 1, 2, 3, 4, 16)
+    np.testing.assert_allclose(call_op("attention", q, k, v), call_op("attention", q, k, v, scale=0.25), rtol=1e-6)
+    assert not np.allclose(call_op("attention", q, k, v), call_op("attention", q, k, v, scale=1.0))
+
+
+def test_attention_bool_padding_mask(rng):
+    q, k, v = qkv(rng, 3, 4, 2, 6, 8)
+    lengths = np.array([6, 3, 1])
+    mask = (np.arange(6)[None, :] < lengths[:, None])[:, None, None, :]  # [B, 1, 1, Tk]
+    got = check(q, k, v, mask)
+    # Equivalent to attending only to the unpadded prefix.
+    for i, n in enumerate(lengths):
+        np.testing.assert_allclose(got[i], call_op("attention", q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n])[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_attention_causal_masks(rng):
+    q, k, v = qkv(rng, 2, 2, 5, 5, 8)
+    causal = np.tril(np.ones((5, 5), bool))
+    additive = np.where(causal, 0.0, -np.inf).astype(np.float32)
+    got = check(q, k, v, causal[None, None])
+    np.testing.assert_allclose(call_op("attention", q, k, v, additive[None, None]), got, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, naive(q, k, v, 1 / np.sqrt(8), np.where(causal, 0, -1e300)), rtol=1e-4, atol=1e-5)
+    check(q, k, v, additive)          # rank-2 mask [Tq, Tk]
+    check(q, k, v, causal[None])      # rank-3 mask [1, Tq, Tk]
+    check(q, k, v, np.float32(-1e30) * ~causal)  # large finite additive mask
+
+
+@pytest.mark.parametrize("mshape", [(2, 1, 3, 4), (1, 3, 1, 1), (4,), (1, 1, 3, 1), (2, 3, 3, 4), ()])
+def test_attention_mask_broadcasting(rng, mshape):
+    q, k, v = qkv(rng, 2, 3, 3, 4, 8)
+    fm = np.asarray(rng.standard_normal(mshape) * 3, np.float32)
+    check(q, k, v, fm)
+    check(q, k, v, np.asarray(rng.random(mshape) < 0.7))
+
+
+def test_attention_all_masked_rows_give_zeros(rng):
+    q, k, v = qkv(rng, 2, 2, 3, 4, 8)
+    mask = np.ones((2, 1, 3, 4), bool)
+    mask[0, :, 1] = False  # batch 0, query 1: nothing to attend to
+    got = check(q, k, v, mask)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got[0, :, 1], 0)
+    assert (got[0, :, 0] != 0).any() and (got[1] != 0).any()
+    additive = np.where(mask, 0, -np.inf).astype(np.float32)
+    got2 = check(q, k, v, additive)
+    np.testing.assert_array_equal(got2[0, :, 1], 0)
+    # finfo.min masks (as Hugging Face builds them) stay finite: a uniform average, like torch.
+    fmin = np.where(mask, 0, np.finfo(np.float32).min).astype(np.float32)
+    got3 = check(q, k, v, fmin)
+    np.testing.assert_allclose(got3[0, :, 1], v[0].mean(1), rtol=1e-5, atol=1e-6)
+
+
+def test_attention_inf_scores(rng):
+    q, k, v = qkv(rng, 1, 1, 2, 3, 4)
+    mask = np.array([[0, -np.inf, -np.inf], [0, 0, -np.inf]], np.float32)
+    got = check(q, k, v, mask)
+    np.testing.assert_allclose(got[0, 0, 0], v[0, 0, 0], rtol=1e-6)  # one key left: its value
+
+
+@pytest.mark.parametrize("b, h, tq, tk, d, dv", [
+    (0, 8, 1, 5, 4, 4), (2, 0, 1, 5, 4, 4), (2, 2, 0, 5, 4, 4), (2, 2, 3, 0, 4, 4), (2, 2, 3, 5, 0, 4),
+    (2, 2, 3, 5, 4, 0),
+])
+def test_attention_zero_size(rng, b, h, tq, tk, d, dv):
+    q, k, v = qkv(rng, b, h, tq, tk, d, dv)
+    got = check(q, k, v)
+    if tk == 0:
+        assert (got == 0).all()
+    check(q, k, v, np.ones((1, 1, tq, tk), bool))
+
+
+def test_attention_errors(rng):
+    q, k, v = qkv(rng, 2, 2, 3, 4, 8)
+    both_raise(q.astype(np.int64), k, v, match="must be f32")
+    both_raise(q[0], k, v, match=r"q must be 4-D")
+    both_raise(q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
+    both_raise(q, k[:1], v, match=r"k must be")
+    both_raise(q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
+    both_raise(q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
+    both_raise(q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
+    both_raise(q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
+    both_raise(q, k, v, np.zeros((3, 4), np.int64), match=r"mask must be f32 \(additive\) or bool")
+    both_raise(q, k, v, None, "x", match=r"scale")
+
+
+KV_PROGRAM = """# tensorvm ir 1
+def step(q: Tensor, k: Tensor, v: Tensor, q2: Tensor, k2: Tensor, v2: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    cache = kv_cache(1, 3, 2, 8, 16)
+    ka, va = kv_append(cache, 0, k, v)
+    o1 = attention(q, ka, va)
+    kb, vb = kv_append(cache, 0, k2, v2)
+    o2 = attention(q2, kb, vb, mask, scale=0.5)
+    return o1, o2, kb, vb
+"""
+
+
+def test_attention_reads_strided_kv_cache_views(rng):
+    """kv_append hands out [B, H, len, D] views of [B, H, max_len, D] storage: dims 0
+    and 1 have strides of the full buffer. The kernel reads them in place."""
+    names = {o["name"] for o in registry()}
+    if not {"kv_cache", "kv_append"} <= names:
+        pytest.skip("kv cache ops not available")
+    q, k, v = qkv(rng, 3, 2, 4, 4, 8)        # prefill of 4 positions
+    q2, k2, v2 = qkv(rng, 3, 2, 1, 1, 8)     # one decode step
+    mask = np.array([True, True, False, True, True])[None, None, None, :] & np.ones((3, 1, 1, 1), bool)
+    o1, o2, kb, vb = Session(Program.from_text(KV_PROGRAM)).run("step", [q, k, v, q2, k2, v2, mask])
+    k_all, v_all = np.concatenate([k, k2], 2), np.concatenate([v, v2], 2)
+    np.testing.assert_array_equal(kb, k_all)
+    np.testing.assert_allclose(o1, ref.attention(q, k, v), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o2, ref.attention(q2, k_all, v_all, mask, scale=0.5), rtol=1e-5, atol=1e-6)
