@@ -348,3 +348,848 @@ def scatter(x, dim, index, src):
     view = out[sub]
     np.put_along_axis(view, index.astype(np.int64), np.asarray(src, dtype=x.dtype), axis=d)
     return out
+
+
+# =============================================================================
+# Section A: elementwise, reductions, creation.
+# Ops whose names are Python builtins (abs, pow, max, min, sum, any, all) are defined
+# as _a_<name> and registered in OPS under the op name only, so that the builtins keep
+# working in this module; this section calls builtins through `_a_bi` because other
+# sections may shadow some (e.g. `slice`).
+# =============================================================================
+import builtins as _a_bi  # noqa: E402
+import math as _a_math  # noqa: E402
+import warnings as _a_warnings  # noqa: E402
+
+_A_DTYPES = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "bool": np.bool_}
+_A_NAMES = {np.dtype(v): k for k, v in _A_DTYPES.items()}
+_A_NUMERIC = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int32))
+_A_I64_MIN, _A_I64_MAX = -(2**63), 2**63 - 1
+
+
+def _a_op(name):
+    """Registers a reference op under `name` (which may differ from the function's)."""
+    def deco(fn):
+        OPS[name] = fn
+        return fn
+    return deco
+
+
+def _a_fail(name, msg):
+    raise OpError(f"{name}: {msg}")
+
+
+def _a_is_tensor(v):
+    return isinstance(v, np.ndarray)
+
+
+def _a_scalar(v):
+    """A Python scalar from an int/float/bool (numpy scalars included), else None."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    return v if isinstance(v, (bool, int, float)) else None
+
+
+def _a_desc(v):
+    if _a_is_tensor(v):
+        return f"{_A_NAMES.get(v.dtype, str(v.dtype))}{list(v.shape)}"
+    return repr(v)
+
+
+def _a_check_dtype(name, what, t, allowed=None):
+    if t.dtype not in _A_NAMES:
+        _a_fail(name, f"{what} has unsupported dtype {t.dtype}")
+    if allowed is not None and t.dtype not in [np.dtype(a) for a in allowed]:
+        _a_fail(name, f"{what} must be {' or '.join(_A_NAMES[np.dtype(a)] for a in allowed)}, got {_a_desc(t)}")
+
+
+def _a_scalar_to(name, what, v, dtype):
+    """The operand rules: int -> f32/i64/i32 (range-checked), float -> f32, bool -> bool."""
+    s = _a_scalar(v)
+    dtype = np.dtype(dtype)
+    if s is None:
+        _a_fail(name, f"{what} must be an int, float or bool scalar, got {type(v).__name__}")
+    if dtype == np.float32:
+        if isinstance(s, bool):
+            _a_fail(name, f"{what} is a bool scalar; an f32 tensor needs an int or float")
+        with np.errstate(over="ignore"):
+            return np.float32(s)
+    if dtype in (np.int64, np.int32):
+        if isinstance(s, bool) or not isinstance(s, int):
+            _a_fail(name, f"{what} is {s!r}; an {_A_NAMES[dtype]} tensor needs an int scalar")
+        if dtype == np.int32 and not -(2**31) <= s < 2**31:
+            _a_fail(name, f"{what} = {s} does not fit an i32 tensor")
+        return dtype.type(s)
+    if dtype == np.bool_:
+        if not isinstance(s, bool):
+            _a_fail(name, f"{what} is {s!r}; a bool tensor needs a bool scalar")
+        return np.bool_(s)
+    _a_fail(name, f"dtype {dtype} is not supported")
+
+
+def _a_broadcast(name, *shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        _a_fail(name, f"cannot broadcast shapes {' and '.join(str(list(s)) for s in shapes)}")
+
+
+def _a_operands(name, x, y):
+    """(a, b, dtype, shape) for tensor∘tensor or tensor∘scalar; a, b are arrays of dtype."""
+    for what, v in (("x", x), ("y", y)):
+        if _a_is_tensor(v):
+            _a_check_dtype(name, what, v)
+        elif _a_scalar(v) is None:
+            _a_fail(name, f"{what} must be a tensor or a scalar, got {type(v).__name__}")
+    if _a_is_tensor(x) and _a_is_tensor(y):
+        if x.dtype != y.dtype:
+            _a_fail(name, f"x and y must have the same dtype, got {_a_desc(x)} and {_a_desc(y)}")
+        dt = x.dtype
+        shape = _a_broadcast(name, x.shape, y.shape)
+    else:
+        t = x if _a_is_tensor(x) else y
+        dt, shape = t.dtype, t.shape
+    a = x if _a_is_tensor(x) else np.asarray(_a_scalar_to(name, "x", x, dt))
+    b = y if _a_is_tensor(y) else np.asarray(_a_scalar_to(name, "y", y, dt))
+    return a, b, dt, shape
+
+
+def _a_check_i64(name, r):
+    if not _A_I64_MIN <= r <= _A_I64_MAX:
+        _a_fail(name, "integer overflow (scalar ints are int64)")
+    return r
+
+
+def _a_scalar_arith(name, a, b):
+    """Python semantics on int64/float scalars, as the C++ kernels define them."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        _a_fail(name, f"x and y must be int or float scalars or tensors, got {a!r} and {b!r}")
+    if isinstance(a, int) and isinstance(b, int):
+        if name == "add":
+            return _a_check_i64(name, a + b)
+        if name == "sub":
+            return _a_check_i64(name, a - b)
+        if name == "mul":
+            return _a_check_i64(name, a * b)
+        if name == "div":
+            if b == 0:
+                _a_fail(name, "division by zero")
+            return float(a) / float(b)
+        if name == "pow":
+            if b < 0:
+                if a == 0:
+                    _a_fail(name, "0 cannot be raised to a negative power")
+                return float(a) ** float(b)
+            if _a_bi.abs(a) > 1 and b >= 64:
+                _a_fail(name, "integer overflow (scalar ints are int64)")
+            return _a_check_i64(name, a**b)
+        if name == "maximum":
+            return a if a > b else b
+        if name == "minimum":
+            return a if a < b else b
+        if name == "floordiv":
+            if b == 0:
+                _a_fail(name, "integer division by zero")
+            return _a_check_i64(name, a // b)
+        if name == "remainder":
+            if b == 0:
+                _a_fail(name, "integer modulo by zero")
+            return a % b
+    a, b = float(a), float(b)
+    if name == "add":
+        return a + b
+    if name == "sub":
+        return a - b
+    if name == "mul":
+        return a * b
+    if name == "div":
+        if b == 0:
+            _a_fail(name, "float division by zero")
+        return a / b
+    if name == "pow":
+        if a == 0 and b < 0 and _a_math.isfinite(b):
+            _a_fail(name, "0.0 cannot be raised to a negative power")
+        if a < 0 and _a_math.isfinite(a) and _a_math.isfinite(b) and b != _a_math.floor(b):
+            _a_fail(name, f"a negative base to a fractional power has no real result ({a} ** {b})")
+        try:
+            return _a_math.pow(a, b)
+        except OverflowError:
+            _a_fail(name, f"result out of range ({a} ** {b})")
+    if name == "maximum":
+        return a if (a > b or a != a) else b
+    if name == "minimum":
+        return a if (a < b or a != a) else b
+    if name in ("floordiv", "remainder"):
+        if b == 0:
+            _a_fail(name, "float floor division by zero" if name == "floordiv" else "float modulo by zero")
+        return a // b if name == "floordiv" else a % b
+    raise AssertionError(name)
+
+
+def _a_arith(name, x, y):
+    if not _a_is_tensor(x) and not _a_is_tensor(y):
+        a, b = _a_scalar(x), _a_scalar(y)
+        if a is None or b is None:
+            _a_fail(name, f"x and y must be tensors or scalars, got {type(x).__name__} and {type(y).__name__}")
+        return _a_scalar_arith(name, a, b)
+    tn, t = ("x", x) if _a_is_tensor(x) else ("y", y)
+    if name in ("div", "pow") and t.dtype != np.float32:
+        extra = " (use floordiv for integer division)" if name == "div" else ""
+        _a_fail(name, f"{tn} must be f32{extra}, got {_a_desc(t)}")
+    if t.dtype not in _A_NUMERIC:
+        _a_fail(name, f"{tn} must be f32, i64 or i32, got {_a_desc(t)}")
+    a, b, dt, shape = _a_operands(name, x, y)
+    is_int = dt != np.float32
+    with np.errstate(all="ignore"):
+        if name == "add":
+            r = np.add(a, b)
+        elif name == "sub":
+            r = np.subtract(a, b)
+        elif name == "mul":
+            r = np.multiply(a, b)
+        elif name == "div":
+            r = np.true_divide(a, b)
+        elif name == "pow":
+            r = np.power(a, b)
+        elif name == "maximum":
+            r = np.maximum(a, b)
+        elif name == "minimum":
+            r = np.minimum(a, b)
+        elif name in ("floordiv", "remainder"):
+            if is_int and int(np.prod(shape)) > 0 and (np.asarray(b) == 0).any():
+                _a_fail(name, "integer division by zero (y has a zero element)")
+            r = np.floor_divide(a, b) if name == "floordiv" else np.remainder(a, b)
+        else:
+            raise AssertionError(name)
+    return np.array(np.broadcast_to(r, shape), dtype=dt)
+
+
+@op
+def add(x, y):
+    return _a_arith("add", x, y)
+
+
+@op
+def sub(x, y):
+    return _a_arith("sub", x, y)
+
+
+@op
+def mul(x, y):
+    return _a_arith("mul", x, y)
+
+
+@op
+def div(x, y):
+    return _a_arith("div", x, y)
+
+
+@_a_op("pow")
+def _a_pow(x, y):
+    return _a_arith("pow", x, y)
+
+
+@op
+def maximum(x, y):
+    return _a_arith("maximum", x, y)
+
+
+@op
+def minimum(x, y):
+    return _a_arith("minimum", x, y)
+
+
+@op
+def floordiv(x, y):
+    return _a_arith("floordiv", x, y)
+
+
+@op
+def remainder(x, y):
+    return _a_arith("remainder", x, y)
+
+
+_A_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+
+def _a_compare(name, x, y):
+    if not _a_is_tensor(x) and not _a_is_tensor(y):
+        a, b = _a_scalar(x), _a_scalar(y)
+        if a is None or b is None:
+            _a_fail(name, f"x and y must be tensors or scalars, got {type(x).__name__} and {type(y).__name__}")
+        if isinstance(a, bool) != isinstance(b, bool):
+            _a_fail(name, f"x and y must both be bools or both be numbers, got {a!r} and {b!r}")
+        if not (isinstance(a, int) and isinstance(b, int)):
+            a, b = float(a), float(b)
+        return bool(_A_CMP[name](a, b))
+    a, b, dt, shape = _a_operands(name, x, y)
+    return np.array(np.broadcast_to(_A_CMP[name](a, b), shape), dtype=np.bool_)
+
+
+@op
+def eq(x, y):
+    return _a_compare("eq", x, y)
+
+
+@op
+def ne(x, y):
+    return _a_compare("ne", x, y)
+
+
+@op
+def lt(x, y):
+    return _a_compare("lt", x, y)
+
+
+@op
+def le(x, y):
+    return _a_compare("le", x, y)
+
+
+@op
+def gt(x, y):
+    return _a_compare("gt", x, y)
+
+
+@op
+def ge(x, y):
+    return _a_compare("ge", x, y)
+
+
+def _a_logic_operand(name, what, v):
+    if _a_is_tensor(v):
+        if v.dtype != np.bool_:
+            _a_fail(name, f"{what} must be a bool tensor or a bool, got {_a_desc(v)}")
+        return v
+    s = _a_scalar(v)
+    if not isinstance(s, bool):
+        _a_fail(name, f"{what} must be a bool tensor or a bool, got {v!r}")
+    return s
+
+
+def _a_logical(name, fn, x, y):
+    a, b = _a_logic_operand(name, "x", x), _a_logic_operand(name, "y", y)
+    if not _a_is_tensor(a) and not _a_is_tensor(b):
+        return bool(fn(a, b))
+    shape = _a_broadcast(name, np.shape(a), np.shape(b))
+    return np.array(np.broadcast_to(fn(a, b), shape), dtype=np.bool_)
+
+
+@op
+def logical_and(x, y):
+    return _a_logical("logical_and", np.logical_and, x, y)
+
+
+@op
+def logical_or(x, y):
+    return _a_logical("logical_or", np.logical_or, x, y)
+
+
+@op
+def logical_xor(x, y):
+    return _a_logical("logical_xor", np.logical_xor, x, y)
+
+
+@op
+def logical_not(x):
+    a = _a_logic_operand("logical_not", "x", x)
+    return (not a) if isinstance(a, bool) else np.asarray(np.logical_not(a))
+
+
+# ---- unary
+
+
+def _a_f32_in(name, x):
+    if not _a_is_tensor(x) or x.dtype != np.float32:
+        _a_fail(name, f"x must be f32, got {_a_desc(x)}")
+    return x
+
+
+def _a_unary_f32(name, x, fn):
+    x = _a_f32_in(name, x)
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(x), dtype=np.float32)
+
+
+_a_erf64 = np.vectorize(_a_math.erf, otypes=[np.float64])
+
+
+@op
+def exp(x):
+    return _a_unary_f32("exp", x, np.exp)
+
+
+@op
+def log(x):
+    return _a_unary_f32("log", x, np.log)
+
+
+@op
+def sqrt(x):
+    return _a_unary_f32("sqrt", x, np.sqrt)
+
+
+@op
+def rsqrt(x):
+    return _a_unary_f32("rsqrt", x, lambda v: np.float32(1) / np.sqrt(v))
+
+
+@op
+def tanh(x):
+    return _a_unary_f32("tanh", x, np.tanh)
+
+
+@op
+def sigmoid(x):
+    return _a_unary_f32("sigmoid", x, lambda v: np.float32(1) / (np.float32(1) + np.exp(-v)))
+
+
+@op
+def silu(x):
+    return _a_unary_f32("silu", x, lambda v: v / (np.float32(1) + np.exp(-v)))
+
+
+@op
+def erf(x):
+    return _a_unary_f32("erf", x, lambda v: _a_erf64(v.astype(np.float64)))
+
+
+@op
+def gelu(x, approximate="none"):
+    x = _a_f32_in("gelu", x)
+    if approximate == "none":
+        return _a_unary_f32("gelu", x, lambda v: v * 0.5 * (1 + _a_erf64(v.astype(np.float64) / _a_math.sqrt(2))))
+    if approximate == "tanh":
+        def f(v):
+            v = v.astype(np.float64)
+            return 0.5 * v * (1 + np.tanh(_a_math.sqrt(2 / _a_math.pi) * (v + 0.044715 * v**3)))
+        return _a_unary_f32("gelu", x, f)
+    _a_fail("gelu", f'approximate must be "none" or "tanh", got "{approximate}"')
+
+
+def _a_numeric_in(name, x):
+    if not _a_is_tensor(x) or x.dtype not in _A_NUMERIC:
+        _a_fail(name, f"x must be f32, i64 or i32, got {_a_desc(x)}")
+    return x
+
+
+def _a_int_or_float(name, x):
+    s = _a_scalar(x)
+    if s is None or isinstance(s, bool):
+        _a_fail(name, f"x must be a tensor or an int/float scalar, got {x!r}")
+    return s
+
+
+@op
+def neg(x):
+    if not _a_is_tensor(x):
+        s = _a_int_or_float("neg", x)
+        return _a_check_i64("neg", -s) if isinstance(s, int) else -s
+    x = _a_numeric_in("neg", x)
+    with np.errstate(all="ignore"):
+        return np.asarray(np.negative(x))
+
+
+@_a_op("abs")
+def _a_abs(x):
+    if not _a_is_tensor(x):
+        s = _a_int_or_float("abs", x)
+        return _a_check_i64("abs", _a_bi.abs(s)) if isinstance(s, int) else _a_bi.abs(s)
+    x = _a_numeric_in("abs", x)
+    with np.errstate(all="ignore"):
+        return np.asarray(np.abs(x))
+
+
+@op
+def relu(x):
+    x = _a_numeric_in("relu", x)
+    return np.where(x <= 0, x.dtype.type(0), x).astype(x.dtype)
+
+
+# ---- selection
+
+
+@op
+def where(cond, x, y):
+    if not _a_is_tensor(cond) or cond.dtype != np.bool_:
+        _a_fail("where", f"cond must be a bool tensor, got {_a_desc(cond)}")
+    if not _a_is_tensor(x) and not _a_is_tensor(y):
+        a, b = _a_scalar(x), _a_scalar(y)
+        if a is None or b is None:
+            _a_fail("where", "x and y must be tensors or scalars")
+        if isinstance(a, bool) != isinstance(b, bool):
+            _a_fail("where", f"x and y must both be bools or both be numbers, got {a!r} and {b!r}")
+        dt = np.bool_ if isinstance(a, bool) else np.float32 if (isinstance(a, float) or isinstance(b, float)) else np.int64
+        xa, ya = np.asarray(_a_scalar_to("where", "x", a, dt)), np.asarray(_a_scalar_to("where", "y", b, dt))
+    else:
+        xa, ya, dt, _ = _a_operands("where", x, y)
+    shape = _a_broadcast("where", cond.shape, xa.shape, ya.shape)
+    return np.array(np.broadcast_to(np.where(cond, xa, ya), shape), dtype=dt)
+
+
+@op
+def masked_fill(x, mask, value):
+    if not _a_is_tensor(x):
+        _a_fail("masked_fill", f"x must be a tensor, got {type(x).__name__}")
+    _a_check_dtype("masked_fill", "x", x)
+    if not _a_is_tensor(mask) or mask.dtype != np.bool_:
+        _a_fail("masked_fill", f"mask must be a bool tensor, got {_a_desc(mask)}")
+    if _a_broadcast("masked_fill", x.shape, mask.shape) != tuple(x.shape):
+        _a_fail("masked_fill", f"mask {_a_desc(mask)} does not broadcast to the shape of x {_a_desc(x)}")
+    if _a_scalar(value) is None:
+        _a_fail("masked_fill", f"value must be an int, float or bool scalar, got {type(value).__name__}")
+    v = _a_scalar_to("masked_fill", "value", value, x.dtype)
+    return np.where(mask, v, x).astype(x.dtype)
+
+
+@op
+def clamp(x, min=None, max=None):  # noqa: A002 (the op's parameter names)
+    lo, hi = min, max
+    if not _a_is_tensor(x):
+        _a_fail("clamp", f"x must be a tensor, got {type(x).__name__}")
+    if lo is None and hi is None:
+        _a_fail("clamp", "at least one of min and max must not be None")
+    for what, b in (("min", lo), ("max", hi)):
+        if b is None:
+            continue
+        s = _a_scalar(b)
+        if s is None or isinstance(s, bool):
+            _a_fail("clamp", f"{what} must be an int or float scalar or None, got {b!r}")
+        if isinstance(s, float) and _a_math.isnan(s):
+            _a_fail("clamp", f"{what} must not be NaN")
+    x = _a_numeric_in("clamp", x)
+    r = x
+    if lo is not None:
+        lv = _a_scalar_to("clamp", "min", lo, x.dtype)
+        r = np.where(r < lv, lv, r)
+    if hi is not None:
+        hv = _a_scalar_to("clamp", "max", hi, x.dtype)
+        r = np.where(r > hv, hv, r)
+    return np.asarray(r, dtype=x.dtype).copy()
+
+
+# ---- reductions
+
+
+def _a_tensor_in(name, x):
+    if not _a_is_tensor(x):
+        _a_fail(name, f"x must be a tensor, got {type(x).__name__}")
+    _a_check_dtype(name, "x", x)
+    return x
+
+
+def _a_norm_dim(name, x, d):
+    n = _a_bi.max(x.ndim, 1)
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        _a_fail(name, f"dim must be an int, got {d!r}")
+    d = int(d)
+    if not -n <= d < n:
+        _a_fail(name, f"dim {d} is out of range for x {_a_desc(x)} (expected {-n}..{n - 1})")
+    return d + n if d < 0 else d
+
+
+def _a_axes(name, x, dim):
+    """The reduced axes as a tuple (all for None); a 0-d x accepts 0/-1 and reduces nothing."""
+    if dim is None:
+        return tuple(range(x.ndim))
+    dims = [dim] if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) else list(dim)
+    if not dims:
+        _a_fail(name, "dim must name at least one dimension (None reduces all), got []")
+    axes = []
+    for d in dims:
+        a = _a_norm_dim(name, x, d)
+        if x.ndim == 0:
+            continue
+        if a in axes:
+            _a_fail(name, f"dim {d} is repeated in {dims}")
+        axes.append(a)
+    return tuple(axes)
+
+
+def _a_reduced(x, axes, keepdim):
+    """(out_shape, reduced count)."""
+    out = [1 if i in axes else s for i, s in enumerate(x.shape) if keepdim or i not in axes]
+    count = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    return tuple(out), count
+
+
+@_a_op("sum")
+def _a_sum(x, dim=None, keepdim=False):
+    x = _a_tensor_in("sum", x)
+    axes = _a_axes("sum", x, dim)
+    if x.dtype == np.float32:
+        return np.asarray(np.sum(x.astype(np.float64), axis=axes, keepdims=keepdim), dtype=np.float32)
+    return np.asarray(np.sum(x.astype(np.int64), axis=axes, keepdims=keepdim), dtype=np.int64)
+
+
+@op
+def mean(x, dim=None, keepdim=False):
+    x = _a_tensor_in("mean", x)
+    if x.dtype != np.float32:
+        _a_fail("mean", f"x must be f32, got {_a_desc(x)}")
+    axes = _a_axes("mean", x, dim)
+    with np.errstate(all="ignore"), _a_warnings.catch_warnings():
+        _a_warnings.simplefilter("ignore", RuntimeWarning)  # the mean of nothing is NaN
+        r = np.mean(x.astype(np.float64), axis=axes, keepdims=keepdim)
+    return np.asarray(r, dtype=np.float32)
+
+
+def _a_extreme(name, fn, x, dim, keepdim):
+    x = _a_tensor_in(name, x)
+    if x.dtype not in _A_NUMERIC:
+        _a_fail(name, f"x must be f32, i64 or i32, got {_a_desc(x)}")
+    axes = _a_axes(name, x, dim)
+    out_shape, count = _a_reduced(x, axes, keepdim)
+    if int(np.prod(out_shape, dtype=np.int64)) == 0:
+        return np.zeros(out_shape, x.dtype)
+    if count == 0:
+        _a_fail(name, f"cannot reduce over a zero-size dimension of x {_a_desc(x)}")
+    return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=x.dtype)
+
+
+@_a_op("max")
+def _a_max(x, dim=None, keepdim=False):
+    return _a_extreme("max", np.max, x, dim, keepdim)
+
+
+@_a_op("min")
+def _a_min(x, dim=None, keepdim=False):
+    return _a_extreme("min", np.min, x, dim, keepdim)
+
+
+def _a_anyall(name, fn, x, dim, keepdim):
+    x = _a_tensor_in(name, x)
+    if x.dtype != np.bool_:
+        _a_fail(name, f"x must be a bool tensor, got {_a_desc(x)}")
+    axes = _a_axes(name, x, dim)
+    return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=np.bool_)
+
+
+@_a_op("any")
+def _a_any(x, dim=None, keepdim=False):
+    return _a_anyall("any", np.any, x, dim, keepdim)
+
+
+@_a_op("all")
+def _a_all(x, dim=None, keepdim=False):
+    return _a_anyall("all", np.all, x, dim, keepdim)
+
+
+def _a_argext(name, fn, x, dim, keepdim):
+    x = _a_tensor_in(name, x)
+    if x.dtype not in _A_NUMERIC:
+        _a_fail(name, f"x must be f32, i64 or i32, got {_a_desc(x)}")
+    d = _a_norm_dim(name, x, dim)
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    out_shape, count = _a_reduced(x, (d,), keepdim)
+    if int(np.prod(out_shape, dtype=np.int64)) == 0:
+        return np.zeros(out_shape, np.int64)
+    if count == 0:
+        _a_fail(name, f"cannot reduce over a zero-size dimension of x {_a_desc(x)}")
+    # numpy returns the first extreme, and the first NaN if there is one (like the kernel).
+    return np.asarray(fn(x, axis=d, keepdims=keepdim), dtype=np.int64)
+
+
+@op
+def argmax(x, dim=-1, keepdim=False):
+    return _a_argext("argmax", np.argmax, x, dim, keepdim)
+
+
+@op
+def argmin(x, dim=-1, keepdim=False):
+    return _a_argext("argmin", np.argmin, x, dim, keepdim)
+
+
+def _a_softmax(name, x, dim, log):
+    """Row max subtracted; float32 exp, float64 sum. A row that is all -inf (or holds
+    NaN or +inf) gives NaN everywhere in the row, like torch."""
+    x = _a_f32_in(name, x)
+    d = _a_norm_dim(name, x, dim)
+    shape0 = x.shape
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if x.shape[d] == 0:
+        return np.zeros(shape0, np.float32)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=d, keepdims=True)
+        z = x - m
+        e = np.exp(z)
+        s = np.sum(e.astype(np.float64), axis=d, keepdims=True)
+        if log:
+            r = z - np.log(s.astype(np.float32))
+        else:
+            r = e * (1.0 / s).astype(np.float32)
+    return np.asarray(r, dtype=np.float32).reshape(shape0)
+
+
+@op
+def softmax(x, dim=-1):
+    return _a_softmax("softmax", x, dim, False)
+
+
+@op
+def log_softmax(x, dim=-1):
+    return _a_softmax("log_softmax", x, dim, True)
+
+
+@op
+def topk(x, k, dim=-1, largest=True):
+    """Sorted best first; ties to the lower index; NaN is larger than everything."""
+    x = _a_tensor_in("topk", x)
+    if x.dtype not in _A_NUMERIC:
+        _a_fail("topk", f"x must be f32, i64 or i32, got {_a_desc(x)}")
+    d = _a_norm_dim("topk", x, dim)
+    zero_d = x.ndim == 0
+    xv = x.reshape(1) if zero_d else x
+    n = xv.shape[d]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
+        _a_fail("topk", f"k = {k} is out of range for a dimension of size {n} (x {_a_desc(x)})")
+    rows = np.moveaxis(xv, d, -1)
+    if largest:
+        # A stable ascending sort of the reversed row, reversed: descending, equal
+        # values (and NaNs, which sort last ascending) in increasing index order.
+        order = np.argsort(rows[..., ::-1], axis=-1, kind="stable")
+        order = (n - 1 - order)[..., ::-1]
+    else:
+        order = np.argsort(rows, axis=-1, kind="stable")
+    idx = order[..., :k]
+    vals = np.take_along_axis(rows, idx, axis=-1)
+    vals, idx = np.moveaxis(vals, -1, d), np.moveaxis(idx, -1, d)
+    if zero_d:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return np.ascontiguousarray(vals, dtype=x.dtype), np.ascontiguousarray(idx, dtype=np.int64)
+
+
+@op
+def cumsum(x, dim):
+    x = _a_tensor_in("cumsum", x)
+    d = _a_norm_dim("cumsum", x, dim)
+    xv = x.reshape(1) if x.ndim == 0 else x
+    if x.dtype == np.float32:
+        r = np.cumsum(xv.astype(np.float64), axis=d).astype(np.float32)
+    else:
+        r = np.cumsum(xv.astype(np.int64), axis=d)
+    return r.reshape(x.shape)
+
+
+@op
+def item(x):
+    x = _a_tensor_in("item", x)
+    if x.size != 1:
+        _a_fail("item", f"x must have exactly one element, got {_a_desc(x)}")
+    v = x.reshape(-1)[0]
+    if x.dtype == np.float32:
+        return float(v)
+    if x.dtype == np.bool_:
+        return bool(v)
+    return int(v)
+
+
+# ---- creation
+
+
+def _a_dtype(name, dtype, what="dtype"):
+    if not isinstance(dtype, str) or dtype not in _A_DTYPES:
+        _a_fail(name, f'{what} must be "f32", "i64", "i32" or "bool", got {dtype!r}')
+    return np.dtype(_A_DTYPES[dtype])
+
+
+def _a_opt_dtype(name, dtype, default):
+    return np.dtype(default) if dtype is None else _a_dtype(name, dtype)
+
+
+def _a_shape(name, shape):
+    shape = [shape] if isinstance(shape, (int, np.integer)) else list(shape)
+    if _a_bi.any(s < 0 for s in shape):
+        _a_fail(name, f"shape must not have negative sizes, got {shape}")
+    return tuple(int(s) for s in shape)
+
+
+def _a_int_arg(name, what, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        _a_fail(name, f"argument '{what}' must be an int, got {v!r}")
+    return int(v)
+
+
+@op
+def arange(start, end, step=1, dtype="i64"):
+    start, end, step = (_a_int_arg("arange", w, v) for w, v in (("start", start), ("end", end), ("step", step)))
+    dt = _a_dtype("arange", dtype)
+    if dt == np.bool_:
+        _a_fail("arange", 'dtype must be "i64", "i32" or "f32", got "bool"')
+    if step == 0:
+        _a_fail("arange", "step must not be zero")
+    n = len(range(start, end, step))
+    if n > 2**40:
+        _a_fail("arange", f"arange({start}, {end}, {step}) is too long")
+    if dt == np.int32 and n > 0:
+        last = start + (n - 1) * step
+        if not (-(2**31) <= start < 2**31 and -(2**31) <= last < 2**31):
+            _a_fail("arange", f"arange({start}, {end}, {step}) has values outside the i32 range")
+    return (start + np.arange(n, dtype=np.int64) * step).astype(dt)
+
+
+def _a_filled(name, shape, value, dt):
+    if _a_scalar(value) is None:
+        _a_fail(name, f"value must be an int, float or bool scalar, got {type(value).__name__}")
+    return np.full(shape, _a_scalar_to(name, "value", value, dt), dtype=dt)
+
+
+@op
+def full(shape, value, dtype="f32"):
+    return _a_filled("full", _a_shape("full", shape), value, _a_dtype("full", dtype))
+
+
+@op
+def zeros(shape, dtype="f32"):
+    return np.zeros(_a_shape("zeros", shape), _a_dtype("zeros", dtype))
+
+
+@op
+def ones(shape, dtype="f32"):
+    return np.ones(_a_shape("ones", shape), _a_dtype("ones", dtype))
+
+
+@op
+def full_like(x, value, dtype=None):
+    x = _a_tensor_in("full_like", x)
+    return _a_filled("full_like", x.shape, value, _a_opt_dtype("full_like", dtype, x.dtype))
+
+
+@op
+def zeros_like(x, dtype=None):
+    x = _a_tensor_in("zeros_like", x)
+    return np.zeros(x.shape, _a_opt_dtype("zeros_like", dtype, x.dtype))
+
+
+@op
+def cast(x, dtype):
+    """float -> int truncates toward zero (NaN, inf, out of range: error); i64 -> i32
+    wraps; to bool is x != 0; bool -> numbers is 0/1; the same dtype returns x."""
+    x = _a_tensor_in("cast", x)
+    dt = _a_dtype("cast", dtype)
+    if dt == x.dtype:
+        return x
+    if dt == np.bool_:
+        return np.asarray(x != 0)
+    if x.dtype == np.float32 and dt != np.float32:
+        t = np.trunc(x.astype(np.float64))
+        bits = 63 if dt == np.int64 else 31
+        with np.errstate(invalid="ignore"):
+            ok = (t >= -(2.0**bits)) & (t < 2.0**bits)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok.reshape(-1))[0])
+            _a_fail("cast", f"x has the value {x.reshape(-1)[i]} at flat index {i}, which cannot be cast to {dtype}")
+        return np.asarray(t.astype(dt))
+    return np.asarray(x.astype(dt))
+
+
+@op
+def tensor(value, dtype=None):
+    s = _a_scalar(value)
+    if s is None:
+        _a_fail("tensor", f"value must be an int, float or bool scalar, got {type(value).__name__}")
+    default = np.bool_ if isinstance(s, bool) else np.int64 if isinstance(s, int) else np.float32
+    dt = _a_opt_dtype("tensor", dtype, default)
+    return np.asarray(_a_scalar_to("tensor", "value", s, dt), dtype=dt).reshape(())

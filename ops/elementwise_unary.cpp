@@ -1,0 +1,168 @@
+// Unary elementwise ops. Float math (exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu,
+// erf) takes f32 tensors; neg, abs and relu also i64/i32. exp/sigmoid/silu use the
+// vectorised exp of elementwise_math.h; log, tanh, erf and sqrt call libm per element
+// (exact; Eigen's AVX-512 packet sqrt is an approximation, and sqrtf does not
+// vectorise with errno semantics). None of these is hot in the Marian model.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ops/broadcast.h"
+#include "ops/elementwise_math.h"
+#include "ops/registry.h"
+
+namespace ops {
+
+namespace {
+
+const Tensor& f32_input(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  if (x.dtype() != DType::f32) vm::fail("x must be f32, got {}", x.describe());
+  return x;
+}
+
+// y = f(x) over a contiguous f32 tensor.
+template <typename F>
+Tensor map_f32(OpContext& ctx, const Tensor& x, F f) {
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  const float* __restrict px = x.data<float>();
+  float* __restrict py = y.data<float>();
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+  return y;
+}
+
+#define TVM_UNARY_F32(name, expr)                                         \
+  void name(OpContext& ctx, const Args& a, Value* out) {                  \
+    out[0] = map_f32(ctx, f32_input(a), [](float v) -> float { return expr; }); \
+  }
+
+TVM_UNARY_F32(exp_op, exp_f32(v))
+TVM_UNARY_F32(log_op, std::log(v))
+TVM_UNARY_F32(tanh_op, std::tanh(v))
+TVM_UNARY_F32(sigmoid_op, sigmoid_f32(v))
+TVM_UNARY_F32(silu_op, silu_f32(v))
+TVM_UNARY_F32(erf_op, std::erf(v))
+TVM_UNARY_F32(sqrt_op, std::sqrt(v))
+TVM_UNARY_F32(rsqrt_op, 1.0f / std::sqrt(v))
+#undef TVM_UNARY_F32
+
+void gelu_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = f32_input(a);
+  const std::string& approx = a.str(1);
+  if (approx == "none") {
+    // torch: x * 0.5 * (1 + erf(x / sqrt(2)))
+    out[0] = map_f32(ctx, x, [](float v) { return v * 0.5f * (1.0f + std::erf(v * 0.70710678118654752f)); });
+  } else if (approx == "tanh") {
+    // torch: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+    out[0] = map_f32(ctx, x, [](float v) {
+      const float inner = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+      return 0.5f * v * (1.0f + std::tanh(inner));
+    });
+  } else {
+    vm::fail("approximate must be \"none\" or \"tanh\", got \"{}\"", approx);
+  }
+}
+
+// neg, abs, relu: f32/i64/i32 tensors (integers wrap: neg/abs of the minimum is itself).
+template <typename F>
+Tensor map_numeric(OpContext& ctx, const Tensor& x, F f) {
+  return dispatch_numeric(x, "x", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor y = ctx.empty(x.dtype(), x.shape());
+    const T* __restrict px = x.data<T>();
+    T* __restrict py = y.data<T>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+    return y;
+  });
+}
+
+template <typename T>
+T wrap_neg(T v) {
+  if constexpr (std::is_floating_point_v<T>) return -v;
+  else return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(v));
+}
+
+void neg_op(OpContext& ctx, const Args& a, Value* out) {
+  const Value& x = a[0];
+  if (x.is_int()) {
+    if (x.as_int() == std::numeric_limits<int64_t>::min()) vm::fail("integer overflow (scalar ints are int64)");
+    out[0] = Value::from_int(-x.as_int());
+  } else if (x.is_float()) {
+    out[0] = Value::from_float(-x.as_float());
+  } else if (x.is_tensor()) {
+    out[0] = map_numeric(ctx, x.tensor_unchecked(), [](auto v) { return wrap_neg(v); });
+  } else {
+    vm::fail("x must be a tensor or an int/float scalar, got {}", x.describe());
+  }
+}
+
+void abs_op(OpContext& ctx, const Args& a, Value* out) {
+  const Value& x = a[0];
+  if (x.is_int()) {
+    if (x.as_int() == std::numeric_limits<int64_t>::min()) vm::fail("integer overflow (scalar ints are int64)");
+    out[0] = Value::from_int(x.as_int() < 0 ? -x.as_int() : x.as_int());
+  } else if (x.is_float()) {
+    out[0] = Value::from_float(std::fabs(x.as_float()));
+  } else if (x.is_tensor()) {
+    out[0] = map_numeric(ctx, x.tensor_unchecked(), [](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_floating_point_v<T>) return std::fabs(v);
+      else return v < 0 ? wrap_neg(v) : v;
+    });
+  } else {
+    vm::fail("x must be a tensor or an int/float scalar, got {}", x.describe());
+  }
+}
+
+void relu_op(OpContext& ctx, const Args& a, Value* out) {
+  // NaN stays NaN (torch); -0.0 becomes 0.
+  out[0] = map_numeric(ctx, a.tensor(0), [](auto v) { return v <= 0 ? decltype(v)(0) : v; });
+}
+
+void add_unary(Registry& r, const char* name, Kernel k, const char* doc) {
+  auto& op = r.add(name, "elementwise");
+  op.params = {p_tensor("x")};
+  op.outputs = {"Tensor"};
+  op.doc = doc;
+  op.kernel = k;
+}
+
+}  // namespace
+
+void register_elementwise_unary_ops(Registry& r) {
+  add_unary(r, "exp", exp_op, "e ** x (f32 tensor, same shape).");
+  add_unary(r, "log", log_op, "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
+  add_unary(r, "sqrt", sqrt_op, "Square root (f32 tensor): sqrt(x < 0) = NaN.");
+  add_unary(r, "rsqrt", rsqrt_op, "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
+  add_unary(r, "tanh", tanh_op, "Hyperbolic tangent (f32 tensor).");
+  add_unary(r, "sigmoid", sigmoid_op, "1 / (1 + exp(-x)) (f32 tensor).");
+  add_unary(r, "silu", silu_op, "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
+  add_unary(r, "erf", erf_op, "The error function (f32 tensor).");
+  add_unary(r, "relu", relu_op, "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
+  {
+    auto& op = r.add("gelu", "elementwise");
+    op.params = {p_tensor("x"), p_str("approximate", "none")};
+    op.outputs = {"Tensor"};
+    op.doc = "GELU (f32 tensor): approximate=\"none\" is 0.5*x*(1+erf(x/sqrt(2))), \"tanh\" is "
+             "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), as in torch.";
+    op.kernel = gelu_op;
+  }
+  {
+    auto& op = r.add("neg", "elementwise");
+    op.params = {p_scalar_or_tensor("x")};
+    op.outputs = {"Any"};
+    op.doc = "-x: an f32/i64/i32 tensor (integers wrap) or an int/float scalar (gives a scalar).";
+    op.kernel = neg_op;
+  }
+  {
+    auto& op = r.add("abs", "elementwise");
+    op.params = {p_scalar_or_tensor("x")};
+    op.outputs = {"Any"};
+    op.doc = "|x|: an f32/i64/i32 tensor (the integer minimum stays itself, like torch) or an int/float scalar.";
+    op.kernel = abs_op;
+  }
+}
+
+}  // namespace ops
