@@ -192,6 +192,11 @@ class ProgramBuilder:
         self._entries.append(pf)
         return pf
 
+    @property
+    def functions(self) -> dict[str, ProgramFunction]:
+        """The registered functions by their Python names (call them eagerly or from traced code)."""
+        return {pf.requested_name: pf for pf in self._entries}
+
     # ------------------------------------------------------------ tracing
 
     def _reserve_name(self, requested: str, role: str) -> str:

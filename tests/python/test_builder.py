@@ -516,3 +516,47 @@ def test_stand_in_ops_trace_and_run_eagerly():
         assert body(str(pb.program()), "f") == ["twice_0 = twice(x, k=3.0)", "return twice_0"]
     with pytest.raises(AttributeError):
         T.twice
+
+
+# ---------------------------------------------------------------- objects and package
+
+
+@pytest.mark.skipif(bool(set(("kv_cache", "kv_append", "kv_length")) - set(registry.real_ops())), reason="needs kv ops")
+def test_object_types_from_annotations_and_outputs():
+    from tensorvm.pycompiler.types import ObjectType
+
+    pb = tensorvm.ProgramBuilder()
+
+    @pb.function
+    def init(n: int) -> "KVCache":
+        return T.kv_cache(1, 1, 1, 2, n)
+
+    @pb.function
+    def push(cache: ObjectType("KVCache"), k: Tensor) -> tuple["KVCache", int, Tensor]:
+        ka, va = T.kv_append(cache, 0, k, k)
+        return cache, T.kv_length(cache), ka
+
+    text = str(pb.program())
+    check(text)
+    assert signature(text, "init") == "def init(n: int) -> KVCache:"
+    assert signature(text, "push") == "def push(cache: KVCache, k: Tensor) -> tuple[KVCache, int, Tensor]:"
+    assert body(text, "push") == ["kv_append_0, kv_append_1 = kv_append(cache, 0, k, k)", "kv_length_0 = kv_length(cache)",
+                                  "return cache, kv_length_0, kv_append_0"]
+    k = np.ones((1, 1, 1, 2), np.float32)
+    for mode in ("cpp", "reference"):
+        with tensorvm.mode(mode):
+            c = init(3)
+            push(c, k)
+            assert push(c, k)[1] == 2
+
+
+def test_package_api_and_import_without_torch():
+    import subprocess
+    import sys
+
+    assert {"load", "replay", "export", "ProgramBuilder", "while_loop", "cond", "mode", "weights", "ops",
+            "VMError", "Tensor"} <= set(tensorvm.__all__)
+    code = ("import sys, tensorvm; from tensorvm import ops as T; "
+            "assert 'torch' not in sys.modules and 'safetensors' not in sys.modules, sorted(sys.modules); print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

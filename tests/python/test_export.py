@@ -277,3 +277,30 @@ def test_run_control_flow_and_scalars_in_vm(tmp_path, reference_fallbacks):
         assert np.array_equal(y, ry) and np.array_equal(y, ey)
     assert prog.run("scalars", 3, 1.25, True, "é\n") == (4, 2.5, True, "é\n") == prog.replay("scalars", 3, 1.25, True, "é\n")
     assert prog.run("nothing", x) is None and prog.replay("nothing", x) is None
+
+
+@requires_vm
+def test_objects_cross_the_vm_boundary(tmp_path):
+    from tensorvm.pycompiler import registry
+
+    if {"kv_cache", "kv_append", "kv_length"} - set(registry.real_ops()):
+        pytest.skip("needs kv ops")
+    pb = tensorvm.ProgramBuilder()
+
+    @pb.function
+    def init(n: int) -> "KVCache":
+        return T.kv_cache(1, 1, 1, 2, n)
+
+    @pb.function
+    def push(cache: "KVCache", k: Tensor) -> tuple["KVCache", int, Tensor]:
+        ka, va = T.kv_append(cache, 0, k, k)
+        return cache, T.kv_length(cache), ka
+
+    prog = tensorvm.load(pb.save(tmp_path / "kv.tvm"))
+    k = np.ones((1, 1, 1, 2), np.float32)
+    for run in (prog.run, prog.replay):
+        cache = run("init", 4)
+        same, n1, _ = run("push", cache, k)
+        _, n2, keys = run("push", same, 2 * k)
+        assert (n1, n2) == (1, 2) and keys[0, 0, :, 0].tolist() == [1, 2]
+    assert isinstance(prog.run("init", 1), tensorvm._C.Object) and prog.run("init", 1).type_name == "KVCache"
