@@ -23,7 +23,7 @@ _GENERATION_OFF = {
     "forced_bos_token_id": None, "suppress_tokens": None, "begin_suppress_tokens": None,
     "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
     "min_new_tokens": None, "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None,
-    "force_words_ids": None, "renormalize_logits": False, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+    "force_words_ids": None, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
     "typical_p": 1.0, "penalty_alpha": None, "watermarking_config": None,
 }
 
@@ -103,6 +103,7 @@ def spec_from_config(config, gen) -> MarianSpec:
         num_beams=int(gen.num_beams or 1), bad_words=bad,
         forced_eos_token_id=None if forced_eos is None else int(forced_eos),
         min_length=int(gen.min_length or 0),
+        renormalize_logits=bool(getattr(gen, "renormalize_logits", False)),
     )
 
 
@@ -140,6 +141,7 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
         "max_position_embeddings": spec.max_position_embeddings,
         "bad_words_ids": [[t] for t in spec.bad_words], "forced_eos_token_id": spec.forced_eos_token_id,
+        "renormalize_logits": spec.renormalize_logits,
         "tied_weights": {n: c for n, c in names.items() if n != c},
     }
     pb = marian.build(spec, weights, meta)

@@ -63,6 +63,9 @@ class MarianSpec:
     bad_words: list = field(default_factory=list)  # single-token bans
     forced_eos_token_id: int | None = None
     min_length: int = 0
+    # A log_softmax after the processors: it cannot change a greedy choice, only
+    # the scores beam search accumulates.
+    renormalize_logits: bool = False
 
     @property
     def embed_scale(self) -> float:
@@ -201,8 +204,9 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
 
     @pb.function
     def greedy_continue(seq: Tensor, unfinished: Tensor, cur_len: int, cache: KVCache, mask: Tensor,
-                        max_length: int) -> bool:
-        return T.logical_and(T.lt(cur_len, max_length), T.item(T.any(unfinished)))
+                        max_length: int) -> Tensor:
+        """A 0-d bool tensor: some row is unfinished and the length limit is not reached."""
+        return T.logical_and(T.any(unfinished), T.lt(cur_len, max_length))
 
     @pb.function
     def greedy_step(seq: Tensor, unfinished: Tensor, cur_len: int, cache: KVCache, mask: Tensor, max_length: int):
