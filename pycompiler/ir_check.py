@@ -509,8 +509,30 @@ class _Checker:
                 if not (isinstance(a, ir.Name) and a.id in self.functions):
                     self.fail(line, f"{callee} needs function names of the program in argument {first + 1} and {first + 2}")
         elif callee == "param":
-            if not (1 <= len(args) + len(kwargs) <= 2) or not args or not isinstance(args[0], str) or isinstance(args[0], bool):
-                self.fail(line, "param takes a weight name as a string literal and an optional int index: param(\"name.{}.w\", i)")
+            slots = {"name": None, "index": None}
+            if len(args) > 2:
+                self.fail(line, "param takes a name and an optional index")
+            for key, value in zip(("name", "index"), args):
+                slots[key] = value
+            for key, value in kwargs:
+                if key not in slots:
+                    self.fail(line, f"param: unknown keyword argument '{key}'")
+                slots[key] = value
+            name, index = slots["name"], slots["index"]
+            if not isinstance(name, str):
+                self.fail(line, "param: the weight name must be a string literal: param(\"name.{}.w\", i)")
+            if index is not None and (isinstance(index, bool) or not isinstance(index, (int, ir.Name))):
+                self.fail(line, "param: the index must be an int or a name")
+            if index is not None and "{}" not in name:
+                self.fail(line, "param: an index needs a name template with '{}'")
+        # Function names stand only in the body slots of while_loop and cond.
+        body_slots = {0, 1} if callee == "while_loop" else {1, 2} if callee == "cond" else set()
+        for i, a in enumerate(args):
+            if isinstance(a, ir.Name) and a.id in self.functions and i not in body_slots:
+                self.fail(line, f"function '{a.id}' can only be passed to while_loop or cond")
+        for _, a in kwargs:
+            if isinstance(a, ir.Name) and a.id in self.functions:
+                self.fail(line, f"function '{a.id}' can only be passed to while_loop or cond")
 
     def note_function_arg(self, fname: str, node: ast.AST, line: int):
         if isinstance(node, ast.Name) and node.id in self.functions:

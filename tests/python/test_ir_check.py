@@ -144,7 +144,7 @@ HOSTILE = [
     ("y = while_loop(x, x, x)\nreturn y", "function names"),
     ("y = cond(x, x, x)\nreturn y", "function names|positional"),
     ("y = param(x)\nreturn y", "string literal"),
-    ('y = param("a", 1, 2)\nreturn y', "string literal"),
+    ('y = param("a", 1, 2)\nreturn y', "name and an optional index"),
     ("y = add(x, 1)\nassert y\nreturn y", "assert"),
     ("del x\nreturn x", "del"),
     ("pass\nreturn x", "pass"),
@@ -302,3 +302,23 @@ def test_fuzzed_programs_python_and_cpp_agree():
         accepted += 1
         assert out == str(module), s
     assert accepted > 100
+
+
+@pytest.mark.parametrize("body,match", [
+    ('y = param("w", 1)\nreturn y', "template"),
+    ('y = param("w.{}", 1.5)\nreturn y', "index must be an int"),
+    ('y = param("w", bogus=1)\nreturn y', "unknown keyword argument 'bogus'"),
+    ("y = param(name=x)\nreturn y", "string literal"),
+    ("y = add(x, g)\nreturn y", "can only be passed to while_loop or cond"),
+    ("y = add(x, y=g)\nreturn y", "can only be passed to while_loop or cond"),
+    ("y, = while_loop(g, g, g)\nreturn y", "can only be passed to while_loop or cond"),
+])
+def test_loader_rules_for_builtins(body, match):
+    text = fn(body) + "\ndef g(x: Tensor) -> Tensor:\n    return x\n"
+    rejects(text, match)
+    check(text, ops="*")  # the grammar alone allows them (the C++ loader refuses them)
+
+
+def test_param_forms_accepted():
+    check(fn('a = param("w")\nb = param("w.{}", 3)\nc = param(name="w.{}", index=x)\nd = param("w", None)\nreturn a',
+             sig="def f(x: int) -> Tensor:"))
