@@ -1045,6 +1045,8 @@ def topk(x, k, dim=-1, largest=True):
     n = xv.shape[d]
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
         _a_fail("topk", f"k = {k} is out of range for a dimension of size {n} (x {_a_desc(x)})")
+    if zero_d and k != 1:
+        _a_fail("topk", f"k = {k}: a 0-d x has one element and needs k = 1")
     rows = np.moveaxis(xv, d, -1)
     if largest:
         # A stable ascending sort of the reversed row, reversed: descending, equal
@@ -1058,7 +1060,7 @@ def topk(x, k, dim=-1, largest=True):
     vals, idx = np.moveaxis(vals, -1, d), np.moveaxis(idx, -1, d)
     if zero_d:
         vals, idx = vals.reshape(()), idx.reshape(())
-    return np.ascontiguousarray(vals, dtype=x.dtype), np.ascontiguousarray(idx, dtype=np.int64)
+    return np.array(vals, dtype=x.dtype), np.array(idx, dtype=np.int64)
 
 
 @op
@@ -1120,7 +1122,7 @@ def arange(start, end, step=1, dtype="i64"):
         _a_fail("arange", 'dtype must be "i64", "i32" or "f32", got "bool"')
     if step == 0:
         _a_fail("arange", "step must not be zero")
-    n = len(range(start, end, step))
+    n = _a_bi.max(0, (end - start + step - 1) // step if step > 0 else (start - end - step - 1) // -step)
     if n > 2**40:
         _a_fail("arange", f"arange({start}, {end}, {step}) is too long")
     if dt == np.int32 and n > 0:
