@@ -19,6 +19,7 @@ from typing import Iterable, Optional
 
 from . import ir
 from .printer import HEADER, INT64_MAX, MAX_LIST_ITEMS
+from .types import VALUE_TYPES
 
 BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond"})
 RESERVED = frozenset({"param", "while_loop", "cond", "inf", "nan"})
@@ -110,7 +111,6 @@ def _is_dunder(name: str) -> bool:
 class _Checker:
     def __init__(self, text: str, filename: str, ops: Optional[Iterable[str]], types: Optional[Iterable[str]]):
         from . import registry
-        from .types import VALUE_TYPES
 
         self.text = text
         self.filename = filename
@@ -240,7 +240,7 @@ class _Checker:
                 self.fail(line, f"'{name}' is the name of a function of the program and cannot be bound")
             if name in self.callees:
                 self.fail(line, f"'{name}' is called as an op or function (line {self.callees[name]}) and cannot also be a variable")
-        elif self.types is not None and name in self.types or name == "tuple":
+        elif name in self.annotated or name in VALUE_TYPES or name == "tuple" or (self.types is not None and name in self.types):
             self.fail(line, f"'{name}' is a type name and cannot be a function name")
 
     def type_ok(self, node: ast.AST, line: int) -> str:
@@ -271,6 +271,18 @@ class _Checker:
         return tree, module
 
     def walk(self, tree: ast.Module) -> ir.Module:
+        # Every name an annotation uses is a type: no function may take it (it would
+        # shadow the type marker in the replay).
+        self.annotated = set()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                notes = [a.annotation for a in node.args.args if a.annotation is not None] + [node.returns]
+                for n in notes:
+                    if isinstance(n, ast.Subscript):
+                        n = n.slice
+                    for e in (n.elts if isinstance(n, ast.Tuple) else [n]):
+                        if isinstance(e, ast.Name):
+                            self.annotated.add(e.id)
         defs = []
         for node in tree.body:
             if not isinstance(node, ast.FunctionDef):
@@ -377,7 +389,7 @@ class _Checker:
             self.fail(line, f"function '{name}' can only be passed as an argument to a call")
         if name in assigned_later:
             self.fail(line, f"name '{name}' is used before it is bound (at line {assigned_later[name]})")
-        if name in self.ops or name in BUILTIN_CALLEES:
+        if name in self.ops or name in BUILTIN_CALLEES or name in self.callees:
             self.fail(line, f"'{name}' is an op or builtin and can only be called, not passed as a value")
         self.fail(line, f"unknown name '{name}'")
 

@@ -322,3 +322,10 @@ def test_loader_rules_for_builtins(body, match):
 def test_param_forms_accepted():
     check(fn('a = param("w")\nb = param("w.{}", 3)\nc = param(name="w.{}", index=x)\nd = param("w", None)\nreturn a',
              sig="def f(x: int) -> Tensor:"))
+
+
+@pytest.mark.parametrize("name", ["int", "Any", "ints", "tuple", "MyObject"])
+def test_type_names_cannot_be_function_names(name):
+    text = H + f"def {name}(x: Tensor) -> Tensor:\n    return x\n\ndef g(c: MyObject) -> Tensor:\n    return c\n"
+    with pytest.raises(IRCheckError, match="type name"):
+        check(text, ops="*", types="*")
