@@ -81,6 +81,11 @@ class Var:
     def __float__(self):
         raise TracingError(f"{self.name} is a traced value; it has no Python float value while tracing")
 
+    # Without this numpy would turn a Var into an object array and compute elementwise.
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise TracingError(f"numpy.{ufunc.__name__} got the traced value {self.name}: numpy cannot compute on traced "
+                           "values; use tensorvm ops, and make constant arrays weights (T.param)")
+
     def __array__(self, *a, **k):
         raise TracingError(f"{self.name} is a traced value; numpy cannot compute on it (use tensorvm ops)")
 

@@ -389,7 +389,9 @@ def test_errors_are_clear():
         (lambda pb: pb.function(lambda x: float(x), arg_types=[Tensor]), "no Python float"),
         (lambda pb: pb.function(lambda x: x[0], arg_types=[Tensor]), "indexing"),
         (lambda pb: pb.function(lambda x: list(x), arg_types=[Tensor]), "iterated"),
-        (lambda pb: pb.function(lambda x: np.exp(x), arg_types=[Tensor]), "numpy|traced value"),
+        (lambda pb: pb.function(lambda x: np.exp(x), arg_types=[Tensor]), "numpy.exp got the traced value x"),
+        (lambda pb: pb.function(lambda x: np.ones(2, np.float32) + x, arg_types=[Tensor]), "numpy.add got the traced"),
+        (lambda pb: pb.function(lambda x: x * np.ones(2, np.float32), arg_types=[Tensor]), "concrete array"),
     ]:
         pb = tensorvm.ProgramBuilder(weights={"w": np.ones((2, 2), np.float32)})
         make(pb)
