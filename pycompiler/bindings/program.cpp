@@ -4,6 +4,7 @@
 #include "convert.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "vm/profiler.h"
 #include "vm/vm.h"
 
 namespace py = pybind11;
@@ -41,6 +42,20 @@ py::dict function_info(const vm::Function& f) {
   return d;
 }
 
+py::dict stats_dict(const std::map<std::string, vm::OpStats>& stats) {
+  py::dict out;
+  for (const auto& [name, s] : stats) {
+    py::dict d;
+    d["count"] = s.count;
+    d["seconds"] = s.seconds;
+    d["macs"] = s.macs;
+    d["weight_macs"] = s.weight_macs;
+    d["bytes_out"] = s.bytes_out;
+    out[py::str(name)] = d;
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_program(py::module_& m) {
@@ -62,6 +77,13 @@ void bind_program(py::module_& m) {
       .def_property_readonly("meta_json", &vm::Program::meta_json)
       .def_property_readonly("weight_bytes", &vm::Program::weight_bytes);
 
+  py::class_<vm::Profiler>(m, "Profiler")
+      .def(py::init<>())
+      .def("reset", &vm::Profiler::reset)
+      .def("report", &vm::Profiler::report)
+      .def("ops", [](const vm::Profiler& p) { return stats_dict(p.ops()); })
+      .def("calls", [](const vm::Profiler& p) { return stats_dict(p.calls()); });
+
   py::class_<vm::Session>(m, "Session")
       .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads) {
              vm::SessionOptions o;
@@ -72,7 +94,9 @@ void bind_program(py::module_& m) {
       .def("run", &run_session, py::arg("function"), py::arg("args"))
       .def_property("num_threads", &vm::Session::num_threads, &vm::Session::set_num_threads)
       .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
-      .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); });
+      .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); })
+      .def("set_profiler", [](vm::Session& s, vm::Profiler* p) { s.set_hook(p); }, py::arg("profiler").none(true),
+           py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.");
 
   m.def("parse_and_print", [](const std::string& text) {
     try {
