@@ -404,12 +404,11 @@ def trace_op(spec, args: tuple, kwargs: dict):
     trace = require_trace(args, kwargs)
     sig = spec.python_signature()
     try:
-        bound = sig.bind(*args, **kwargs)
+        sig.bind(*args, **kwargs)
     except TypeError as e:
         raise TracingError(f"{spec.name}{sig}: {e}") from None
     rec_args = [to_arg(trace, a, f"{spec.name} argument {i}") for i, a in enumerate(args)]
     rec_kwargs = [(k, to_arg(trace, v, f"{spec.name} argument '{k}'")) for k, v in kwargs.items()]
-    del bound
     kinds = {p.name: p for p in spec.params}
     # Kind checks over the recorded form of each argument.
     for i, a in enumerate(rec_args):

@@ -15,6 +15,10 @@ COMPARISON_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "equal", "not_eq
 # Ops whose result is a float even on ints (true division and friends).
 FLOAT_RESULT_OPS = frozenset({"div", "divide", "true_divide", "sqrt", "rsqrt", "exp", "log", "sin", "cos",
                               "tanh", "sigmoid", "pow_float"})
+# "-> Any" ops that are not elementwise: a scalar read out of a tensor, or the
+# first non-None argument.
+SCALAR_FROM_TENSOR_OPS = frozenset({"item"})
+PASS_THROUGH_OPS = frozenset({"if_none"})
 
 
 class Tensor:
@@ -96,6 +100,10 @@ def infer_any(op: str, arg_types: list[str]) -> str:
     Tensor in, Tensor out; otherwise the scalar type: comparisons give bool, true
     division gives float, anything with a float is float, ints (and bools) stay int.
     """
+    if op in SCALAR_FROM_TENSOR_OPS:
+        return "Any"  # a scalar whose kind follows the tensor's dtype, unknown while tracing
+    if op in PASS_THROUGH_OPS:
+        return arg_types[0] if arg_types else "Any"
     if "Tensor" in arg_types:
         return "Tensor"
     scalars = [t for t in arg_types if t in ("int", "float", "bool")]

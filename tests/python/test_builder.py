@@ -216,12 +216,14 @@ def test_any_outputs_are_inferred():
         seen["neg"] = (-n).type
         seen["cmp"] = (n >= g).type
         seen["shape"] = T.shape(x).type if "shape" in registry.real_ops() else "ints"
+        seen["item"] = T.item(x).type if "item" in registry.real_ops() else "Any"
+        seen["if_none"] = T.if_none(None, n).type if "if_none" in registry.real_ops() else "int"
         return x
 
     pb.program()
     assert seen == {"int+int": "int", "int/int": "float", "int*float": "float", "int<int": "bool", "bool&bool": "bool",
                     "tensor+int": "Tensor", "operator": "int", "rsub": "float", "neg": "int", "cmp": "bool",
-                    "shape": "ints"}
+                    "shape": "ints", "item": "Any", "if_none": "int"}
 
 
 def test_types_from_arg_types_and_call_sites():
