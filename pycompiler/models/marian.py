@@ -99,6 +99,12 @@ def _merge(x, rows, length, d_model: int):
     return T.reshape(T.transpose(x, 1, 2), [rows, length, d_model])
 
 
+def _positions(table: str, start, end):
+    """Rows [start, end) of a position table; past its end is an error naming the
+    position (a slice would quietly come back short)."""
+    return T.index_select(T.param(table), 0, T.arange(start, end))
+
+
 def _add_norm(x, h, prefix: str, layer):
     return T.layer_norm(T.add(x, h), T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
 
@@ -131,7 +137,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         length = T.size(input_ids, 1)
         x = T.mul(T.embedding(input_ids, T.param(spec.encoder_embed)), spec.embed_scale)
-        x = T.add(x, T.slice(T.param("model.encoder.embed_positions.weight"), 0, 0, length))
+        x = T.add(x, _positions("model.encoder.embed_positions.weight", 0, length))
         mask = source_mask(attention_mask)
         for layer in range(spec.encoder_layers):
             x = encoder_layer(x, mask, layer)
@@ -177,7 +183,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
         """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
         x = T.mul(T.embedding(tokens, T.param(spec.decoder_embed)), spec.embed_scale)
-        x = T.add(x, T.slice(T.param("model.decoder.embed_positions.weight"), 0, position, T.add(position, 1)))
+        x = T.add(x, _positions("model.decoder.embed_positions.weight", position, T.add(position, 1)))
         for layer in range(spec.decoder_layers):
             x = decoder_layer(x, cache, source_mask, layer)
         x = T.reshape(x, [T.size(x, 0), d])
