@@ -6,6 +6,7 @@
 //   StridedLoop<N>            a collapsed loop nest over N operands (any strides, 0 = broadcast)
 //   map1 / map2 / map3        out[i] = f(a[i], ...) over broadcast operands, out contiguous,
 //                             with fast inner loops for the common cases
+//   storage_t, in/out_data    bool tensors are read/written as uint8_t (vectorisable)
 //   dispatch(dtype, f)        calls f(T{}) with the C++ type of a dtype
 //   scalar_to<T>(v, what)     converts an int/float/bool Value to a tensor element type
 //
@@ -119,22 +120,37 @@ struct StridedLoop {
   }
 };
 
-// An operand of map1/map2/map3: a typed pointer and its strides over the output shape.
+// Bool tensors hold one byte, 0 or 1. Kernels read and write them as uint8_t: compilers
+// do not vectorise loads and stores of C++ bool.
 template <typename T>
+using storage_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+// The element pointer of a tensor of dtype T (checked), as its storage type.
+template <typename T>
+const storage_t<T>* in_data(const Tensor& t) {
+  return reinterpret_cast<const storage_t<T>*>(t.data<T>());
+}
+template <typename T>
+storage_t<T>* out_data(const Tensor& t) {
+  return reinterpret_cast<storage_t<T>*>(t.data<T>());
+}
+
+// An operand of map1/map2/map3: a typed pointer and its strides over the output shape.
+template <typename S>
 struct Operand {
-  const T* data;
+  const S* data;
   Shape strides;  // broadcast strides over the output shape (0 = repeated)
 };
 
-// A tensor operand read as the broadcast `out_shape`.
+// A tensor of dtype T read as the broadcast `out_shape` (bool tensors as uint8_t).
 template <typename T>
-Operand<T> operand(const Tensor& t, const Shape& out_shape) {
-  return {t.data<T>(), broadcast_strides(t.shape(), t.strides(), out_shape)};
+Operand<storage_t<T>> operand(const Tensor& t, const Shape& out_shape) {
+  return {in_data<T>(t), broadcast_strides(t.shape(), t.strides(), out_shape)};
 }
 
 // A scalar operand: every element reads *value (keep `value` alive during the call).
-template <typename T>
-Operand<T> scalar_operand(const T* value, const Shape& out_shape) {
+template <typename S>
+Operand<S> scalar_operand(const S* value, const Shape& out_shape) {
   Shape s;
   s.resize(out_shape.size(), 0);
   return {value, s};

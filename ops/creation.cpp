@@ -162,10 +162,10 @@ void cast_op(OpContext& ctx, const Args& a, Value* out) {
     using S = typename decltype(stag)::type;
     dispatch(dt, [&](auto dtag) {
       using D = typename decltype(dtag)::type;
-      const S* __restrict ps = x.data<S>();
-      D* __restrict pd = y.data<D>();
+      const storage_t<S>* __restrict ps = in_data<S>(x);  // bools as 0/1 bytes
+      storage_t<D>* __restrict pd = out_data<D>(y);
       if constexpr (std::is_same_v<D, bool>) {
-        for (int64_t i = 0; i < n; ++i) pd[i] = ps[i] != S(0);  // NaN is nonzero
+        for (int64_t i = 0; i < n; ++i) pd[i] = ps[i] != 0;  // NaN is nonzero
       } else if constexpr (std::is_integral_v<D> && std::is_integral_v<S> && !std::is_same_v<S, bool>) {
         // i64 -> i32 wraps (two's complement), like torch and numpy.
         for (int64_t i = 0; i < n; ++i) pd[i] = D(std::make_unsigned_t<D>(ps[i]));

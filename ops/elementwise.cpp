@@ -162,16 +162,18 @@ const Tensor& the_tensor(const Value& x, const Value& y) { return x.is_tensor() 
 const char* tensor_name(const Value& x) { return x.is_tensor() ? "x" : "y"; }
 
 // out = f(x, y) elementwise with broadcasting; x, y tensors of type T or scalars.
+// f takes and returns storage types (uint8_t for bool).
 template <typename R, typename T, typename F>
 Tensor apply2(OpContext& ctx, const Value& x, const Value& y, F f) {
+  using S = storage_t<T>;
   Shape shape;
   if (x.is_tensor() && y.is_tensor()) shape = broadcast_shapes(x.tensor_unchecked().shape(), y.tensor_unchecked().shape());
   else shape = the_tensor(x, y).shape();
-  T sx{}, sy{};
-  Operand<T> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = scalar_to<T>(x, "x"), scalar_operand(&sx, shape));
-  Operand<T> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = scalar_to<T>(y, "y"), scalar_operand(&sy, shape));
+  S sx{}, sy{};
+  Operand<S> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = S(scalar_to<T>(x, "x")), scalar_operand(&sx, shape));
+  Operand<S> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = S(scalar_to<T>(y, "y")), scalar_operand(&sy, shape));
   Tensor out = ctx.empty(vm::dtype_of<R>::value, shape);
-  map2(out.data<R>(), ox, oy, shape, f);
+  map2(out_data<R>(out), ox, oy, shape, f);
   return out;
 }
 
@@ -275,12 +277,13 @@ void arith(OpContext& ctx, const Args& args, Value* out) {
 
 template <Cmp OP, typename T>
 Tensor compare_typed(OpContext& ctx, const Value& x, const Value& y) {
-  if constexpr (OP == Cmp::eq) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a == b; });
-  if constexpr (OP == Cmp::ne) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a != b; });
-  if constexpr (OP == Cmp::lt) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a < b; });
-  if constexpr (OP == Cmp::le) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a <= b; });
-  if constexpr (OP == Cmp::gt) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a > b; });
-  if constexpr (OP == Cmp::ge) return apply2<bool, T>(ctx, x, y, [](T a, T b) { return a >= b; });
+  using S = storage_t<T>;  // bools compare as 0/1 bytes
+  if constexpr (OP == Cmp::eq) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a == b; });
+  if constexpr (OP == Cmp::ne) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a != b; });
+  if constexpr (OP == Cmp::lt) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a < b; });
+  if constexpr (OP == Cmp::le) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a <= b; });
+  if constexpr (OP == Cmp::gt) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a > b; });
+  if constexpr (OP == Cmp::ge) return apply2<bool, T>(ctx, x, y, [](S a, S b) -> uint8_t { return a >= b; });
 }
 
 template <Cmp OP>
@@ -297,11 +300,12 @@ void compare(OpContext& ctx, const Args& args, Value* out) {
   });
 }
 
+// On 0/1 bytes (bool tensors hold only 0 and 1).
 template <Logic OP>
-bool logic1(bool a, bool b) {
-  if constexpr (OP == Logic::land) return a && b;
-  if constexpr (OP == Logic::lor) return a || b;
-  return a != b;
+uint8_t logic1(uint8_t a, uint8_t b) {
+  if constexpr (OP == Logic::land) return a & b;
+  if constexpr (OP == Logic::lor) return a | b;
+  return a ^ b;
 }
 
 template <Logic OP>
@@ -313,10 +317,10 @@ void logical(OpContext& ctx, const Args& args, Value* out) {
     if (!ok) vm::fail("{} must be a bool tensor or a bool, got {}", i == 0 ? "x" : "y", v.describe());
   }
   if (!x.is_tensor() && !y.is_tensor()) {
-    out[0] = Value::from_bool(logic1<OP>(x.as_bool(), y.as_bool()));
+    out[0] = Value::from_bool(logic1<OP>(x.as_bool(), y.as_bool()) != 0);
     return;
   }
-  out[0] = apply2<bool, bool>(ctx, x, y, [](bool a, bool b) { return logic1<OP>(a, b); });
+  out[0] = apply2<bool, bool>(ctx, x, y, [](uint8_t a, uint8_t b) { return logic1<OP>(a, b); });
 }
 
 void logical_not(OpContext& ctx, const Args& args, Value* out) {
@@ -329,7 +333,7 @@ void logical_not(OpContext& ctx, const Args& args, Value* out) {
     vm::fail("x must be a bool tensor or a bool, got {}", x.describe());
   const Tensor& t = x.tensor_unchecked();
   Tensor o = ctx.empty(DType::boolean, t.shape());
-  map1(o.data<bool>(), operand<bool>(t, t.shape()), t.shape(), [](bool a) { return !a; });
+  map1(out_data<bool>(o), operand<bool>(t, t.shape()), t.shape(), [](uint8_t a) -> uint8_t { return a ^ 1; });
   out[0] = std::move(o);
 }
 

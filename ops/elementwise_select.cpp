@@ -31,11 +31,12 @@ void where_op(OpContext& ctx, const Args& a, Value* out) {
   if (y.is_tensor()) shape = broadcast_shapes(shape, y.tensor_unchecked().shape());
   out[0] = dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T sx{}, sy{};
-    Operand<T> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = scalar_to<T>(x, "x"), scalar_operand(&sx, shape));
-    Operand<T> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = scalar_to<T>(y, "y"), scalar_operand(&sy, shape));
+    using S = storage_t<T>;
+    S sx{}, sy{};
+    Operand<S> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = S(scalar_to<T>(x, "x")), scalar_operand(&sx, shape));
+    Operand<S> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = S(scalar_to<T>(y, "y")), scalar_operand(&sy, shape));
     Tensor o = ctx.empty(dt, shape);
-    map3(o.data<T>(), operand<bool>(cond, shape), ox, oy, shape, [](bool c, T u, T v) { return c ? u : v; });
+    map3(out_data<T>(o), operand<bool>(cond, shape), ox, oy, shape, [](uint8_t c, S u, S v) { return c ? u : v; });
     return o;
   });
 }
@@ -52,9 +53,10 @@ void masked_fill_op(OpContext& ctx, const Args& a, Value* out) {
   const Shape& shape = x.shape();
   out[0] = dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = scalar_to<T>(value, "value");
+    using S = storage_t<T>;
+    const S v = S(scalar_to<T>(value, "value"));
     Tensor o = ctx.empty(x.dtype(), shape);
-    map2(o.data<T>(), operand<T>(x, shape), operand<bool>(mask, shape), shape, [v](T u, bool m) { return m ? v : u; });
+    map2(out_data<T>(o), operand<T>(x, shape), operand<bool>(mask, shape), shape, [v](S u, uint8_t m) { return m ? v : u; });
     return o;
   });
 }

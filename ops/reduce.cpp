@@ -135,6 +135,12 @@ void sum_kernel(const T* x, Out* y, const Layout& L, double scale) {
   const int64_t R = L.R, inner = L.inner;
   for (int64_t o = 0; o < L.outer; ++o) {
     const T* xo = x + o * R * inner;
+    if constexpr (std::is_same_v<T, float>) {
+      if (inner == 1) {
+        y[o] = Out(sum_f32(xo, R) * scale);
+        continue;
+      }
+    }
     if (inner == 1) {
       constexpr int W = 8;
       Acc lane[W] = {};
@@ -173,7 +179,7 @@ void sum_op(OpContext& ctx, const Args& a, Value* out) {
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) sum_kernel(L.src.data<float>(), y.data<float>(), L, 1.0);
-    else sum_kernel(L.src.data<T>(), y.data<int64_t>(), L, 1.0);
+    else sum_kernel(in_data<T>(L.src), y.data<int64_t>(), L, 1.0);
   });
   out[0] = std::move(y);
 }
@@ -202,6 +208,14 @@ void extreme_kernel(const T* x, T* y, const Layout& L) {
   const int64_t R = L.R, inner = L.inner;
   for (int64_t o = 0; o < L.outer; ++o) {
     const T* xo = x + o * R * inner;
+    if constexpr (std::is_same_v<T, float>) {
+      if (inner == 1) {
+        bool nan = false;
+        const float m = extreme_f32<MAX>(xo, R, nan);
+        y[o] = nan ? std::numeric_limits<float>::quiet_NaN() : m;
+        continue;
+      }
+    }
     if (inner == 1) {
       constexpr int W = 16;
       T m = xo[0];
@@ -341,7 +355,8 @@ void argext_op(OpContext& ctx, const Args& a, Value* out) {
     for (int64_t o = 0; o < L.outer; ++o) {
       const T* xo = px + o * R * inner;
       if (inner == 1) {
-        py[o] = arg_row<MAX>(xo, R);
+        if constexpr (F) py[o] = arg_extreme_f32<MAX>(xo, R);
+        else py[o] = arg_row<MAX>(xo, R);
         continue;
       }
       for (int64_t i0 = 0; i0 < inner; i0 += kBlock) {
@@ -385,33 +400,28 @@ void softmax_op(OpContext& ctx, const Args& a, Value* out) {
     const float* xo = px + o * R * inner;
     float* yo = py + o * R * inner;
     if (inner == 1) {
-      // Row max (NaN or an all -inf row make the whole row NaN, like torch).
-      constexpr int W = 16;
-      float m = xo[0];
-      int64_t r = 1;
-      if (R >= 2 * W) {
-        float lane[W];
-        for (int j = 0; j < W; ++j) lane[j] = xo[j];
-        for (r = W; r + W <= R; r += W)
-          for (int j = 0; j < W; ++j) lane[j] = xo[r + j] > lane[j] ? xo[r + j] : lane[j];
-        for (int j = 0; j < W; ++j) m = lane[j] > m ? lane[j] : m;
-      }
-      for (; r < R; ++r) m = xo[r] > m ? xo[r] : m;
-      float* __restrict e = yo;  // exp values (log_softmax overwrites them below)
-      for (int64_t i = 0; i < R; ++i) e[i] = exp_f32(xo[i] - m);
-      double lane_s[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= R; i += 8)
-        for (int j = 0; j < 8; ++j) lane_s[j] += double(e[i + j]);
+      // Row max; a NaN, +inf or an all -inf row makes the whole row NaN, like torch.
+      bool nan = false;
+      float m = extreme_f32<true>(xo, R, nan);
+      if (nan) m = std::numeric_limits<float>::quiet_NaN();
+      // exp(x - m) and its sum a chunk at a time, so the sum reads from L1; softmax
+      // keeps the exps in y, log_softmax only needs their sum (a stack chunk).
+      constexpr int64_t kChunk = 1024;
       double s = 0;
-      for (int j = 0; j < 8; ++j) s += lane_s[j];
-      for (; i < R; ++i) s += double(e[i]);
+      for (int64_t c0 = 0; c0 < R; c0 += kChunk) {
+        const int64_t nc = std::min(kChunk, R - c0);
+        float tmp[LOG ? kChunk : 1];
+        float* __restrict e = LOG ? tmp : yo + c0;
+        const float* __restrict xc = xo + c0;
+        for (int64_t i = 0; i < nc; ++i) e[i] = exp_f32(xc[i] - m);
+        s += sum_f32(e, nc);
+      }
       if constexpr (LOG) {
         const float ls = std::log(float(s));
         for (int64_t k = 0; k < R; ++k) yo[k] = (xo[k] - m) - ls;
       } else {
         const float inv = float(1.0 / s);
-        for (int64_t k = 0; k < R; ++k) yo[k] = e[k] * inv;
+        for (int64_t k = 0; k < R; ++k) yo[k] *= inv;
       }
       continue;
     }
@@ -476,7 +486,7 @@ void topk_row(const T* p, int64_t n, int64_t stride, int64_t k, T* vals, int64_t
   for (int64_t i = 0; i < k; ++i) heap[i] = {p[i * stride], i};
   std::make_heap(heap, heap + k, better);
   T worst = heap[0].first;
-  for (int64_t i = k; i < n; ++i) {
+  auto visit = [&](int64_t i) {
     const T v = p[i * stride];
     if (LARGEST ? greater(v, worst) : greater(worst, v)) {
       std::pop_heap(heap, heap + k, better);
@@ -484,7 +494,24 @@ void topk_row(const T* p, int64_t n, int64_t stride, int64_t k, T* vals, int64_t
       std::push_heap(heap, heap + k, better);
       worst = heap[0].first;
     }
+  };
+  int64_t i = k;
+  if constexpr (std::is_same_v<T, float>) {
+    // Logits rows: skip 16 elements at a time while none can enter the heap (a
+    // superset test; the exact test runs on chunks that pass).
+    if (stride == 1) {
+      for (; i + simd::kLanes <= n; i += simd::kLanes) {
+        const simd::f32x16 v = simd::load16(p + i);
+        const simd::f32x16 w = simd::splat(worst);
+        const simd::i32x16 hit = worst != worst ? (v == v) | (v != v)  // a NaN worst: check all
+                                 : LARGEST      ? (v > w) | (v != v)
+                                                : (v < w);
+        if (!simd::any(hit)) continue;
+        for (int64_t j = i; j < i + simd::kLanes; ++j) visit(j);
+      }
+    }
   }
+  for (; i < n; ++i) visit(i);
   std::sort_heap(heap, heap + k, better);
   for (int64_t i = 0; i < k; ++i) {
     vals[i * ostride] = heap[i].first;
@@ -537,11 +564,11 @@ void cumsum_op(OpContext& ctx, const Args& a, Value* out) {
     using T = typename decltype(tag)::type;
     using Acc = SumAcc<T>;
     using Out = std::conditional_t<std::is_same_v<T, float>, float, int64_t>;
-    const T* px = x.data<T>();
+    const storage_t<T>* px = in_data<T>(x);
     Out* py = y.data<Out>();
     const int64_t R = L.R, inner = L.inner;
     for (int64_t o = 0; o < L.outer; ++o) {
-      const T* xo = px + o * R * inner;
+      const storage_t<T>* xo = px + o * R * inner;
       Out* yo = py + o * R * inner;
       for (int64_t i0 = 0; i0 < inner; i0 += kBlock) {
         const int64_t nb = std::min(kBlock, inner - i0);
