@@ -1,7 +1,10 @@
 // The interpreter: a flat loop over pre-resolved instructions. Frames are windows of
 // one register stack owned by the Session; calls, loop bodies and branches run in
 // the window after the caller's, so no call allocates.
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "vm/session.h"
 
@@ -263,6 +266,31 @@ std::vector<Value> Session::run(const std::string& name, std::vector<Value> inpu
   std::vector<Value> out(nret);
   for (size_t i = 0; i < nret; ++i) out[i] = std::move(results[i]);
   return out;
+}
+
+std::vector<Value> Session::run_named(const std::string& name,
+                                      const std::vector<std::pair<std::string, Value>>& named) {
+  const Function& fn = program_->function(name);
+  std::vector<Value> inputs(fn.param_names.size());
+  std::vector<bool> given(inputs.size(), false);
+  for (const auto& [key, value] : named) {
+    auto it = std::find(fn.param_names.begin(), fn.param_names.end(), key);
+    if (it == fn.param_names.end())
+      fail("{} has no input '{}' (it takes: {})", name, key, fmt::join(fn.param_names, ", "));
+    const size_t i = size_t(it - fn.param_names.begin());
+    if (given[i]) fail("{}: input '{}' given twice", name, key);
+    inputs[i] = value;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!given[i] && fn.param_types[i] != "Any")
+      fail("{}: missing input '{}' ({})", name, fn.param_names[i], fn.param_types[i]);
+  return run(name, std::move(inputs));
+}
+
+std::vector<Value> run_named(Session& session, const std::string& function,
+                             const std::vector<std::pair<std::string, Value>>& named) {
+  return session.run_named(function, named);
 }
 
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs) {

@@ -34,6 +34,9 @@ class Session {
 
   const Program& program() const { return *program_; }
   std::vector<Value> run(const std::string& function, std::vector<Value> inputs);
+  // By parameter name; parameters not given are None, which only `Any` parameters
+  // accept (programs use them for options with defaults inside the program).
+  std::vector<Value> run_named(const std::string& function, const std::vector<std::pair<std::string, Value>>& named);
 
   void set_hook(Hook* hook) { hook_ = hook; }  // not owned; nullptr to remove
   void set_num_threads(int n);
@@ -53,5 +56,7 @@ class Session {
 
 // The embedding API: run `function` of the session's program on `inputs`.
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs);
+std::vector<Value> run_named(Session& session, const std::string& function,
+                             const std::vector<std::pair<std::string, Value>>& named);
 
 }  // namespace vm

@@ -92,6 +92,20 @@ void bind_program(py::module_& m) {
            }),
            py::arg("program"), py::arg("num_threads") = 1)
       .def("run", &run_session, py::arg("function"), py::arg("args"))
+      .def("run_named",
+           [](vm::Session& s, const std::string& fn, const py::dict& kwargs) {
+             std::vector<std::pair<std::string, vm::Value>> named;
+             for (auto item : kwargs) named.emplace_back(item.first.cast<std::string>(), to_value(item.second));
+             std::vector<vm::Value> out;
+             {
+               py::gil_scoped_release nogil;
+               out = s.run_named(fn, named);
+             }
+             py::list result;
+             for (const vm::Value& v : out) result.append(from_value(v));
+             return result;
+           },
+           py::arg("function"), py::arg("kwargs"), "Inputs by parameter name; `Any` parameters left out are None.")
       .def_property("num_threads", &vm::Session::num_threads, &vm::Session::set_num_threads)
       .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
       .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); })

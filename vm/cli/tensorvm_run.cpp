@@ -58,6 +58,14 @@ vm::Value parse_scalar(const std::string& type, const std::string& text, const s
       return vm::Value::from_str(text);
     } else if (type == "None" || text == "None") {
       return vm::Value::none();
+    } else if (type == "Any") {  // an option: the most specific literal it reads as
+      if (text == "True" || text == "true") return vm::Value::from_bool(true);
+      if (text == "False" || text == "false") return vm::Value::from_bool(false);
+      long long i = std::stoll(text, &used);
+      if (used == text.size()) return vm::Value::from_int(i);
+      double d = std::stod(text, &used);
+      if (used == text.size()) return vm::Value::from_float(d);
+      return vm::Value::from_str(text);
     }
   } catch (const std::exception&) {
   }
@@ -200,8 +208,8 @@ int run(int argc, char** argv) {
       vm::Tensor t = vm::Tensor::empty(dtype_from_safetensors(e.dtype), shape);
       std::memcpy(t.raw(), e.data, e.nbytes);
       inputs.emplace_back(t);
-    } else if (type == "None") {
-      inputs.push_back(vm::Value::none());
+    } else if (type == "None" || type == "Any") {
+      inputs.push_back(vm::Value::none());  // an option left to the program's default
     } else {
       vm::fail("no value for input '{}' ({}) of {}: give it with --arg {}=..., --inputs or --ids", name, type, fn.name, name);
     }
