@@ -153,6 +153,14 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_import_hf(args) -> int:
+    from .import_hf import import_hf
+
+    out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
+    print(f"wrote {out}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
@@ -170,6 +178,10 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     i.add_argument("--ir", action="store_true", help="print the IR text")
+    h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
+    h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
+    h.add_argument("-o", "--output", required=True, help="program directory to write")
+    h.add_argument("--quantize", choices=["int8"], default=None, help="weight quantization (not yet supported)")
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
     return p
@@ -184,6 +196,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_run(args, replay=args.command == "replay")
         if args.command == "inspect":
             return cmd_inspect(args)
+        if args.command == "import-hf":
+            return cmd_import_hf(args)
         return cmd_ops(args)
     except KeyboardInterrupt:
         if debug:

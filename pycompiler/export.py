@@ -242,6 +242,13 @@ class Program:
         args = coerce_inputs(fn, inputs)
         return shape_result(fn, self.session.run(function, args))
 
+    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+        """transformers-style `generate` over the program's `generate` function, in the
+        C++ VM (see tensorvm.pycompiler.generation)."""
+        from .generation import generate
+
+        return generate(self, input_ids, attention_mask, **kwargs)
+
     def replay(self, function: str, *inputs: Any) -> Any:
         """Runs `function` line by line in Python with the reference ops."""
         if self._replayer is None:
