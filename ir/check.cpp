@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/names.h"
 #include "ir/parser.h"
 
 namespace ir {
@@ -18,9 +19,15 @@ class Checker {
       auto [it, fresh] = functions_.emplace(f.name, &f);
       if (!fresh) fail(f.line, fmt::format("duplicate function '{}' (first defined at line {})", f.name, it->second->line));
     }
-    for (const Function& f : m_.functions)
+    for (const Function& f : m_.functions) {
+      for (const Param& p : f.params) types_.insert(p.type);
+      types_.insert(f.return_types.begin(), f.return_types.end());
       for (const Stmt& s : f.body)
         if (s.kind == Stmt::Kind::Assign) callees_.emplace(s.callee, s.line);
+    }
+    for (const Function& f : m_.functions)
+      if (is_value_type(f.name) || types_.count(f.name))
+        fail(f.line, fmt::format("'{}' is a type name and cannot be a function name", f.name));
     for (const Function& f : m_.functions) check_function(f);
     check_no_recursion();
   }
@@ -62,6 +69,8 @@ class Checker {
         auto later = assigned_anywhere.find(name);
         if (later != assigned_anywhere.end())
           fail(s.line, fmt::format("name '{}' is used before it is bound (at line {})", name, later->second));
+        if (is_builtin_callee(name) || callees_.count(name))
+          fail(s.line, fmt::format("'{}' is an op or builtin and can only be called, not passed as a value", name));
         fail(s.line, fmt::format("unknown name '{}'", name));
       };
       auto use_expr = [&](const Expr& e, bool function_ok) {
@@ -137,6 +146,7 @@ class Checker {
   const std::string& filename_;
   std::unordered_map<std::string, const Function*> functions_;
   std::unordered_map<std::string, int> callees_;  // name -> first line calling it
+  std::unordered_set<std::string> types_;         // every type the annotations name
 };
 
 }  // namespace

@@ -52,7 +52,6 @@ class LineLexer {
 
   Line run() {
     while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
-    if (pos_ < s_.size() && s_[pos_] == '\t') fail("tab character; indent with spaces");
     line_.indent = static_cast<int>(pos_);
     while (true) {
       while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
@@ -113,8 +112,6 @@ class LineLexer {
       if (pos_ >= s_.size()) fail("unterminated string literal (strings cannot span lines)");
       auto c = static_cast<unsigned char>(s_[pos_]);
       if (c == static_cast<unsigned char>(quote)) { ++pos_; break; }
-      if (c < 0x20 || c == 0x7f)
-        fail(fmt::format("control character \\x{:02x} in string literal; write it as an escape", c));
       if (c != '\\') { out += static_cast<char>(c); ++pos_; continue; }
       if (pos_ + 1 >= s_.size()) fail("unterminated string literal (strings cannot span lines)");
       char e = s_[pos_ + 1];
@@ -167,16 +164,13 @@ class LineLexer {
       case ':': kind = Tok::Colon; break;
       case '=': kind = Tok::Equals; break;
       case '-': kind = Tok::Minus; break;
-      case '\t': fail("tab character; use spaces");
       case '.': fail("unexpected '.': attributes are not allowed");
       case ';': fail("unexpected ';': one statement per line");
       case '\\': fail("unexpected '\\': line continuation is not allowed");
       case '+': case '*': case '/': case '%': case '@': case '<': case '>': case '&': case '|': case '^': case '~': case '!':
         fail(fmt::format("unexpected '{}': operators are not allowed, write an op call like add(x, y)", c));
       default: {
-        auto u = static_cast<unsigned char>(c);
-        if (u >= 0x80) fail("non-ASCII character outside a string or comment");
-        if (u < 0x20 || u == 0x7f) fail(fmt::format("unexpected control character \\x{:02x}", u));
+        if (static_cast<unsigned char>(c) >= 0x80) fail("non-ASCII character outside a string or comment");
         fail(fmt::format("unexpected character '{}'", c));
       }
     }
@@ -209,6 +203,14 @@ Line lex_line(std::string_view s, int number, const std::string& filename) {
   if (s.find('\r') != std::string_view::npos) throw ParseError(filename, number, "carriage return not followed by a newline");
   if (s.find('\0') != std::string_view::npos) throw ParseError(filename, number, "NUL byte in source");
   if (find_invalid_utf8(s) != std::string_view::npos) throw ParseError(filename, number, "invalid UTF-8");
+  // Even in comments: a tab or control character there is invisible trouble, and
+  // pycompiler/ir_check.py refuses them on any line too.
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '\t') throw ParseError(filename, number, "tab character; use spaces");
+    if (c < 0x20 || c == 0x7f)
+      throw ParseError(filename, number, fmt::format("control character \\x{:02x} (write it as an escape inside a string)", c));
+  }
   return LineLexer(s, number, filename).run();
 }
 

@@ -23,4 +23,11 @@ bool is_reserved_name(std::string_view s) {
   return s == "param" || s == "while_loop" || s == "cond" || s == "inf" || s == "nan";
 }
 
+bool is_builtin_callee(std::string_view s) { return s == "param" || s == "while_loop" || s == "cond"; }
+
+bool is_value_type(std::string_view s) {
+  return s == "Tensor" || s == "int" || s == "float" || s == "bool" || s == "str" || s == "ints" || s == "Any" ||
+         s == "tuple";
+}
+
 }  // namespace ir

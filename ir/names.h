@@ -15,4 +15,11 @@ bool is_dunder(std::string_view s);
 // parameter or local of that name would shadow it in the Python replay.
 bool is_reserved_name(std::string_view s);
 
+// The callees the IR itself defines (besides ops and the program's functions).
+bool is_builtin_callee(std::string_view s);
+
+// Types every program may name (object types such as KVCache come from the op
+// registry); a function of that name would shadow the type in the Python replay.
+bool is_value_type(std::string_view s);
+
 }  // namespace ir

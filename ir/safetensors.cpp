@@ -154,6 +154,10 @@ std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path) {
   const auto* bytes = static_cast<const unsigned char*>(map);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | bytes[i];
+  // The reference implementation refuses headers over 100 MB; so do we, rather
+  // than spend minutes parsing a hostile one.
+  constexpr uint64_t kMaxHeader = 100'000'000;
+  if (header_len > kMaxHeader) throw fail(fmt::format("header length {} exceeds the 100 MB limit", header_len));
   if (header_len > size - 8)
     throw fail(fmt::format("header length {} runs past the end of the file ({} bytes); the file is truncated or not safetensors",
                            header_len, size));

@@ -177,6 +177,8 @@ TEST_CASE("parser errors: header, layout and characters") {
       {kHead + kDef + "    y = g(\"\xed\xa0\x80\")\n", 3, "invalid UTF-8"},
       {kHead + kDef + "    \xc3\xa9 = g(x)\n", 3, "non-ASCII"},
       {kHead + kDef + "    y = g(x)\x0c\n", 3, "control character"},
+      {kHead + kDef + "    y = g(x)\n    # a\tcomment\n", 4, "tab character"},
+      {kHead + kDef + "    y = g(x)\n# \x1b[1m\n", 4, "control character \\x1b"},
   });
 }
 
@@ -248,6 +250,11 @@ TEST_CASE("parser errors: names, bindings and recursion") {
       {kHead + kDef + "    y = f(x)\n    return y\n", 3, "f -> f"},
       {kHead + kDef + "    y = x(1)\n", 2, "'x' is called as an op or function (line 3)"},
       {kHead + kDef + "    y = g(x)\n    z = y(x)\n", 3, "'y' is called as an op or function"},
+      {kHead + "def Tensor(x: int) -> int:\n    return x\n", 2, "'Tensor' is a type name and cannot be a function name"},
+      {kHead + "def tuple(x: int) -> int:\n    return x\n", 2, "type name"},
+      {kHead + "def f(c: KVCache) -> None:\n    return\n" + "def KVCache(x: int) -> int:\n    return x\n", 4, "type name"},
+      {kHead + kDef + "    y = g(param)\n", 3, "'param' is an op or builtin and can only be called"},
+      {kHead + kDef + "    y = g(x)\n    z = h(g)\n", 4, "'g' is an op or builtin and can only be called"},
   });
 }
 
@@ -281,7 +288,7 @@ TEST_CASE("parser errors: literals and lists") {
       {kHead + kDef + "    y = g(\"abc)\n", 3, "unterminated string"},
       {kHead + kDef + "    y = g(\"abc\\\n", 3, "unterminated string"},
       {kHead + kDef + "    y = g(\"a\x01\")\n", 3, "control character"},
-      {kHead + kDef + "    y = g(\"a\tb\")\n", 3, "control character"},
+      {kHead + kDef + "    y = g(\"a\tb\")\n", 3, "tab character"},
       {kHead + kDef + "    y = g(r\"a\")\n", 3, "expected ',' or ')'"},
       {kHead + kDef + "    y = g(\"a\" \"b\")\n", 3, "expected ',' or ')'"},
       {kHead + kDef + "    y = g(\"\"\"a\"\"\")\n", 3, "expected ',' or ')'"},

@@ -193,6 +193,8 @@ TEST_CASE("safetensors: reader validates foreign files") {
   put(le64(100) + "{}");
   expect_weights_error(p, "header length 100 runs past the end of the file");
   put(le64(UINT64_MAX) + "{}");
+  expect_weights_error(p, "exceeds the 100 MB limit");
+  put(le64(100'000'000) + "{}");
   expect_weights_error(p, "runs past the end of the file");
   put(st_file("{", ""));
   expect_weights_error(p, "invalid JSON header");
