@@ -5,6 +5,7 @@
 // --inputs file, scalars from --arg (parsed by the declared type), and --ids fills a
 // parameter named input_ids (int64 [batch, len], ';' between rows, rows padded with
 // the program's pad id and an attention_mask built to match when the function takes one).
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -20,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.safetensors] [--arg NAME=VALUE]...\n"
-    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.safetensors] [--threads N]\n";
+    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.safetensors] [--threads N] [--time]\n";
 
 vm::DType dtype_from_safetensors(const std::string& s) {
   if (s == "F32") return vm::DType::f32;
@@ -144,6 +145,7 @@ int run(int argc, char** argv) {
   std::string inputs_path, outputs_path, ids_text;
   std::map<std::string, std::string> args;
   int threads = 1;
+  bool timed = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -159,6 +161,8 @@ int run(int argc, char** argv) {
       outputs_path = next();
     } else if (a == "--ids") {
       ids_text = next();
+    } else if (a == "--time") {
+      timed = true;
     } else if (a == "--threads") {
       threads = std::stoi(next());
     } else if (a == "--arg") {
@@ -219,7 +223,9 @@ int run(int argc, char** argv) {
   vm::SessionOptions opts;
   opts.num_threads = threads;
   vm::Session session(program, opts);
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<ir::TensorToWrite> to_write;
   std::vector<vm::Tensor> keep;
@@ -233,6 +239,15 @@ int run(int argc, char** argv) {
     }
   }
   if (!outputs_path.empty()) ir::write_safetensors(outputs_path, to_write, {}, 1);
+  if (timed) {
+    fmt::print("time: {:.2f} ms", ms);
+    // For generate-style outputs ([batch, length] token ids after a start token),
+    // the cost per generated position.
+    if (!outs.empty() && outs[0].is_tensor() && outs[0].as_tensor().dtype() == vm::DType::i64 &&
+        outs[0].as_tensor().ndim() == 2 && outs[0].as_tensor().size(1) > 1)
+      fmt::print(" ({:.2f} ms per generated token)", ms / double(outs[0].as_tensor().size(1) - 1));
+    fmt::print("\n");
+  }
   return 0;
 }
 
