@@ -32,10 +32,19 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   RowMap Y(y.data<float>(), rows, outf);
   if (in == 0) {
     Y.setZero();  // an empty sum
+    if (b) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b->data<float>(), outf);
   } else if (rows > 0 && outf > 0) {
-    Y.noalias() = ConstRowMap(x.data<float>(), rows, in) * ConstRowMap(w.data<float>(), outf, in).transpose();
+    // Split the output features over threads: each reads its own slice of the
+    // weight matrix, which is what bounds a decode step (batch 1 reads every weight once).
+    const ConstRowMap X(x.data<float>(), rows, in);
+    const ConstRowMap W(w.data<float>(), outf, in);
+    const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, rows * in));
+    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
+      auto Yj = Y.middleCols(j0, j1 - j0);
+      Yj.noalias() = X * W.middleRows(j0, j1 - j0).transpose();
+      if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b->data<float>() + j0, j1 - j0);
+    });
   }
-  if (b) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b->data<float>(), outf);
   out[0] = std::move(y);
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vm/thread_pool.h"
 #include "vm/value.h"
 
 namespace ops {
@@ -46,9 +47,19 @@ struct Param {
 };
 
 struct OpContext {
-  vm::Pool* pool = nullptr;  // where outputs are allocated (global pool when null)
+  vm::Pool* pool = nullptr;           // where outputs are allocated (global pool when null)
+  vm::ThreadPool* threads = nullptr;  // intra-op parallelism (none: one thread)
   int num_threads = 1;
   Tensor empty(DType dtype, const Shape& shape) const { return Tensor::empty(dtype, shape, pool); }
+  // fn(begin, end) over chunks of [0, n) of at least `grain`, on the session's threads.
+  template <typename Fn>
+  void parallel_for(int64_t n, int64_t grain, const Fn& fn) const {
+    if (threads) {
+      threads->parallel_for(n, grain, fn);
+    } else if (n > 0) {
+      fn(int64_t(0), n);
+    }
+  }
 };
 
 struct OpDef;

@@ -41,6 +41,7 @@ class Interpreter {
  public:
   explicit Interpreter(Session& s) : s_(s), prog_(*s.program_) {
     ctx_.pool = s.pool_.get();
+    ctx_.threads = s.threads_.get();
     ctx_.num_threads = s.options_.num_threads;
   }
 
@@ -243,6 +244,7 @@ Session::~Session() { stack_.clear(); }
 void Session::set_num_threads(int n) {
   if (n < 1) fail("num_threads must be at least 1, got {}", n);
   options_.num_threads = n;
+  threads_ = n > 1 ? std::make_unique<ThreadPool>(n) : nullptr;
 }
 
 std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs) {

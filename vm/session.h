@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vm/program.h"
+#include "vm/thread_pool.h"
 
 namespace vm {
 
@@ -49,6 +50,7 @@ class Session {
   std::shared_ptr<const Program> program_;
   SessionOptions options_;
   Ref<Pool> pool_;
+  std::unique_ptr<ThreadPool> threads_;
   std::vector<Value> stack_;
   Hook* hook_ = nullptr;
   uint64_t instructions_ = 0;

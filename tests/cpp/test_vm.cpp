@@ -228,3 +228,19 @@ TEST_CASE("one program serves several sessions on several threads", "[vm][thread
   for (auto& t : threads) t.join();
   CHECK(ok == 4);
 }
+
+TEST_CASE("intra-op threads give the single-thread results", "[vm][threads]") {
+  auto p = program(kLinear);
+  Tensor x = Tensor::empty(vm::DType::f32, {3, 300});
+  Tensor w = Tensor::empty(vm::DType::f32, {1000, 300});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i * 37) % 101) / 101.0f - 0.5f;
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = float((i * 53) % 97) / 97.0f - 0.5f;
+  vm::Session one(p), two(p, vm::SessionOptions{2}), three(p, vm::SessionOptions{3});
+  const Tensor a = vm::run(one, "f", {Value(x), Value(w)})[0].as_tensor();
+  for (vm::Session* s : {&two, &three}) {
+    const Tensor b = vm::run(*s, "f", {Value(x), Value(w)})[0].as_tensor();
+    REQUIRE(b.shape() == a.shape());
+    for (int64_t i = 0; i < a.numel(); ++i) REQUIRE(b.data<float>()[i] == Approx(a.data<float>()[i]).margin(1e-5));
+  }
+  CHECK_THROWS_WITH(one.set_num_threads(0), Catch::Contains("num_threads must be at least 1"));
+}
