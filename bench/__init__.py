@@ -1,0 +1,1 @@
+"""tensorvm benchmark harness (see bench/README.md)."""

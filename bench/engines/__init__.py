@@ -1,0 +1,31 @@
+"""Benchmark engines: one module per engine, all with the interface of base.Engine.
+
+``make_engine(name)`` imports only the module that engine needs, so a worker
+process for CTranslate2 or ONNX Runtime never imports torch.
+"""
+
+from __future__ import annotations
+
+from .base import Engine, EngineUnavailable, MarianIds  # noqa: F401
+
+# name -> (module, class, constructor kwargs)
+ENGINES: dict[str, tuple[str, str, dict]] = {
+    "tensorvm": ("tensorvm_engine", "TensorVMEngine", {}),
+    "tensorvm-int8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "int8"}),
+    "transformers": ("transformers_engine", "TransformersEngine", {}),
+    "ctranslate2-float32": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "float32"}),
+    "ctranslate2-int8": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "int8"}),
+    "onnxruntime": ("onnxruntime_engine", "OnnxRuntimeEngine", {}),
+}
+
+REFERENCE = "transformers"  # parity reference (tokens)
+DEFAULT_ENGINES = ["tensorvm", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
+
+
+def make_engine(name: str) -> Engine:
+    import importlib
+
+    if name not in ENGINES:
+        raise KeyError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+    mod, cls, kwargs = ENGINES[name]
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), cls)(**kwargs)
