@@ -52,6 +52,13 @@ inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
 // Explicit 16-lane loops with GCC/Clang vector extensions: the auto-vectoriser does not
 // turn max/argmax/sum-in-double reductions over floats into SIMD without -ffast-math.
 // The vectors are generic (lowered to AVX-512, AVX2, SSE or scalars as available).
+// These inline helpers return vectors by value; GCC warns that such calls have another
+// ABI without AVX/AVX-512, which never matters here (-Wpsabi silenced; parameters are
+// passed by reference because GCC's note about their ABI cannot be silenced).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 namespace simd {
 
 constexpr int kLanes = 16;
@@ -72,7 +79,7 @@ inline f32x8 load8(const float* p) {
 }
 inline f32x16 splat(float x) { return f32x16{} + x; }
 // m ? a : b per lane (m is all-ones or zero), as bit operations (portable across compilers).
-inline f32x16 select(i32x16 m, f32x16 a, f32x16 b) {
+inline f32x16 select(const i32x16& m, const f32x16& a, const f32x16& b) {
   i32x16 ia, ib;
   std::memcpy(&ia, &a, sizeof ia);
   std::memcpy(&ib, &b, sizeof ib);
@@ -81,9 +88,9 @@ inline f32x16 select(i32x16 m, f32x16 a, f32x16 b) {
   std::memcpy(&out, &r, sizeof out);
   return out;
 }
-inline i32x16 select(i32x16 m, i32x16 a, i32x16 b) { return (m & a) | (~m & b); }
+inline i32x16 select(const i32x16& m, const i32x16& a, const i32x16& b) { return (m & a) | (~m & b); }
 // Whether any lane of a mask is set.
-inline bool any(i32x16 m) {
+inline bool any(const i32x16& m) {
   uint64_t w[8];
   std::memcpy(w, &m, sizeof w);
   return ((w[0] | w[1]) | (w[2] | w[3]) | (w[4] | w[5]) | (w[6] | w[7])) != 0;
@@ -182,6 +189,16 @@ inline int64_t arg_extreme_f32(const float* p, int64_t n) {
   return bi;
 }
 
+// Whether any of p[0..16) could beat `worst` in a top-k heap: greater than it (LARGEST)
+// or smaller, NaN counting as the largest. A superset test; callers check exactly.
+template <bool LARGEST>
+inline bool any_may_enter_f32(const float* p, float worst) {
+  using namespace simd;
+  if (worst != worst) return true;
+  const f32x16 v = load16(p), w = splat(worst);
+  return any(LARGEST ? (v > w) | (v != v) : (v < w));
+}
+
 // sum(p[0..n)) accumulated in double.
 inline double sum_f32(const float* p, int64_t n) {
   using namespace simd;
@@ -197,5 +214,8 @@ inline double sum_f32(const float* p, int64_t n) {
   for (; i < n; ++i) s += double(p[i]);
   return s;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace ops
