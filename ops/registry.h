@@ -81,7 +81,12 @@ class Args {
   Ints ints(int i) const;
   bool is_none(int i) const { return slots_[i]->is_none(); }
   template <typename T>
-  T& object(int i) const { return vm::object_as<T>(*slots_[i], param_label(i)); }
+  T& object(int i) const {
+    const Value& v = *slots_[i];
+    if (v.is_object())
+      if (auto* p = dynamic_cast<T*>(v.as_object().get())) return *p;
+    vm::fail("{} must be a {}, got {}", param_label(i), T::kTypeName, v.describe());  // labelled only on failure
+  }
 
   int variadic_count() const;
   const Value& variadic(int k) const;
