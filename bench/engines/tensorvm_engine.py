@@ -1,56 +1,63 @@
-"""tensorvm through its C++ runtime: NOT WIRED YET.
+"""tensorvm through its C++ runtime: one `generate` call per batch.
 
-This module is the slot the lead fills in. Until then ``load`` raises
-``EngineUnavailable`` and compare.py prints the row as unavailable; no numbers
-are ever made up for it.
-
-What the finished engine must do (see bench/README.md, "Plugging tensorvm in"):
-
-* ``prepare(checkpoint_dir, cache_dir)``: import the checkpoint with pycompiler
-  (Marian importer) into ``cache_dir / "tensorvm"`` (program text + weights);
-  float32, and int8 when ``quantize="int8"``. Untimed, may import torch.
-* ``load(...)``: ``vm::Program::load`` + a ``vm::Session`` with the thread count
-  set (through the pybind11 binding or a C++ helper), returning the seconds it
-  took. The timed worker must not import torch.
-* ``encode(ids, mask)``: run the program's ``encode`` entry function only.
-* ``generate(ids, mask, num_beams, max_new_tokens, min_new_tokens)``: ONE call
-  of the program's ``generate`` entry (``vm::run(session, "generate", ...)``):
-  the whole loop (cache, search, processors, stopping) runs in C++; the Python
-  side only converts inputs and the result. Same output format as the other
-  engines (``base.py``: decoder start first, pad after EOS, transformers'
-  semantics for ``min_new_tokens`` and Marian's forced EOS).
+The checkpoint is imported once (prepare, untimed); load is `vm::Program::load` plus a
+`vm::Session` with the thread count; generate is ONE `Session.run_named("generate")`
+call, so the whole loop (encoder, cross-attention cache, KV cache, search, processors,
+stopping) runs in C++ and Python only converts the inputs and the result.
 """
-
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from .base import Engine, EngineUnavailable
 
 
 class TensorVMEngine(Engine):
+    encode_is_separate = True
+
     def __init__(self, quantize: str = "float32"):
         self.quantize = quantize
         self.precision = "int8" if quantize == "int8" else "float32"
         self.name = "tensorvm" if quantize == "float32" else f"tensorvm-{quantize}"
+        self.session = None
 
-    def _unavailable(self):
-        raise EngineUnavailable(
-            "tensorvm engine is not wired into the benchmark yet "
-            "(bench/engines/tensorvm_engine.py is a placeholder; see bench/README.md)"
-        )
+    def _program_dir(self, cache_dir: Path) -> Path:
+        return Path(cache_dir) / self.name
 
     def prepare(self, checkpoint_dir: Path, cache_dir: Path) -> dict:
-        self._unavailable()
+        if self.quantize != "float32":
+            raise EngineUnavailable(f"tensorvm {self.quantize} quantization is not implemented yet")
+        from tensorvm.pycompiler.import_hf import import_hf
+
+        out = self._program_dir(cache_dir)
+        t0 = time.perf_counter()
+        import_hf(checkpoint_dir, out)
+        return {"import_seconds": time.perf_counter() - t0, "program": str(out)}
 
     def imports(self) -> None:
-        self._unavailable()
+        from tensorvm import _C  # noqa: F401
 
     def load(self, checkpoint_dir: Path, cache_dir: Path, threads: int) -> float:
-        self._unavailable()
+        from tensorvm import _C
+
+        t0 = time.perf_counter()
+        self.program = _C.Program.load(str(self._program_dir(cache_dir)))
+        self.session = _C.Session(self.program, threads)
+        self.params = set(self.program.function_info("generate")["params"])
+        return time.perf_counter() - t0
 
     def encode(self, ids, mask):
-        self._unavailable()
+        self.session.run("encode", [ids, mask])
 
     def generate(self, ids, mask, num_beams, max_new_tokens, min_new_tokens=None):
-        self._unavailable()
+        inputs = {"input_ids": ids, "attention_mask": mask, "max_new_tokens": int(max_new_tokens)}
+        for name, value, default in (("num_beams", num_beams, 1), ("min_new_tokens", min_new_tokens, None)):
+            if name in self.params:
+                inputs[name] = None if value is None else int(value)
+            elif value != default:
+                raise EngineUnavailable(f"this tensorvm program's generate has no {name} option yet")
+        return self.session.run_named("generate", inputs)[0]
+
+    def close(self) -> None:
+        self.session = None
