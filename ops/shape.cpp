@@ -201,14 +201,14 @@ static void slice(OpContext& ctx, const Args& a, Value* out) {
   };
   const int64_t start = a.is_none(2) ? 0 : clamp(a.i64(2));
   const int64_t end = a.is_none(3) ? n : clamp(a.i64(3));
-  const int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  const int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
   if (dim == 0 && step == 1) {
     out[0] = x.slice0(start, start + len);
     return;
   }
   Shape sh = x.shape(), st = x.strides();
   sh[dim] = len;
-  st[dim] *= step;
+  if (len > 1) st[dim] *= step;  // (a huge step selects one element: no overflow)
   out[0] = materialize(x.view(sh, st, x.offset() + start * x.strides()[dim]), ctx);
 }
 
@@ -266,6 +266,7 @@ static void repeat_interleave(OpContext& ctx, const Args& a, Value* out) {
   const int64_t reps = a.i64(1);
   const int dim = norm_dim(a.i64(2), x.ndim(), x);
   if (reps < 0) vm::fail("repeats must be >= 0, got {}", reps);
+  if (reps > 0 && x.shape()[dim] > INT64_MAX / reps) vm::fail("repeats {} is too large for x {}", reps, x.describe());
   Shape os = x.shape();
   os[dim] *= reps;
   Tensor y = ctx.empty(x.dtype(), os);

@@ -168,6 +168,8 @@ def test_slice_edges(rng):
     check("slice", arr(rng, 2, 3, 4, 5), 3, 1, None, 2)
     check("slice", arr(rng, 5), 0, 1, 4, 1)
     check("slice", arr(rng, 2, 3), 0, end=1)
+    check("slice", arr(rng, 4, 3), 1, 1, None, 2**62)  # a huge step: one element, no overflow
+    check("slice", arr(rng, 4, 3), 0, -2**62, 2**62, 2**62)
 
 
 def test_slice_errors(rng):
