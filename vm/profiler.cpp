@@ -59,6 +59,7 @@ void Profiler::after(const Function& fn, const Instr& ins, const Value* regs) {
   ++s.count;
   s.seconds += dt;
   if (ins.kind == Instr::Kind::Kernel) count_macs(fn, regs, ins, s);
+  if (ins.kind == Instr::Kind::ParamIndexed) return;  // hands out a weight; writes nothing
   for (uint32_t r : ins.outs)
     if (regs[r].is_tensor()) s.bytes_out += regs[r].tensor_unchecked().nbytes();
 }
