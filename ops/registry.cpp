@@ -17,6 +17,7 @@ void register_attention_ops(Registry& r);
 void register_shape_ops(Registry& r);
 void register_index_ops(Registry& r);
 void register_object_ops(Registry& r);
+void register_quantized_ops(Registry& r);
 
 const Registry& Registry::get() {
   static const Registry* registry = [] {
@@ -30,6 +31,7 @@ const Registry& Registry::get() {
     register_shape_ops(*r);
     register_index_ops(*r);
     register_object_ops(*r);
+    register_quantized_ops(*r);
     std::sort(r->ops_.begin(), r->ops_.end(), [](const OpDef& a, const OpDef& b) {
       return std::tie(a.group, a.name) < std::tie(b.group, b.name);
     });

@@ -1195,3 +1195,28 @@ def tensor(value, dtype=None):
     default = np.bool_ if isinstance(s, bool) else np.int64 if isinstance(s, int) else np.float32
     dt = _a_opt_dtype("tensor", dtype, default)
     return np.asarray(_a_scalar_to("tensor", "value", s, dt), dtype=dt).reshape(())
+
+
+# =============================================================================
+# Section Q: quantized ops (linear_int8; its build step is pycompiler/quantize.py).
+# =============================================================================
+
+@op
+def linear_int8(x, weight, scale, bias=None):
+    """x[..., in] @ (weight[out, in] (int8) * scale[out, None])^T + bias[out] in f32."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim < 1:
+        raise OpError("linear_int8: x must be f32 with at least 1 dimension")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
+        raise OpError("linear_int8: weight must be i8 [out, in]")
+    if x.shape[-1] != weight.shape[1]:
+        raise OpError(f"linear_int8: x {x.shape} does not match weight {weight.shape}")
+    out = weight.shape[0]
+    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.shape != (out,):
+        raise OpError(f"linear_int8: scale must be f32[{out}]")
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != (out,)):
+        raise OpError(f"linear_int8: bias must be f32[{out}]")
+    w = weight.astype(np.float32) * scale[:, None]
+    y = np.matmul(x, w.T, dtype=np.float32) if x.shape[-1] else np.zeros(x.shape[:-1] + (out,), np.float32)
+    if bias is not None:
+        y = y + bias
+    return _f32(y)
