@@ -54,11 +54,15 @@ inline void dot_rows(const float* x, int64_t in, const int8_t* q, float* acc) {
     for (int r = 0; r < R; ++r) a0[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * in + k), a0[r]);
   }
   for (int r = 0; r < R; ++r) {
-    // Through memory: GCC 12 warns about the _undefined_ operands inside
-    // _mm512_reduce_add_ps and the 512->256 casts/extracts.
-    alignas(64) float t[16];
-    _mm512_store_ps(t, _mm512_add_ps(a0[r], a1[r]));
-    acc[r] = hsum(_mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8)));
+    // Lane shuffles in registers. The maskz forms: GCC 12 warns (-Wuninitialized) about
+    // the _undefined_ operand inside _mm512_reduce_add_ps and the unmasked shuffles/casts.
+    __m512 v = _mm512_add_ps(a0[r], a1[r]);
+    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));  // + the other 256-bit half
+    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));  // + the neighbouring 128-bit lane
+    __m128 h = _mm512_maskz_extractf32x4_ps(0xF, v, 0);
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    acc[r] = _mm_cvtss_f32(h);
   }
 #elif defined(__AVX2__)
   __m256 a0[R], a1[R];
