@@ -50,10 +50,12 @@ def render(specs) -> str:
 
 
 def default_path() -> Path:
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "docs" / "ir.md").is_file():
-        raise FileNotFoundError(f"cannot find the repository's docs/ from {root}; pass --output PATH")
-    return root / "docs" / "ops.md"
+    # The source tree when running from it (dev builds link pycompiler/ into the package),
+    # else the working directory (an installed package has no docs/ of its own).
+    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        if (root / "docs" / "ir.md").is_file():
+            return root / "docs" / "ops.md"
+    raise FileNotFoundError("cannot find the repository's docs/ (run from the repository root or pass --output PATH)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
