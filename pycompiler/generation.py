@@ -1,13 +1,70 @@
 """`Program.generate`: transformers' generate() keywords over a program's `generate`.
 
-Defaults come from the imported checkpoint's generation_config (kept in meta.json);
-a request the program cannot honour is an error, never a silently different result.
+    seqs = generate(prog, ids, mask)                                  # the checkpoint's defaults
+    seqs = generate(prog, ids, mask, num_beams=1, max_new_tokens=32)  # greedy
+    out = generate(prog, ids, mask, num_beams=4, num_return_sequences=2, output_scores=True,
+                   return_dict_in_generate=True)
+    out.sequences, out.sequences_scores, out.scores
+
+Every option is an input of the program's `generate` function (the search runs
+inside the program, in the VM); this wrapper only checks and converts the
+options, so that a bad request is a clear Python error before anything runs.
+Defaults (None) are the imported checkpoint's generation_config, baked into the
+program and listed in meta.json. A request the program cannot honour is an
+error, never a silently different result.
 """
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 
-_SUPPORTED = ("num_beams", "max_new_tokens", "max_length")
+# The keywords `generate` takes, as transformers names them (the program's inputs).
+OPTIONS = ("max_length", "max_new_tokens", "num_beams", "do_sample", "num_return_sequences", "length_penalty",
+           "early_stopping", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram_size",
+           "min_length", "min_new_tokens", "forced_bos_token_id", "suppress_tokens", "renormalize_logits",
+           "output_scores", "seed")
+# Accepted by this wrapper only (they choose what is returned).
+WRAPPER_OPTIONS = ("return_dict_in_generate",)
+
+# transformers keywords this program does not implement, with the reason.
+_REFUSED = {
+    "bad_words_ids": "bad_words_ids is fixed at import (the checkpoint's generation_config)",
+    "forced_eos_token_id": "forced_eos_token_id is fixed at import (the checkpoint's generation_config)",
+    "num_beam_groups": "group beam search is not implemented", "diversity_penalty": "group beam search is not implemented",
+    "constraints": "constrained beam search is not implemented",
+    "force_words_ids": "constrained beam search is not implemented",
+    "penalty_alpha": "contrastive search is not implemented",
+    "typical_p": "typical sampling is not implemented", "min_p": "min-p sampling is not implemented",
+    "epsilon_cutoff": "epsilon sampling is not implemented", "eta_cutoff": "eta sampling is not implemented",
+    "encoder_repetition_penalty": "encoder_repetition_penalty is not implemented",
+    "encoder_no_repeat_ngram_size": "encoder_no_repeat_ngram_size is not implemented",
+    "begin_suppress_tokens": "begin_suppress_tokens is not implemented",
+    "sequence_bias": "sequence_bias is not implemented",
+    "exponential_decay_length_penalty": "exponential_decay_length_penalty is not implemented",
+    "output_logits": "output_logits is not implemented (output_scores is)",
+    "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
+    "logits_processor": "custom logits processors cannot run inside the program",
+    "stopping_criteria": "custom stopping criteria cannot run inside the program",
+    "decoder_input_ids": "decoder prompts are not implemented (generation starts from decoder_start_token_id)",
+    "generation_config": "pass the options as keywords",
+}
+
+
+@dataclass
+class GenerateOutput:
+    """What transformers' generate returns with return_dict_in_generate=True."""
+    sequences: np.ndarray
+    sequences_scores: Optional[np.ndarray] = None  # beam search with output_scores: [batch * num_return_sequences]
+    scores: Optional[tuple] = None  # output_scores: one [rows, vocab] array per step (processed scores)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def keys(self):
+        return [k for k in ("sequences", "sequences_scores", "scores") if getattr(self, k) is not None]
 
 
 def _ids(array, name: str) -> np.ndarray:
@@ -19,32 +76,144 @@ def _ids(array, name: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def generate(program, input_ids, attention_mask=None, *, max_new_tokens=None, max_length=None, num_beams=None,
-             **options) -> np.ndarray:
-    """Sequences [batch, length] (int64), as `model.generate(...)` returns them."""
+def _int(name, v, low=None):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise ValueError(f"generate: {name} must be an int, got {v!r}")
+    v = int(v)
+    if low is not None and v < low:
+        raise ValueError(f"generate: {name} must be at least {low}, got {v}")
+    return v
+
+
+def _float(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValueError(f"generate: {name} must be a number, got {v!r}")
+    return float(v)
+
+
+def _bool(name, v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"generate: {name} must be True or False, got {v!r}")
+    return bool(v)
+
+
+def _check(options: dict, meta: dict) -> dict:
+    """Types and ranges of the options, as transformers checks them; returns the values
+    the program takes (None stays None: the program's default)."""
+    vocab = meta.get("decoder_vocab_size")
+    out = {}
+    for name, v in options.items():
+        if v is None:
+            out[name] = None
+            continue
+        if name in ("max_length", "max_new_tokens", "num_beams", "num_return_sequences"):
+            v = _int(name, v, 1)
+        elif name in ("top_k", "no_repeat_ngram_size", "min_length", "min_new_tokens"):
+            v = _int(name, v, 0)
+        elif name == "seed":
+            v = _int(name, v)
+            if not -(2 ** 63) <= v < 2 ** 64:
+                raise ValueError(f"generate: seed must fit in 64 bits, got {v}")
+            v = v - 2 ** 64 if v >= 2 ** 63 else v
+        elif name == "forced_bos_token_id":
+            v = _int(name, v, 0)
+            if vocab is not None and v >= vocab:
+                raise ValueError(f"generate: forced_bos_token_id {v} is not in the decoder vocabulary ({vocab})")
+        elif name in ("do_sample", "renormalize_logits", "output_scores"):
+            v = _bool(name, v)
+        elif name == "early_stopping":
+            if not (isinstance(v, (bool, np.bool_)) or v == "never"):
+                raise ValueError(f"generate: early_stopping must be True, False or 'never', got {v!r}")
+            v = v if isinstance(v, str) else bool(v)
+        elif name == "length_penalty":
+            v = _float(name, v)
+        elif name == "temperature":
+            v = _float(name, v)
+            if not v > 0:
+                raise ValueError(f"generate: temperature must be > 0, got {v} (for greedy search pass do_sample=False)")
+        elif name == "top_p":
+            v = _float(name, v)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"generate: top_p must be in [0, 1], got {v}")
+        elif name == "repetition_penalty":
+            v = _float(name, v)
+            if not v > 0:
+                raise ValueError(f"generate: repetition_penalty must be > 0, got {v}")
+        elif name == "suppress_tokens":
+            a = np.asarray(list(v) if not isinstance(v, np.ndarray) else v)
+            if a.size and (a.ndim != 1 or a.dtype.kind not in "iu"):
+                raise ValueError(f"generate: suppress_tokens must be a list of token ids, got {v!r}")
+            a = np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
+            if vocab is not None and a.size and (a.min() < 0 or a.max() >= vocab):
+                raise ValueError(f"generate: suppress_tokens {a.tolist()} are not all in the decoder vocabulary ({vocab})")
+            v = a
+        out[name] = v
+    return out
+
+
+def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", **kwargs):
+    """Sequences [batch * num_return_sequences, length] (int64), as `model.generate(...)`
+    returns them; a GenerateOutput (sequences, sequences_scores, scores) when
+    return_dict_in_generate or output_scores is asked. engine="replay" runs the same
+    program text line by line in Python with the reference ops (slow; for debugging)."""
     if "generate" not in program.functions:
         raise ValueError(f"{program.path} has no generate function (it has {program.functions})")
-    unknown = sorted(options)
-    if unknown:
-        raise TypeError(f"generate: unsupported option(s) {unknown} (this program supports {list(_SUPPORTED)})")
+    params = [p.name for p in program.module.function("generate").params]
+    for name in kwargs:
+        if name in _REFUSED:
+            raise ValueError(f"generate: {name} is not supported: {_REFUSED[name]}")
+        if name not in OPTIONS and name not in WRAPPER_OPTIONS:
+            raise TypeError(f"generate: unknown option {name!r} (this program takes {[*OPTIONS, *WRAPPER_OPTIONS]})")
+        if name in OPTIONS and name not in params and kwargs[name] is not None:
+            raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
+                             "re-import the checkpoint with this version of tensorvm")
+    as_dict = bool(kwargs.pop("return_dict_in_generate", False)) or bool(kwargs.get("output_scores"))
     meta = program.meta or {}
-    beams = meta.get("num_beams", 1) if num_beams is None else num_beams
-    if beams != 1:
-        raise ValueError(f"generate: num_beams={beams} (the checkpoint's default is {meta.get('num_beams', 1)}) needs "
-                         "beam search, which this program does not implement; pass num_beams=1 for greedy search")
+    defaults = dict(meta.get("generation") or {})
+    defaults.setdefault("max_length", meta.get("max_length", 20))
+    defaults.setdefault("num_beams", meta.get("num_beams", 1))
+    opts = _check(kwargs, meta)
     ids = _ids(input_ids, "input_ids")
     mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
     if mask.shape != ids.shape:
         raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
-    for name, value in (("max_new_tokens", max_new_tokens), ("max_length", max_length)):
-        if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
-            raise ValueError(f"generate: {name} must be a positive int, got {value!r}")
-    limit = max_length if max_new_tokens is None else max_new_tokens + 1
-    limit = meta.get("max_length", 20) if limit is None else limit
+
+    def value(name):
+        return defaults.get(name) if opts.get(name) is None else opts[name]
+
+    beams, sample, n = value("num_beams") or 1, bool(value("do_sample")), value("num_return_sequences") or 1
+    if beams == 1 and not sample and n != 1:
+        raise ValueError(f"generate: greedy search (num_beams=1, do_sample=False) returns one sequence per input; "
+                         f"num_return_sequences={n} needs num_beams >= {n} or do_sample=True")
+    if beams > 1 and n > beams:
+        raise ValueError(f"generate: num_return_sequences ({n}) has to be at most num_beams ({beams})")
+    if opts.get("max_new_tokens") is not None:
+        limit = opts["max_new_tokens"] + 1
+    else:
+        limit = value("max_length")
+    if limit is not None and limit < 2:
+        raise ValueError(f"generate: max_length must be at least 2 (the decoder start token counts), got {limit}")
     max_pos = meta.get("max_position_embeddings")
-    if max_pos is not None and (limit > max_pos or ids.shape[1] > max_pos):
+    if max_pos is not None and ((limit is not None and limit > max_pos) or ids.shape[1] > max_pos):
         raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "
                          f"(source {ids.shape[1]}, max_length {limit})")
-    out = program.run("generate", ids, mask, None if max_length is None else int(max_length),
-                      None if max_new_tokens is None else int(max_new_tokens))
-    return out[0] if isinstance(out, (list, tuple)) else out
+    inputs = {"input_ids": ids, "attention_mask": mask, **opts}
+    if as_dict and "output_scores" in params:
+        inputs.setdefault("output_scores", None)
+    args = [inputs.get(p) for p in params]
+    if engine == "vm":
+        out = program.run("generate", *args)
+    elif engine == "replay":
+        out = program.replay("generate", *args)
+    else:
+        raise ValueError(f"generate: engine must be 'vm' or 'replay', got {engine!r}")
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    sequences = out[0]
+    if not as_dict:
+        return sequences
+    seq_scores = out[1] if len(out) > 1 else None
+    steps = out[2] if len(out) > 2 else None
+    return GenerateOutput(
+        sequences=sequences,
+        sequences_scores=seq_scores if opts.get("output_scores") else None,
+        scores=tuple(np.asarray(s) for s in steps) if (opts.get("output_scores") and steps is not None) else None)

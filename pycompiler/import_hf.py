@@ -16,15 +16,25 @@ import numpy as np
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
 
-# generation_config fields that change greedy/beam results, with the value that
-# means "off". A checkpoint asking for one we do not implement is refused.
+# generation_config fields that change results, with the value that means "off".
+# A checkpoint asking for one that `generate` does not implement is refused. (The
+# processors generate implements are run-time options: repetition_penalty,
+# no_repeat_ngram_size, min_length / min_new_tokens, forced_bos_token_id,
+# suppress_tokens, temperature, top_k, top_p, do_sample, beam options.)
 _GENERATION_OFF = {
-    "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
-    "forced_bos_token_id": None, "suppress_tokens": None, "begin_suppress_tokens": None,
+    "encoder_no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0, "begin_suppress_tokens": None,
     "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
-    "min_new_tokens": None, "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None,
-    "force_words_ids": None, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
-    "typical_p": 1.0, "penalty_alpha": None, "watermarking_config": None,
+    "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None, "force_words_ids": None,
+    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "typical_p": 1.0, "min_p": None, "top_h": None,
+    "penalty_alpha": None, "watermarking_config": None, "remove_invalid_values": False, "low_memory": False,
+    "stop_strings": None, "max_time": None,
+}
+# transformers' global defaults (GenerationConfig._get_default_generation_params) for
+# the options generate takes, used where the checkpoint's generation_config is unset.
+_GENERATION_DEFAULTS = {
+    "num_beams": 1, "do_sample": False, "num_return_sequences": 1, "length_penalty": 1.0, "early_stopping": False,
+    "temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
+    "min_length": 0, "forced_bos_token_id": None, "suppress_tokens": None, "renormalize_logits": False,
 }
 
 
@@ -66,8 +76,15 @@ def spec_from_config(config, gen) -> MarianSpec:
             raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
     shared = getattr(config, "share_encoder_decoder_embeddings", True)
     dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
+    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
+    if isinstance(eos, (list, tuple)):
+        if len(eos) != 1:
+            raise UnsupportedConfig(f"import_hf: several eos_token_ids {eos} are not supported")
+        eos = eos[0]
     bad = []
     for ids in getattr(gen, "bad_words_ids", None) or []:
+        if list(ids) == [eos]:  # transformers drops a bad word equal to the EOS token
+            continue
         if len(ids) != 1:
             raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
                                     "bans are supported")
@@ -76,14 +93,23 @@ def spec_from_config(config, gen) -> MarianSpec:
         value = getattr(gen, field, off)
         if value not in (off, None) and value != off:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not supported yet")
-    if getattr(gen, "do_sample", False):
-        raise UnsupportedConfig("import_hf: generation_config.do_sample = True is not supported yet")
+    opts = {}
+    for field, default in _GENERATION_DEFAULTS.items():
+        value = getattr(gen, field, None)
+        opts[field] = default if value is None else value
+    if opts["early_stopping"] not in (True, False, "never"):
+        raise UnsupportedConfig(f"import_hf: generation_config.early_stopping = {opts['early_stopping']!r}")
+    if getattr(gen, "min_new_tokens", None) is not None:
+        opts["min_length"] = int(gen.min_new_tokens) + 1  # the decoder start token counts
+    suppress = [int(t) for t in (opts["suppress_tokens"] or [])]
+    if any(not 0 <= t < dec_vocab for t in suppress):
+        raise UnsupportedConfig(f"import_hf: generation_config.suppress_tokens {suppress} are not all in the decoder "
+                                f"vocabulary ({dec_vocab})")
+    if gen.max_length is not None:
+        max_length = int(gen.max_length)
+    else:  # transformers' default: 20 new tokens, within the position table
+        max_length = min(20 + 1, config.max_position_embeddings)
     decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
-    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
-    if isinstance(eos, (list, tuple)):
-        if len(eos) != 1:
-            raise UnsupportedConfig(f"import_hf: several eos_token_ids {eos} are not supported")
-        eos = eos[0]
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     forced_eos = getattr(gen, "forced_eos_token_id", None)
     if isinstance(forced_eos, (list, tuple)):
@@ -99,11 +125,14 @@ def spec_from_config(config, gen) -> MarianSpec:
         activation=act, scale_embedding=bool(config.scale_embedding),
         pad_token_id=int(pad), eos_token_id=int(eos), decoder_start_token_id=int(decoder_start),
         max_position_embeddings=config.max_position_embeddings,
-        max_length=int(gen.max_length if gen.max_length is not None else 20),
-        num_beams=int(gen.num_beams or 1), bad_words=bad,
-        forced_eos_token_id=None if forced_eos is None else int(forced_eos),
-        min_length=int(gen.min_length or 0),
-        renormalize_logits=bool(getattr(gen, "renormalize_logits", False)),
+        max_length=max_length, num_beams=int(opts["num_beams"]), do_sample=bool(opts["do_sample"]),
+        num_return_sequences=int(opts["num_return_sequences"]), length_penalty=float(opts["length_penalty"]),
+        early_stopping=opts["early_stopping"], temperature=float(opts["temperature"]), top_k=int(opts["top_k"]),
+        top_p=float(opts["top_p"]), repetition_penalty=float(opts["repetition_penalty"]),
+        no_repeat_ngram_size=int(opts["no_repeat_ngram_size"]), min_length=int(opts["min_length"]),
+        forced_bos_token_id=None if opts["forced_bos_token_id"] is None else int(opts["forced_bos_token_id"]),
+        suppress_tokens=suppress, renormalize_logits=bool(opts["renormalize_logits"]),
+        bad_words=bad, forced_eos_token_id=None if forced_eos is None else int(forced_eos),
     )
 
 
@@ -113,8 +142,6 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         raise UnsupportedConfig(f"import_hf: quantize={quantize!r} is not supported yet")
     config, gen, state = _load(checkpoint_dir)
     spec = spec_from_config(config, gen)
-    if spec.min_length > 0:
-        raise UnsupportedConfig("import_hf: generation_config.min_length > 0 is not supported yet")
     names = {n: canonical for n, (canonical, _) in state.items()}
     for role in ("encoder_embed", "decoder_embed", "lm_head"):
         name = getattr(spec, role)
@@ -126,6 +153,8 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         if canonical == name:
             weights[name] = array
     weights["final_logits_bias"] = weights["final_logits_bias"].reshape(-1)
+    if spec.suppress_tokens:
+        weights["generation_config.suppress_tokens"] = np.asarray(spec.suppress_tokens, np.int64)
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
     for side in ("encoder", "decoder"):
@@ -138,6 +167,7 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
         "decoder_start_token_id": spec.decoder_start_token_id,
         "max_length": spec.max_length, "num_beams": spec.num_beams,
+        "generation": {name: getattr(spec, name) for name in marian.GENERATION_DEFAULT_FIELDS},
         "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
         "max_position_embeddings": spec.max_position_embeddings,
         "bad_words_ids": [[t] for t in spec.bad_words], "forced_eos_token_id": spec.forced_eos_token_id,

@@ -1,4 +1,4 @@
-"""Marian greedy generation in the VM against transformers' generate(), token for token.
+"""Marian greedy generation (and the default beam search) in the VM against transformers' generate(), token for token.
 
 Checkpoints are built locally (tests/fixtures/make_checkpoints.py): the
 opus-mt-en-fr shape with seeded random weights, and a tiny Marian trained on a
@@ -94,11 +94,13 @@ def test_config_variants(root, name):
     _compare(ckpt, prog, batches, max_new_tokens=8)
 
 
-def test_beam_default_is_a_clear_error(root):
+def test_beam_is_the_default(root):
+    """opus-mt's generation_config says num_beams=4: generate with no options runs beam search."""
     ckpt, prog = imported(OPUS, root)
     assert prog.meta["num_beams"] == 4
-    with pytest.raises(ValueError, match="num_beams=4 .* pass num_beams=1"):
-        generate(prog, np.array([[5, 6, 0]]))
+    ids = np.array([[5, 6, 7, 0]])
+    want = hf.beam(ckpt, ids, np.ones_like(ids), num_beams=4, max_new_tokens=4)
+    np.testing.assert_array_equal(generate(prog, ids, max_new_tokens=4), want)
 
 
 def test_unsupported_configs_fail_at_import(tmp_path):

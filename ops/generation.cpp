@@ -1,0 +1,179 @@
+// Ops for generation loops: a seeded random generator (rng, rand, multinomial) and
+// two checks on run-time options (option_index, check), so that a program can take
+// transformers-style options as inputs and reject the ones it cannot honour.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ops/registry.h"
+#include "vm/rng.h"
+
+namespace ops {
+
+using vm::Rng;
+
+namespace {
+
+void rng_op(OpContext&, const Args& a, Value* out) {
+  out[0] = Value(vm::Ref<vm::Object>(new Rng(uint64_t(a.i64(0)))));
+}
+
+void rand_op(OpContext& ctx, const Args& a, Value* out) {
+  Rng& g = a.object<Rng>(0);
+  const Ints s = a.ints(1);
+  for (int64_t d : s)
+    if (d < 0) vm::fail("shape must not have negative dims, got {}", s.shape().str());
+  Tensor y = ctx.empty(vm::DType::f32, s.shape());
+  float* p = y.data<float>();
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) p[i] = g.next_float();
+  out[0] = Value(std::move(y));
+}
+
+// One row: `n` draws without replacement, each by inverse CDF over the entries not
+// drawn yet, summed in double from index 0 (the numpy reference does the same sums).
+// Once every non-zero weight is drawn, further draws take the zero-weight indices in
+// increasing order (torch.multinomial also returns zero-weight categories then).
+void draw_row(const float* p, int64_t V, int64_t n, Rng& g, int64_t* dst, std::vector<uint8_t>& taken, int64_t row) {
+  for (int64_t j = 0; j < V; ++j) {
+    const float x = p[j];
+    if (!(x >= 0.0f) || std::isinf(x)) vm::fail("probs must be finite and non-negative, got {} (row {}, index {})", x, row, j);
+  }
+  std::fill(taken.begin(), taken.end(), uint8_t(0));
+  for (int64_t s = 0; s < n; ++s) {
+    double total = 0.0;
+    for (int64_t j = 0; j < V; ++j)
+      if (!taken[size_t(j)]) total += double(p[j]);
+    int64_t pick = -1;
+    if (total > 0.0) {
+      const double target = g.next_double() * total;
+      double cum = 0.0;
+      int64_t last = -1;
+      for (int64_t j = 0; j < V; ++j) {
+        if (taken[size_t(j)] || p[j] <= 0.0f) continue;
+        cum += double(p[j]);
+        last = j;
+        if (cum > target) {
+          pick = j;
+          break;
+        }
+      }
+      if (pick < 0) pick = last;  // target rounded up to the total
+    } else {
+      for (int64_t j = 0; pick < 0; ++j)
+        if (!taken[size_t(j)]) pick = j;
+    }
+    taken[size_t(pick)] = 1;
+    dst[s] = pick;
+  }
+}
+
+void multinomial_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& probs = a.tensor(0);
+  Rng& g = a.object<Rng>(1);
+  const int64_t n = a.i64(2);
+  if (probs.dtype() != vm::DType::f32 || (probs.ndim() != 1 && probs.ndim() != 2))
+    vm::fail("probs must be a 1-D or 2-D f32 tensor, got {}", probs.describe());
+  const int64_t rows = probs.ndim() == 2 ? probs.shape()[0] : 1;
+  const int64_t V = probs.shape()[probs.ndim() - 1];
+  if (n < 1 || n > V) vm::fail("num_samples must be in [1, {}] (the number of categories), got {}", V, n);
+  Tensor y = probs.ndim() == 2 ? ctx.empty(vm::DType::i64, {rows, n}) : ctx.empty(vm::DType::i64, {n});
+  std::vector<uint8_t> taken(size_t(V), 0);
+  const float* p = probs.data<float>();
+  int64_t* dst = y.data<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) draw_row(p + r * V, V, n, g, dst + r * n, taken, r);
+  out[0] = Value(std::move(y));
+}
+
+// ---- options
+
+bool same_option(const Value& x, const Value& c) {
+  if (x.is_none() || c.is_none()) return x.is_none() && c.is_none();
+  if (x.is_bool() || c.is_bool()) return x.is_bool() && c.is_bool() && x.as_bool() == c.as_bool();
+  if (x.is_str() || c.is_str()) return x.is_str() && c.is_str() && x.as_str() == c.as_str();
+  if (x.is_int() && c.is_int()) return x.as_int() == c.as_int();
+  if ((x.is_int() || x.is_float()) && (c.is_int() || c.is_float())) return x.as_float() == c.as_float();
+  return false;
+}
+
+std::string literal(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::None: return "None";
+    case Value::Kind::Bool: return v.as_bool() ? "True" : "False";
+    case Value::Kind::Int: return std::to_string(v.as_int());
+    case Value::Kind::Float: return fmt::format("{}", v.as_float());
+    case Value::Kind::Str: return "\"" + v.as_str() + "\"";
+    default: return v.describe();
+  }
+}
+
+void option_index_op(OpContext&, const Args& a, Value* out) {
+  const Value& x = a[0];
+  const int n = a.variadic_count();
+  std::string shown;
+  for (int k = 0; k < n; ++k) {
+    if (same_option(x, a.variadic(k))) {
+      out[0] = Value::from_int(k);
+      return;
+    }
+    shown += (k ? ", " : "") + literal(a.variadic(k));
+  }
+  vm::fail("{} must be one of {}, got {}", a.str(1), shown, literal(x));
+}
+
+void check_op(OpContext&, const Args& a, Value* out) {
+  const Value& ok = a[0];
+  bool good;
+  if (ok.is_bool()) {
+    good = ok.as_bool();
+  } else if (ok.is_tensor() && ok.as_tensor().dtype() == vm::DType::boolean && ok.as_tensor().numel() == 1) {
+    good = *static_cast<const uint8_t*>(ok.as_tensor().contiguous().raw()) != 0;
+  } else {
+    vm::fail("ok must be a bool or a one-element bool tensor, got {}", ok.describe());
+  }
+  if (!good) vm::fail("{}", a.str(1));
+  out[0] = Value::from_bool(true);
+}
+
+}  // namespace
+
+void register_generation_ops(Registry& r) {
+  auto def = [&](const char* name, const char* group, std::vector<Param> params, std::string output, const char* doc,
+                 Kernel k) {
+    OpDef& op = r.add(name, group);
+    op.params = std::move(params);
+    op.outputs = {std::move(output)};
+    op.doc = doc;
+    op.kernel = k;
+  };
+  def("rng", "random", {p_int("seed")}, "Rng",
+      "A new random generator seeded with `seed` (splitmix64: 64-bit counter, bijective mix). The stream is a pure "
+      "function of the seed, the same on every run and machine, and the numpy reference draws the same numbers; it "
+      "is not torch's stream.",
+      rng_op);
+  def("rand", "random", {p_object("rng"), p_ints("shape")}, "Tensor",
+      "f32 numbers uniform in [0, 1) of `shape` from the generator (24 random bits each, row-major order); advances "
+      "the generator in place.",
+      rand_op);
+  def("multinomial", "random", {p_tensor("probs"), p_object("rng"), p_int("num_samples", 1)}, "Tensor",
+      "Indices drawn from the rows of f32 probs [rows, V] (or [V]) without replacement (like torch.multinomial with "
+      "replacement=False): i64 [rows, num_samples] in draw order. Weights need not sum to 1; each draw is u * total "
+      "against a running sum in double from index 0, u from the generator (53 bits), skipping drawn indices; once "
+      "every non-zero weight is drawn, the rest are the zero-weight indices in increasing order (no draw). A negative "
+      "or non-finite weight, or num_samples above the number of categories, is an error.",
+      multinomial_op);
+  Param choices = p_any("choices");
+  choices.variadic = true;
+  def("option_index", "values", {p_any("x"), choices, p_str("what", "value")}, "int",
+      "The position of x among the choices (same kind and value: None, bool, int/float, str), e.g. "
+      "option_index(early_stopping, False, True, \"never\", what=\"early_stopping\"); an error naming `what` and the "
+      "choices when none matches.",
+      option_index_op);
+  def("check", "values", {p_any("ok"), p_str("message")}, "bool",
+      "True if ok (a bool or a one-element bool tensor) holds; otherwise an error with `message`. Validates run-time "
+      "options inside a program.",
+      check_op);
+}
+
+}  // namespace ops
