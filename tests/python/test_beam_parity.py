@@ -123,3 +123,32 @@ def test_report_ties():
     """Not a check: prints the rows accepted as ties, so a run shows them."""
     for case in TIED:
         print("tie accepted:", case)
+
+
+def test_tensorvm_run_takes_beam_options(root, tmp_path):
+    """The C++ command line passes options by name, early_stopping="never" as a str."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from tensorvm import _C
+
+    build = Path(os.environ.get("TENSORVM_BUILD_DIR", Path(__file__).resolve().parents[2] / "build" / "release"))
+    tool = build / "tensorvm-run"
+    if not tool.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is missing")
+        pytest.skip(f"{tool} is missing; set TENSORVM_BUILD_DIR")
+    _, prog = imported(TINY, root)
+    args = ["--arg", "num_beams=3", "--arg", "early_stopping=never", "--arg", "num_return_sequences=2",
+            "--arg", "length_penalty=2", "--arg", "max_new_tokens=7"]
+    res = subprocess.run([str(tool), str(prog.path), "generate", "--ids", "5 6 7 8 0", *args], check=True,
+                         capture_output=True, text=True)
+    rows = [list(map(int, line.split())) for line in res.stdout.splitlines()[1:3]]
+    want = _C.Session(_C.Program.load(str(prog.path))).run_named(
+        "generate", {"input_ids": np.array([[5, 6, 7, 8, 0]]), "num_beams": 3, "early_stopping": "never",
+                     "num_return_sequences": 2, "length_penalty": 2.0, "max_new_tokens": 7})
+    assert rows == want[0].tolist()
+    bad = subprocess.run([str(tool), str(prog.path), "generate", "--ids", "5 0", "--arg", "early_stopping=sometimes"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and 'early_stopping must be one of False, True, "never", got "sometimes"' in bad.stderr

@@ -62,10 +62,13 @@ vm::Value parse_scalar(const std::string& type, const std::string& text, const s
     } else if (type == "Any") {  // an option: the most specific literal it reads as
       if (text == "True" || text == "true") return vm::Value::from_bool(true);
       if (text == "False" || text == "false") return vm::Value::from_bool(false);
-      long long i = std::stoll(text, &used);
-      if (used == text.size()) return vm::Value::from_int(i);
-      double d = std::stod(text, &used);
-      if (used == text.size()) return vm::Value::from_float(d);
+      try {
+        long long i = std::stoll(text, &used);
+        if (used == text.size()) return vm::Value::from_int(i);
+        double d = std::stod(text, &used);
+        if (used == text.size()) return vm::Value::from_float(d);
+      } catch (const std::exception&) {  // not a number: a str option (early_stopping=never)
+      }
       return vm::Value::from_str(text);
     }
   } catch (const std::exception&) {
