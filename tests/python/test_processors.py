@@ -158,3 +158,31 @@ def test_program_checks_options_itself(root):
             s.run_named("generate", {"input_ids": ids, **kw})
     out = s.run_named("generate", {"input_ids": ids, "early_stopping": "never", "num_beams": 2, "max_new_tokens": 3})
     assert out[0].shape[0] == 1 and out[1].shape == (1,) and out[2] is None
+
+
+def test_checkpoint_generation_config_gives_the_defaults(tmp_path):
+    """Processors set in a checkpoint's generation_config are imported as generate's
+    defaults (no longer refused) and used when the caller passes nothing."""
+    import shutil
+
+    import tensorvm
+    from transformers import GenerationConfig
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(hf.checkpoint_dir("tiny-untied"), ckpt)
+    gen = GenerationConfig.from_pretrained(ckpt)
+    gen.update(num_beams=3, length_penalty=0.6, early_stopping="never", repetition_penalty=1.4,
+               no_repeat_ngram_size=2, suppress_tokens=[4, 9], min_length=5, max_length=12)
+    gen.save_pretrained(ckpt)
+    import_hf(ckpt, tmp_path / "m.tvm")
+    prog = tensorvm.load(tmp_path / "m.tvm")
+    assert prog.meta["generation"]["early_stopping"] == "never" and prog.meta["generation"]["suppress_tokens"] == [4, 9]
+    batches = _batches(prog, 6, 3, 2)
+    for ids, mask in batches:
+        want = hf.generate(ckpt, ids, mask, with_scores=True)
+        got = generate(prog, ids, mask, output_scores=True)
+        np.testing.assert_array_equal(got.sequences, want["sequences"])
+        np.testing.assert_allclose(got.sequences_scores, want["sequences_scores"], atol=1e-4)
+    assert compare(ckpt, prog, batches, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0) == 0
