@@ -7,7 +7,8 @@ Runs `decode_step` of an imported Marian program directly (C++ VM, no Python per
 - the same steps under the Profiler: time per op, and the sum of kernel times;
 - interpreter overhead = 1 - (kernel time / wall time), an upper bound (the
   profiler's own clock reads land on the interpreter's side);
-- weight bytes read per step (from the multiply-adds against weights) and the
+- weight bytes read per step (every weight matrix a linear reads, int8 ones with their
+  scales) and the
   bandwidth that implies, next to a streaming-copy measurement of this machine.
 """
 from __future__ import annotations
@@ -89,7 +90,7 @@ def main() -> int:
     instructions = (session.instructions_executed - before) / args.steps
     ops = prof.ops()
     kernel = sum(s["seconds"] for s in ops.values()) / args.steps
-    weight_bytes = 4 * sum(s["weight_macs"] for s in ops.values()) / args.steps / args.batch
+    weight_bytes = sum(s["weight_bytes"] for s in ops.values()) / args.steps
 
     print(f"program {program_dir}, batch {args.batch}, threads {args.threads}, {args.steps} steps")
     print(prof.report())

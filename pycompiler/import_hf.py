@@ -136,10 +136,26 @@ def spec_from_config(config, gen) -> MarianSpec:
     )
 
 
+_LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
+
+
+def _quantize_linears(weights: dict, spec: MarianSpec) -> None:
+    """The build step of linear_int8: every linear weight (and the output projection)
+    becomes int8 rows plus one f32 scale per row; the exporter keeps only what the
+    traced program uses, so the f32 originals of quantized layers are not written."""
+    from .quantize import quantize_int8
+
+    spec.quantize = "int8"
+    for name in [n for n in weights if n.endswith(_LINEAR_SUFFIXES) and weights[n].ndim == 2]:
+        weights[name + ".int8"], weights[name + ".scale"] = quantize_int8(weights[name])
+    q, scale = quantize_int8(weights[spec.lm_head])
+    weights[spec.lm_head + ".int8"], weights[spec.lm_head + ".scale"] = q, scale
+
+
 def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
     """Reads a MarianMTModel checkpoint directory and writes a program directory."""
-    if quantize is not None:
-        raise UnsupportedConfig(f"import_hf: quantize={quantize!r} is not supported yet")
+    if quantize not in (None, "int8"):
+        raise UnsupportedConfig(f"import_hf: quantize={quantize!r} is not supported (None or 'int8')")
     config, gen, state = _load(checkpoint_dir)
     spec = spec_from_config(config, gen)
     names = {n: canonical for n, (canonical, _) in state.items()}
@@ -157,6 +173,8 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         weights["generation_config.suppress_tokens"] = np.asarray(spec.suppress_tokens, np.int64)
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
+    if quantize == "int8":
+        _quantize_linears(weights, spec)
     for side in ("encoder", "decoder"):
         pos = weights[f"model.{side}.embed_positions.weight"]
         if not np.any(pos):
@@ -173,6 +191,7 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "bad_words_ids": [[t] for t in spec.bad_words], "forced_eos_token_id": spec.forced_eos_token_id,
         "renormalize_logits": spec.renormalize_logits,
         "tied_weights": {n: c for n, c in names.items() if n != c},
+        "quantize": quantize,
     }
     pb = marian.build(spec, weights, meta)
     pb.save(out_path)

@@ -32,6 +32,18 @@ void count_macs(const Function& fn, const Value* regs, const Instr& ins, OpStats
       const uint64_t m = rows * uint64_t(w->numel());
       s.macs += m;
       s.weight_macs += m;
+      s.weight_bytes += w->nbytes();
+    }
+  } else if (op == "linear_int8") {
+    const Tensor* x = tensor_at(fn, regs, ins, 0);
+    const Tensor* w = tensor_at(fn, regs, ins, 1);
+    const Tensor* scale = tensor_at(fn, regs, ins, 2);
+    if (x && w && w->ndim() == 2 && x->ndim() >= 1) {
+      const uint64_t rows = x->size(-1) ? uint64_t(x->numel() / x->size(-1)) : 0;
+      const uint64_t m = rows * uint64_t(w->numel());
+      s.macs += m;
+      s.weight_macs += m;
+      s.weight_bytes += w->nbytes() + (scale ? scale->nbytes() : 0);
     }
   } else if (op == "matmul") {
     const Tensor* a = tensor_at(fn, regs, ins, 0);

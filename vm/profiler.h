@@ -19,6 +19,7 @@ struct OpStats {
   uint64_t macs = 0;         // multiply-adds of matrix products and attention
   uint64_t weight_macs = 0;  // the part against weights (linear), which is what a step must keep constant
   uint64_t bytes_out = 0;
+  uint64_t weight_bytes = 0;  // bytes of weight matrices read (linear, linear_int8 with its scales)
 };
 
 class Profiler : public Hook {

@@ -51,6 +51,7 @@ py::dict stats_dict(const std::map<std::string, vm::OpStats>& stats) {
     d["macs"] = s.macs;
     d["weight_macs"] = s.weight_macs;
     d["bytes_out"] = s.bytes_out;
+    d["weight_bytes"] = s.weight_bytes;
     out[py::str(name)] = d;
   }
   return out;

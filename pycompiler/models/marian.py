@@ -62,6 +62,8 @@ class MarianSpec:
     encoder_embed: str = "model.encoder.embed_tokens.weight"
     decoder_embed: str = "model.decoder.embed_tokens.weight"
     lm_head: str = "lm_head.weight"
+    # None (f32) or "int8": every linear weight stored as int8 rows with one f32 scale per row
+    quantize: str | None = None
     # Generation defaults: the checkpoint's generation_config over transformers'
     # global defaults. The run-time options of `generate` fall back to these.
     max_length: int = 20
@@ -103,8 +105,11 @@ def _act(spec: MarianSpec, x):
     return T.tanh(x)
 
 
-def _proj(x, prefix: str, layer):
-    return T.linear(x, T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer))
+def _proj(spec, x, prefix: str, layer):
+    bias = T.param(prefix + ".bias", layer)
+    if spec.quantize == "int8":  # weights quantized offline by the import (pycompiler/quantize.py)
+        return T.linear_int8(x, T.param(prefix + ".weight.int8", layer), T.param(prefix + ".weight.scale", layer), bias)
+    return T.linear(x, T.param(prefix + ".weight", layer), bias)
 
 
 def _heads(x, rows, length, heads: int, head_dim: int):
@@ -138,12 +143,12 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         p = "model.encoder.layers.{}."
         rows, length = T.size(x, 0), T.size(x, 1)
-        q = _heads(_proj(x, p + "self_attn.q_proj", layer), rows, length, he, dh_e)
-        k = _heads(_proj(x, p + "self_attn.k_proj", layer), rows, length, he, dh_e)
-        v = _heads(_proj(x, p + "self_attn.v_proj", layer), rows, length, he, dh_e)
+        q = _heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, he, dh_e)
+        k = _heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, he, dh_e)
+        v = _heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, he, dh_e)
         a = _merge(T.attention(q, k, v, mask, scale=dh_e ** -0.5), rows, length, d)
-        x = _add_norm(x, _proj(a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
-        h = _proj(_act(spec, _proj(x, p + "fc1", layer)), p + "fc2", layer)
+        x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
+        h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
         return _add_norm(x, h, p + "final_layer_norm", layer)
 
     @pb.function
@@ -169,8 +174,8 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         batch, length = T.size(encoder_states, 0), T.size(encoder_states, 1)
         cache = T.kv_cache(spec.decoder_layers, rows, hd, dh_d, max_len)
         for layer in range(spec.decoder_layers):
-            k = _heads(_proj(encoder_states, p + "k_proj", layer), batch, length, hd, dh_d)
-            v = _heads(_proj(encoder_states, p + "v_proj", layer), batch, length, hd, dh_d)
+            k = _heads(_proj(spec, encoder_states, p + "k_proj", layer), batch, length, hd, dh_d)
+            v = _heads(_proj(spec, encoder_states, p + "v_proj", layer), batch, length, hd, dh_d)
             cache = T.kv_set_cross(cache, layer, k, v)
         return cache
 
@@ -179,22 +184,22 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         """One decoder layer for one new position per row: x [rows, 1, d_model]."""
         p = "model.decoder.layers.{}."
         rows = T.size(x, 0)
-        q = _heads(_proj(x, p + "self_attn.q_proj", layer), rows, 1, hd, dh_d)
-        k = _heads(_proj(x, p + "self_attn.k_proj", layer), rows, 1, hd, dh_d)
-        v = _heads(_proj(x, p + "self_attn.v_proj", layer), rows, 1, hd, dh_d)
+        q = _heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, 1, hd, dh_d)
+        k = _heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, 1, hd, dh_d)
+        v = _heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, 1, hd, dh_d)
         k_all, v_all = T.kv_append(cache, layer, k, v)
         a = _merge(T.attention(q, k_all, v_all, None, scale=dh_d ** -0.5), rows, 1, d)
-        x = _add_norm(x, _proj(a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
+        x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
         # Cross-attention: the beams of a sentence become its query positions.
         ck, cv = T.kv_cross(cache, layer)
         batch = T.size(ck, 0)
         beams = T.floordiv(rows, batch)
-        q = _proj(x, p + "encoder_attn.q_proj", layer)
+        q = _proj(spec, x, p + "encoder_attn.q_proj", layer)
         q = T.transpose(T.reshape(q, [batch, beams, hd, dh_d]), 1, 2)
         a = T.attention(q, ck, cv, source_mask, scale=dh_d ** -0.5)
         a = T.reshape(T.transpose(a, 1, 2), [rows, 1, d])
-        x = _add_norm(x, _proj(a, p + "encoder_attn.out_proj", layer), p + "encoder_attn_layer_norm", layer)
-        h = _proj(_act(spec, _proj(x, p + "fc1", layer)), p + "fc2", layer)
+        x = _add_norm(x, _proj(spec, a, p + "encoder_attn.out_proj", layer), p + "encoder_attn_layer_norm", layer)
+        h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
         return _add_norm(x, h, p + "final_layer_norm", layer)
 
     @pb.function
@@ -205,7 +210,11 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         for layer in range(spec.decoder_layers):
             x = decoder_layer(x, cache, source_mask, layer)
         x = T.reshape(x, [T.size(x, 0), d])
-        return T.add(T.linear(x, T.param(spec.lm_head)), T.param("final_logits_bias"))
+        if spec.quantize == "int8":
+            logits = T.linear_int8(x, T.param(spec.lm_head + ".int8"), T.param(spec.lm_head + ".scale"))
+        else:
+            logits = T.linear(x, T.param(spec.lm_head))
+        return T.add(logits, T.param("final_logits_bias"))
 
     _build_generation(pb, spec, encode, source_mask, init_cache, decode_step)
     # generate's inputs keep transformers' names (no op or function may take one).
