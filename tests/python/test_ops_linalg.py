@@ -45,6 +45,47 @@ def test_linear_errors(rng):
         call_op("linear", x, np.zeros((5, 4), np.float32), bais=None)
 
 
+# 2..8 rows (beam search, batched decoding) take a streaming kernel: SIMD bodies, tails
+# of `in` that are not a multiple of the vector width, pairs of output features and an odd one.
+# Inputs are scaled by 1/4 so that float32 rounding (summation order differs from numpy's,
+# Eigen's GEMM included) stays well within atol 1e-5 at in = 512.
+LINEAR_PROGRAMS = {
+    False: "# tensorvm ir 1\ndef f(x: Tensor, w: Tensor) -> Tensor:\n    y = linear(x, w)\n    return y\n",
+    True: "# tensorvm ir 1\ndef f(x: Tensor, w: Tensor, b: Tensor) -> Tensor:\n    y = linear(x, w, b)\n    return y\n",
+}
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("outf", [1, 7, 300])
+@pytest.mark.parametrize("in_", [512, 100, 17, 1])
+@pytest.mark.parametrize("rows", range(2, 9))
+def test_linear_few_rows(rng, rows, in_, outf, bias):
+    x = (rng.standard_normal((rows, in_)) / 4).astype(np.float32)
+    w = (rng.standard_normal((outf, in_)) / 4).astype(np.float32)
+    args = [x, w] + ([rng.standard_normal(outf).astype(np.float32)] if bias else [])
+    want = ref.linear(*args)
+    check("linear", *args)
+    session = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[bias], ""), 2)
+    got = np.asarray(session.run("f", args)[0])
+    assert got.dtype == np.float32 and got.shape == (rows, outf)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [2, 5, 8])
+@pytest.mark.parametrize("in_", [64, 17])
+def test_linear_few_rows_threads(rng, rows, in_):
+    """Output features split over 2 threads (an odd feature at each chunk's end) give the 1-thread result."""
+    x = (rng.standard_normal((1, rows, in_)) / 4).astype(np.float32)
+    w = (rng.standard_normal((4001, in_)) / 4).astype(np.float32)
+    b = rng.standard_normal(4001).astype(np.float32)
+    prog = tensorvm._C.Program.from_text(LINEAR_PROGRAMS[True], "")
+    y1 = np.asarray(tensorvm._C.Session(prog, 1).run("f", [x, w, b])[0])
+    y2 = np.asarray(tensorvm._C.Session(prog, 2).run("f", [x, w, b])[0])
+    assert y2.shape == (1, rows, 4001)
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(y2, ref.linear(x, w, b), rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------- matmul
 
 def both_raise(name, *args, match="", **kwargs):
