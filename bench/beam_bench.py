@@ -17,23 +17,12 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def median_s(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from side_by_side import median_s, program_and_model  # noqa: E402
 
 
 def main() -> int:
@@ -48,25 +37,8 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
-    import transformers
-    from transformers import MarianMTModel
 
-    import tensorvm
-    from tensorvm.pycompiler.import_hf import import_hf
-
-    transformers.logging.set_verbosity_error()
-    torch.set_num_threads(args.threads)
-    if args.checkpoint:
-        ckpt = Path(args.checkpoint)
-    else:
-        sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-        from make_checkpoints import ensure_checkpoint
-
-        ckpt = ensure_checkpoint("opus-mt-en-fr-random")
-    work = Path(tempfile.mkdtemp(prefix="tensorvm-beam-"))
-    import_hf(ckpt, work / "model.tvm")
-    prog = tensorvm.load(work / "model.tvm", num_threads=args.threads)
-    model = MarianMTModel.from_pretrained(ckpt).eval()
+    ckpt, prog, model = program_and_model(args.checkpoint, args.threads, "tensorvm-beam-")
     pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
     opts = dict(num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     rng = np.random.default_rng(0)

@@ -10,25 +10,17 @@ of generated positions (the longest row; finished rows are padded, as in transfo
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from side_by_side import median_s, program_and_model  # noqa: E402
 
 
 def median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times)
+    return 1000 * median_s(fn, repeats)
 
 
 def main() -> int:
@@ -41,25 +33,8 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
-    import transformers
-    from transformers import MarianMTModel
 
-    import tensorvm
-    from tensorvm.pycompiler.import_hf import import_hf
-
-    transformers.logging.set_verbosity_error()
-    torch.set_num_threads(args.threads)
-    if args.checkpoint:
-        ckpt = Path(args.checkpoint)
-    else:
-        sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-        from make_checkpoints import ensure_checkpoint
-
-        ckpt = ensure_checkpoint("opus-mt-en-fr-random")
-    work = Path(tempfile.mkdtemp(prefix="tensorvm-greedy-"))
-    import_hf(ckpt, work / "model.tvm")
-    prog = tensorvm.load(work / "model.tvm", num_threads=args.threads)
-    model = MarianMTModel.from_pretrained(ckpt).eval()
+    ckpt, prog, model = program_and_model(args.checkpoint, args.threads, "tensorvm-greedy-")
     pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
     rng = np.random.default_rng(0)
     print(f"checkpoint {ckpt.name}, threads {args.threads}, median of {args.repeats}, "
