@@ -44,7 +44,7 @@ FULL = dict(
 )
 QUICK = dict(
     checkpoint="tiny-marian", lengths=[8, 16], batches=[1, 2], beams=[1, 4], new_tokens=8,
-    warmup=1, reps=2, bw_mib=64, bw_reps=3,
+    warmup=1, reps=2, bw_mib=256, bw_reps=3,
 )
 
 
@@ -128,18 +128,19 @@ def run_worker(name: str, run_dir: Path) -> None:
                         ts.append(time.perf_counter() - t0)
                     enc_ms, enc_note = 1e3 * median(ts), "measured"
                     enc_all = [round(1e3 * t, 3) for t in ts]
-                else:
-                    # encoder + cross K/V + 1 decoder step, minus one step (derived below)
-                    for _ in range(cfg["warmup"]):
-                        eng.encode_estimate_call(ids, mask)
-                    ts = []
-                    for _ in range(cfg["reps"]):
-                        t0 = time.perf_counter()
-                        eng.encode_estimate_call(ids, mask)
-                        ts.append(time.perf_counter() - t0)
-                    one_step_ms = 1e3 * median(ts)
-                    enc_all = [round(1e3 * t, 3) for t in ts]
                 for K in cfg["beams"]:
+                    if not eng.encode_is_separate:
+                        # a call decoding one token with the same beam size: encoder + cross K/V +
+                        # one step; the encoder is that minus one step (derived below)
+                        for _ in range(cfg["warmup"]):
+                            eng.encode_estimate_call(ids, mask, K)
+                        ts = []
+                        for _ in range(cfg["reps"]):
+                            t0 = time.perf_counter()
+                            eng.encode_estimate_call(ids, mask, K)
+                            ts.append(time.perf_counter() - t0)
+                        one_step_ms = 1e3 * median(ts)
+                        enc_all = [round(1e3 * t, 3) for t in ts]
                     for _ in range(cfg["warmup"]):
                         seq = eng.generate(ids, mask, K, M, M)
                     ts, outs = [], []
@@ -155,10 +156,11 @@ def run_worker(name: str, run_dir: Path) -> None:
                         gc.enable()
                     gen_ms = 1e3 * median(ts)
                     deterministic = all(np.array_equal(o, outs[0]) for o in outs)
-                    e_ms, note = enc_ms, enc_note
+                    e_ms, note, extra = enc_ms, enc_note, {}
                     if not eng.encode_is_separate:
                         step_ms = (gen_ms - one_step_ms) / max(steps - 1, 1)
                         e_ms, note = max(one_step_ms - step_ms, 0.0), "derived"
+                        extra = {"encoder_plus_one_step_ms": one_step_ms, "derived_step_ms": step_ms}
                     key = f"L{L}_B{B}_K{K}"
                     tokens[key] = np.asarray(outs[-1], dtype=np.int64)
                     res["cases"].append(
@@ -178,6 +180,7 @@ def run_worker(name: str, run_dir: Path) -> None:
                             "sentences_per_s": B / (gen_ms / 1e3),
                             "deterministic": deterministic,
                             "out_shape": list(tokens[key].shape),
+                            **extra,
                         }
                     )
                     print(f"  [{name}] {key}: generate {gen_ms:.1f} ms", file=sys.stderr, flush=True)
@@ -223,10 +226,12 @@ def _spawn(mode: str, name: str, run_dir: Path, threads: int, log) -> int:
         env[v] = str(threads)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     cmd = [sys.executable, str(Path(__file__).resolve()), mode, name, "--run-dir", str(run_dir)]
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if log is not None:
-        log.write(f"$ {' '.join(cmd)}\n{r.stdout}\n")
-        log.flush()
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    # the worker's output goes straight to the log, so `tail -f` shows its progress
+    r = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log.write("\n")
+    log.flush()
     return r.returncode
 
 
@@ -270,7 +275,7 @@ def print_table(report: dict) -> str:
     lines = []
     hdr = (
         f"{'src':>4} {'B':>2} {'beam':>4}  {'engine':<20} {'enc ms':>8} {'ms/tok':>8} {'sent/s':>8} "
-        f"{'x ' + ref[:6]:>9} {'tokens':>9} {'peak MB':>8} {'load s':>7}"
+        f"{'x ' + ref:>14} {'tokens':>9} {'peak MB':>8} {'load s':>7}"
     )
     lines.append(hdr)
     lines.append("-" * len(hdr))
@@ -289,7 +294,7 @@ def print_table(report: dict) -> str:
             lines.append(
                 f"{c['src_len']:>4} {c['batch']:>2} {c['beams']:>4}  {name:<20} {enc:>9}"
                 f"{fmt(c['ms_per_token'], '.2f'):>8} {fmt(c['sentences_per_s'], '.2f'):>8} "
-                f"{fmt(c.get('speedup_vs_ref'), '.2f'):>9} {c.get('parity', '?'):>9} "
+                f"{fmt(c.get('speedup_vs_ref'), '.2f'):>14} {c.get('parity', '?'):>9} "
                 f"{fmt(e.get('peak_rss_MB'), '.0f'):>8} {fmt(e.get('load_s'), '.2f'):>7}"
             )
         lines.append("")
@@ -312,16 +317,17 @@ def bandwidth_text(report: dict) -> str:
         f"{w['final_logits_bias_params']:,}); cross-attn k/v (prefill only) {w['cross_kv_projection_params_prefill_only']:,}",
         f"  bytes per step: float32 {w['bytes_per_step_float32'] / 1e6:.1f} MB, int8 {w['bytes_per_step_int8'] / 1e6:.1f} MB",
     ]
-    for k in ("c", "numpy"):
-        if k in bw and "read_GBps" in bw[k]:
+    lines.append(f"  streaming bandwidth, {bw['buffer_MiB']} MiB buffers, medians of {bw['reps']}:")
+    for r in bw["runs"]:
+        if "read_GBps" in r:
             lines.append(
-                f"  streaming bandwidth ({bw[k]['kernel']}, {bw['threads']} threads, {bw['buffer_MiB']} MiB): "
-                f"read {bw[k]['read_GBps']:.2f} GB/s, copy {bw[k]['copy_GBps']:.2f} GB/s (median)"
+                f"    {r['kernel'].split(',')[0].split(' (')[0]:<10} {r['threads']} thread(s): "
+                f"read {r['read_GBps']:.2f} GB/s, copy (read+write) {r['copy_GBps']:.2f} GB/s"
             )
-        elif k in bw:
-            lines.append(f"  {k} kernel: {bw[k].get('error')}")
+        else:
+            lines.append(f"    {r.get('kernel', '?')}: {r.get('error')}")
     lines.append(
-        f"  floor at {s:.2f} GB/s: float32 {w['bytes_per_step_float32'] / s / 1e6:.2f} ms/token, "
+        f"  floor at {s:.2f} GB/s (best read): float32 {w['bytes_per_step_float32'] / s / 1e6:.2f} ms/token, "
         f"int8 {w['bytes_per_step_int8'] / s / 1e6:.2f} ms/token"
     )
     for name, frac in report.get("bandwidth_fraction", {}).items():
@@ -348,7 +354,7 @@ def make_chart(report: dict, path: Path) -> str | None:
     metrics = [("ms_per_token", "ms per generated token (lower is better)"),
                ("sentences_per_s", "sentences / s (higher is better)"),
                ("encoder_ms", "encoder ms (* derived for CTranslate2)")]
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(10, 1.1 * len(keys) * len(engines) / 2), 11))
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(min(18, max(10, 0.22 * len(keys) * len(engines))), 12))
     width = 0.8 / len(engines)
     for ax, (m, title) in zip(axes, metrics):
         for i, (name, e) in enumerate(engines.items()):
@@ -482,6 +488,7 @@ def main(argv=None) -> int:
         )
 
     log_path = run_dir / "workers.log"
+    print(f"run dir {run_dir} (worker output: {log_path})", file=sys.stderr)
     with open(log_path, "w") as log:
         for name in engines:
             print(f"[{name}] prepare ...", file=sys.stderr, flush=True)

@@ -155,9 +155,9 @@ class CTranslate2Engine(Engine):
         T = max(l[0] for l in lengths)
         return pad_after_eos(out[:, :T], self.ids.eos, self.ids.pad)
 
-    def encode_estimate_call(self, ids, mask):
+    def encode_estimate_call(self, ids, mask, num_beams=1):
         """Encoder + cross-attention K/V + one decoder step (used to derive encoder ms)."""
-        self.translate(ids, mask, 1, 1, 1)
+        self.translate(ids, mask, num_beams, 1, 1)
 
     def info(self) -> dict:
         return {
