@@ -9,6 +9,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op, registry
+from op_checks import check_error, rand  # noqa: E402,F401
 
 F32, I64, I32, BOOL = np.float32, np.int64, np.int32, np.bool_
 
@@ -49,19 +50,6 @@ def check(name, *args, rtol=1e-5, atol=1e-6, **kwargs):
     return got
 
 
-def check_error(name, *args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
-        call_op(name, *args, **kwargs)
-    with pytest.raises(ref.OpError, match=rf"^{name}: .*{match}"):
-        ref.OPS[name](*args, **kwargs)
-
-
-def rand(rng, shape, dtype=F32, lo=-5, hi=5):
-    if dtype == F32:
-        return np.asarray(rng.uniform(lo, hi, shape)).astype(F32)
-    if dtype == BOOL:
-        return np.asarray(rng.random(shape) < 0.5)
-    return np.asarray(rng.integers(lo, hi, shape)).astype(dtype)
 
 
 def nonzero(rng, shape, dtype):
