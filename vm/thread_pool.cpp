@@ -1,17 +1,26 @@
 #include "vm/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define TENSORVM_PAUSE() _mm_pause()
+#else
+#define TENSORVM_PAUSE() std::this_thread::yield()
+#endif
 
 namespace vm {
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(std::max(0, spin_us)) {
   for (int i = 1; i < std::max(1, num_threads); ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
+    generation_.fetch_add(1);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -23,48 +32,59 @@ static void chunk_range(int64_t n, int64_t chunks, int64_t c, int64_t& b, int64_
 }
 
 void ThreadPool::run(int64_t n, int64_t chunks, const void* fn, Trampoline call) {
-  {
+  n_ = n;
+  chunks_ = chunks;
+  fn_ = fn;
+  call_ = call;
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
+  // seq_cst pairs with the sleeper's increment-then-check in wait_for_job: either it
+  // sees the new generation, or we see it counted and notify under the lock.
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    n_ = n;
-    chunks_ = chunks;
-    fn_ = fn;
-    call_ = call;
-    pending_ = int(chunks) - 1;
-    ++generation_;
+    wake_.notify_all();
   }
-  wake_.notify_all();
   int64_t b, e;
   chunk_range(n, chunks, 0, b, e);
   call(fn, b, e);
+  // The workers' chunks take as long as ours, so spinning here is short; yield in case a
+  // worker was descheduled (a loaded machine).
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      TENSORVM_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+uint64_t ThreadPool::wait_for_job(uint64_t seen) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+  for (int spins = 0;; ++spins) {
+    const uint64_t g = generation_.load(std::memory_order_acquire);
+    if (g != seen) return g;
+    if ((spins & 63) == 63 && Clock::now() >= deadline) break;
+    TENSORVM_PAUSE();
+  }
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  sleepers_.fetch_add(1);
+  wake_.wait(lock, [&] { return generation_.load() != seen; });
+  sleepers_.fetch_sub(1);
+  return generation_.load();
 }
 
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    int64_t n, chunks;
-    const void* fn;
-    Trampoline call;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (index >= chunks_) continue;  // this job has fewer chunks than threads
-      n = n_;
-      chunks = chunks_;
-      fn = fn_;
-      call = call_;
+    seen = wait_for_job(seen);
+    if (stop_.load()) return;
+    if (index < chunks_) {
+      int64_t b, e;
+      chunk_range(n_, chunks_, index, b, e);
+      call_(fn_, b, e);
     }
-    int64_t b, e;
-    chunk_range(n, chunks, index, b, e);
-    call(fn, b, e);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --pending_;
-    }
-    done_.notify_one();
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 

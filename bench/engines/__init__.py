@@ -19,7 +19,7 @@ ENGINES: dict[str, tuple[str, str, dict]] = {
 }
 
 REFERENCE = "transformers"  # parity reference (tokens)
-DEFAULT_ENGINES = ["tensorvm", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
+DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
 
 
 def make_engine(name: str) -> Engine:

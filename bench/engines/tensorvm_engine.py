@@ -26,13 +26,11 @@ class TensorVMEngine(Engine):
         return Path(cache_dir) / self.name
 
     def prepare(self, checkpoint_dir: Path, cache_dir: Path) -> dict:
-        if self.quantize != "float32":
-            raise EngineUnavailable(f"tensorvm {self.quantize} quantization is not implemented yet")
         from tensorvm.pycompiler.import_hf import import_hf
 
         out = self._program_dir(cache_dir)
         t0 = time.perf_counter()
-        import_hf(checkpoint_dir, out)
+        import_hf(checkpoint_dir, out, quantize=None if self.quantize == "float32" else self.quantize)
         return {"import_seconds": time.perf_counter() - t0, "program": str(out)}
 
     def imports(self) -> None:
