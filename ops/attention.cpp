@@ -135,11 +135,14 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
   const float* qp = q.data<float>();
   const float* kp = k.data<float>();
   const float* vp = v.data<float>();
-  Tensor scratch = ctx.empty(DType::f32, Shape{Tq, Tk});
-  float* sp = scratch.data<float>();
-
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < H; ++h) {
+  // (batch, head) pairs are independent: split them over threads, each chunk with its
+  // own score scratch (from the pool, so no malloc in a steady decode loop).
+  const int64_t work = std::max<int64_t>(1, Tq * Tk * std::max<int64_t>(1, D + Dv));
+  ctx.parallel_for(B * H, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t bh0, int64_t bh1) {
+    Tensor scratch = ctx.empty(DType::f32, Shape{Tq, Tk});
+    float* sp = scratch.data<float>();
+    for (int64_t bh = bh0; bh < bh1; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
       const float* Q = qp + (b * H + h) * Tq * D;
       StridedRows K(kp + b * ks0 + h * ks1, Tk, D, Eigen::OuterStride<>(ks2));
       StridedRows V(vp + b * vs0 + h * vs1, Tk, Dv, Eigen::OuterStride<>(vs2));
@@ -159,7 +162,7 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
       else
         RowMap(O, Tq, Dv).noalias() = S * V;
     }
-  }
+  });
   out[0] = std::move(o);
 }
 

@@ -20,12 +20,14 @@
 // Kernels pass lambdas (inlined); there are no per-element indirect calls.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "vm/tensor.h"
+#include "vm/thread_pool.h"
 #include "vm/value.h"
 
 namespace ops {
@@ -48,6 +50,10 @@ Tensor expand(const Tensor& t, const Shape& shape);
 Shape broadcast_strides(const Shape& in_shape, const Shape& in_strides, const Shape& out_shape);
 
 // ---------------------------------------------------------------- StridedLoop
+
+// Element-wise work below this many elements runs on one thread (a hand-over costs
+// about a microsecond; 64K elements take ~10).
+constexpr int64_t kParallelElements = int64_t(1) << 16;
 
 // A loop nest over `shape` for N operands with their own element strides. Size-1 dims
 // are dropped and adjacent dims that are contiguous for every operand are merged, so
@@ -103,19 +109,47 @@ struct StridedLoop {
   // the run's first element; the run has n elements with strides inner_stride(k).
   template <typename F>
   void for_each_run(F&& f) const {
-    if (numel == 0) return;
+    for_each_run_in(0, numel, f);
+  }
+
+  // The same for the elements [begin, end) of the row-major order only (runs cut at
+  // the ends), so that threads can take disjoint ranges.
+  template <typename F>
+  void for_each_run_in(int64_t begin, int64_t end, F&& f) const {
+    if (begin >= end) return;
     const int64_t n = inner_size();
-    const int64_t runs = numel / n;
     int64_t idx[vm::kMaxDims] = {};
     int64_t off[N] = {};
-    for (int64_t r = 0; r < runs; ++r) {
-      f(static_cast<const int64_t*>(off), n);
+    int64_t rest = begin;
+    for (int d = ndim - 1; d >= 0; --d) {
+      idx[d] = rest % shape[d];
+      rest /= shape[d];
+      for (int k = 0; k < N; ++k) off[k] += idx[d] * stride[d][k];
+    }
+    for (int64_t pos = begin; pos < end;) {
+      const int64_t len = std::min(n - idx[ndim - 1], end - pos);
+      f(static_cast<const int64_t*>(off), len);
+      pos += len;
+      if (pos >= end) break;
+      // to the start of the next run
+      for (int k = 0; k < N; ++k) off[k] -= idx[ndim - 1] * stride[ndim - 1][k];
+      idx[ndim - 1] = 0;
       for (int d = ndim - 2; d >= 0; --d) {
         for (int k = 0; k < N; ++k) off[k] += stride[d][k];
         if (++idx[d] < shape[d]) break;
         for (int k = 0; k < N; ++k) off[k] -= stride[d][k] * shape[d];
         idx[d] = 0;
       }
+    }
+  }
+
+  // for_each_run split over `pool`'s threads when there is enough work to pay for it.
+  template <typename F>
+  void for_each_run(vm::ThreadPool* pool, F&& f) const {
+    if (pool && numel >= kParallelElements) {
+      pool->parallel_for(numel, kParallelElements / 2, [&](int64_t b, int64_t e) { for_each_run_in(b, e, f); });
+    } else {
+      for_each_run_in(0, numel, f);
     }
   }
 };
@@ -158,12 +192,12 @@ Operand<S> scalar_operand(const S* value, const Shape& out_shape) {
 
 // out (contiguous, `shape`)[i] = f(a[i]).
 template <typename R, typename A, typename F>
-void map1(R* __restrict out, const Operand<A>& a, const Shape& shape, F f) {
+void map1(R* __restrict out, const Operand<A>& a, const Shape& shape, F f, vm::ThreadPool* pool = nullptr) {
   const Shape os = vm::contiguous_strides(shape);
   const Shape* const st[2] = {&os, &a.strides};
   StridedLoop<2> loop(shape, st);
   const int64_t sa = loop.inner_stride(1);
-  loop.for_each_run([&](const int64_t* off, int64_t n) {
+  loop.for_each_run(pool, [&](const int64_t* off, int64_t n) {
     R* __restrict o = out + off[0];
     const A* __restrict pa = a.data + off[1];
     if (sa == 1) {
@@ -179,12 +213,13 @@ void map1(R* __restrict out, const Operand<A>& a, const Shape& shape, F f) {
 
 // out (contiguous, `shape`)[i] = f(a[i], b[i]).
 template <typename R, typename A, typename B, typename F>
-void map2(R* __restrict out, const Operand<A>& a, const Operand<B>& b, const Shape& shape, F f) {
+void map2(R* __restrict out, const Operand<A>& a, const Operand<B>& b, const Shape& shape, F f,
+          vm::ThreadPool* pool = nullptr) {
   const Shape os = vm::contiguous_strides(shape);
   const Shape* const st[3] = {&os, &a.strides, &b.strides};
   StridedLoop<3> loop(shape, st);
   const int64_t sa = loop.inner_stride(1), sb = loop.inner_stride(2);
-  loop.for_each_run([&](const int64_t* off, int64_t n) {
+  loop.for_each_run(pool, [&](const int64_t* off, int64_t n) {
     R* __restrict o = out + off[0];
     const A* __restrict pa = a.data + off[1];
     const B* __restrict pb = b.data + off[2];
@@ -204,12 +239,13 @@ void map2(R* __restrict out, const Operand<A>& a, const Operand<B>& b, const Sha
 
 // out (contiguous, `shape`)[i] = f(a[i], b[i], c[i]).
 template <typename R, typename A, typename B, typename C, typename F>
-void map3(R* __restrict out, const Operand<A>& a, const Operand<B>& b, const Operand<C>& c, const Shape& shape, F f) {
+void map3(R* __restrict out, const Operand<A>& a, const Operand<B>& b, const Operand<C>& c, const Shape& shape, F f,
+          vm::ThreadPool* pool = nullptr) {
   const Shape os = vm::contiguous_strides(shape);
   const Shape* const st[4] = {&os, &a.strides, &b.strides, &c.strides};
   StridedLoop<4> loop(shape, st);
   const int64_t sa = loop.inner_stride(1), sb = loop.inner_stride(2), sc = loop.inner_stride(3);
-  loop.for_each_run([&](const int64_t* off, int64_t n) {
+  loop.for_each_run(pool, [&](const int64_t* off, int64_t n) {
     R* __restrict o = out + off[0];
     const A* __restrict pa = a.data + off[1];
     const B* __restrict pb = b.data + off[2];

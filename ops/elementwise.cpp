@@ -173,7 +173,7 @@ Tensor apply2(OpContext& ctx, const Value& x, const Value& y, F f) {
   Operand<S> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = S(scalar_to<T>(x, "x")), scalar_operand(&sx, shape));
   Operand<S> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = S(scalar_to<T>(y, "y")), scalar_operand(&sy, shape));
   Tensor out = ctx.empty(vm::dtype_of<R>::value, shape);
-  map2(out_data<R>(out), ox, oy, shape, f);
+  map2(out_data<R>(out), ox, oy, shape, f, ctx.threads);
   return out;
 }
 

@@ -36,7 +36,7 @@ void where_op(OpContext& ctx, const Args& a, Value* out) {
     Operand<S> ox = x.is_tensor() ? operand<T>(x.tensor_unchecked(), shape) : (sx = S(scalar_to<T>(x, "x")), scalar_operand(&sx, shape));
     Operand<S> oy = y.is_tensor() ? operand<T>(y.tensor_unchecked(), shape) : (sy = S(scalar_to<T>(y, "y")), scalar_operand(&sy, shape));
     Tensor o = ctx.empty(dt, shape);
-    map3(out_data<T>(o), operand<bool>(cond, shape), ox, oy, shape, [](uint8_t c, S u, S v) { return c ? u : v; });
+    map3(out_data<T>(o), operand<bool>(cond, shape), ox, oy, shape, [](uint8_t c, S u, S v) { return c ? u : v; }, ctx.threads);
     return o;
   });
 }
@@ -56,7 +56,8 @@ void masked_fill_op(OpContext& ctx, const Args& a, Value* out) {
     using S = storage_t<T>;
     const S v = S(scalar_to<T>(value, "value"));
     Tensor o = ctx.empty(x.dtype(), shape);
-    map2(out_data<T>(o), operand<T>(x, shape), operand<bool>(mask, shape), shape, [v](S u, uint8_t m) { return m ? v : u; });
+    map2(out_data<T>(o), operand<T>(x, shape), operand<bool>(mask, shape), shape, [v](S u, uint8_t m) { return m ? v : u; },
+         ctx.threads);
     return o;
   });
 }

@@ -28,7 +28,14 @@ Tensor map_f32(OpContext& ctx, const Tensor& x, F f) {
   const float* __restrict px = x.data<float>();
   float* __restrict py = y.data<float>();
   const int64_t n = x.numel();
-  for (int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+  const auto range = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
+  };
+  if (n >= kParallelElements) {
+    ctx.parallel_for(n, kParallelElements / 2, range);
+  } else {
+    range(0, n);
+  }
   return y;
 }
 

@@ -58,7 +58,7 @@ LINEAR_PROGRAMS = {
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("outf", [1, 7, 300])
 @pytest.mark.parametrize("in_", [512, 100, 17, 1])
-@pytest.mark.parametrize("rows", range(2, 9))
+@pytest.mark.parametrize("rows", [*range(2, 10), 12, 13, 31, 32, 33])  # 2..8 streaming, 9..32 blocked, 33 GEMM
 def test_linear_few_rows(rng, rows, in_, outf, bias):
     x = (rng.standard_normal((rows, in_)) / 4).astype(np.float32)
     w = (rng.standard_normal((outf, in_)) / 4).astype(np.float32)
@@ -71,7 +71,7 @@ def test_linear_few_rows(rng, rows, in_, outf, bias):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [2, 5, 8])
+@pytest.mark.parametrize("rows", [2, 5, 8, 11, 32])
 @pytest.mark.parametrize("in_", [64, 17])
 def test_linear_few_rows_threads(rng, rows, in_):
     """Output features split over 2 threads (an odd feature at each chunk's end) give the 1-thread result."""
