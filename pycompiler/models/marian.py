@@ -273,6 +273,8 @@ class _Opts(tuple):
         return super().__new__(cls, values)
 
     def __getattr__(self, name):
+        if name not in SEARCH_OPTIONS:
+            raise AttributeError(name)
         return self[SEARCH_OPTIONS.index(name)]
 
     @property
@@ -292,10 +294,6 @@ def first(a, b):
 
 def second(a, b):
     return b
-
-
-def nothing(x):
-    return None
 
 
 def limit_minus_one(limit, new_len):

@@ -12,6 +12,8 @@ from marian_fixtures import hf
 from tensorvm.pycompiler.generation import generate
 
 SCORE_TOL = 1e-4
+# What a test session compared (printed by the suites' report tests).
+STATS = {"generate calls": 0, "rows": 0, "max sequences_scores diff": 0.0, "max scores diff": 0.0}
 # Two finished hypotheses of one sentence whose scores are this close are a tie in
 # float32 (they come from sums of ~10 log-probs, each a few ulps from torch's).
 TIE = 2e-5
@@ -55,6 +57,11 @@ def compare(ckpt, prog, batches, *, scores: bool = False, **options) -> int:
         want = hf.generate(ckpt, ids, mask, with_scores=True, **options)
         got = generate(prog, ids, mask, output_scores=True, **options)
         where = f"options {options}, input {ids.tolist()}"
+        STATS["generate calls"] += 1
+        STATS["rows"] += int(got.sequences.shape[0])
+        if beams > 1 and got.sequences_scores.shape == want["sequences_scores"].shape:
+            STATS["max sequences_scores diff"] = max(STATS["max sequences_scores diff"], float(
+                np.abs(got.sequences_scores - want["sequences_scores"]).max()))
         if beams > 1:
             np.testing.assert_allclose(got.sequences_scores, want["sequences_scores"], atol=SCORE_TOL, rtol=0,
                                        err_msg=where)
@@ -78,4 +85,6 @@ def _compare_scores(want: np.ndarray, got: np.ndarray, where: str) -> None:
     assert want.shape == got.shape, f"scores shape {got.shape} != {want.shape}: {where}"
     finite = np.isfinite(want)
     np.testing.assert_array_equal(np.isfinite(got), finite, err_msg=f"-inf pattern: {where}")
+    if finite.any():
+        STATS["max scores diff"] = max(STATS["max scores diff"], float(np.abs(got[finite] - want[finite]).max()))
     np.testing.assert_allclose(got[finite], want[finite], atol=SCORE_TOL, rtol=0, err_msg=where)

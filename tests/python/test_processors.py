@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from marian_fixtures import hf, imported, random_sources
-from parity_helpers import compare
+from parity_helpers import STATS, compare
 from tensorvm.pycompiler.generation import generate
 
 OPUS = "opus-mt-en-fr-random"
@@ -186,3 +186,8 @@ def test_checkpoint_generation_config_gives_the_defaults(tmp_path):
         np.testing.assert_array_equal(got.sequences, want["sequences"])
         np.testing.assert_allclose(got.sequences_scores, want["sequences_scores"], atol=1e-4)
     assert compare(ckpt, prog, batches, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0) == 0
+
+
+def test_report():
+    """Not a check: prints what the parity tests compared (pytest -s)."""
+    print("\nparity so far:", STATS)
