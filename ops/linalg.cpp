@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
 namespace ops {
@@ -172,6 +173,16 @@ void blocked_rows(const float* x, int64_t rows, const float* w, const float* bia
 }
 
 }  // namespace
+
+void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n, float* y,
+                  int64_t y_stride) {
+  if (rows <= 0 || n <= 0) return;
+  if (rows <= kMaxDecodeRows) {
+    kDecode[rows - 1](x, w, bias, y, in, y_stride, 0, n);
+  } else {
+    blocked_rows(x, rows, w, bias, y, in, y_stride, 0, n);
+  }
+}
 
 // linear(x, weight, bias=None): x[..., in] @ weight[out, in]^T + bias[out]
 static void linear(OpContext& ctx, const Args& a, Value* out) {

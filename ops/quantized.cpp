@@ -12,6 +12,7 @@
 
 #include <Eigen/Core>
 
+#include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
 namespace ops {
@@ -24,6 +25,7 @@ using RowMap = Eigen::Map<RowMatrix>;
 
 constexpr int64_t kMaxDecodeRows = 8;  // rows up to this use the streaming dot-product path
 constexpr int64_t kBlockRows = 64;     // weight rows dequantized per GEMM block
+constexpr int64_t kMaxBlockedRows = 32;  // up to this many rows, the f32 blocked dot kernel beats Eigen's GEMM
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 inline float hsum(__m256 s) {
@@ -161,9 +163,13 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
             const float f = sp[j0 + i];
             for (int64_t k = 0; k < in; ++k) s[k] = float(q[k]) * f;
           }
-          auto Yj = Y.middleCols(j0, n);
-          Yj.noalias() = X * S.topRows(n).transpose();
-          if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp + j0, n);
+          if (rows <= kMaxBlockedRows) {
+            dot_rows_f32(x.data<float>(), rows, in, S.data(), bp ? bp + j0 : nullptr, n, Y.data() + j0, outf);
+          } else {
+            auto Yj = Y.middleCols(j0, n);
+            Yj.noalias() = X * S.topRows(n).transpose();
+            if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp + j0, n);
+          }
         }
       }
     });

@@ -27,9 +27,11 @@ def both_raise(*args, match="", **kwargs):
         ref.linear_int8(*args, **kwargs)
 
 
-# Row counts 1..8 take the streaming decode path, more the dequantized-block GEMM;
-# feature counts that are not multiples of 16/32 exercise the SIMD tails.
-@pytest.mark.parametrize("shape", [(45,), (1, 64), (3, 100), (8, 33), (9, 64), (2, 5, 45), (4, 10, 70), (1, 1, 7)])
+# Row counts 1..8 take the streaming decode path, 9..32 dequantized blocks with the f32
+# blocked dot kernel, more dequantized blocks with Eigen's GEMM; feature counts that are
+# not multiples of 16/32 exercise the SIMD tails.
+@pytest.mark.parametrize("shape", [(45,), (1, 64), (3, 100), (8, 33), (9, 64), (2, 5, 45), (4, 10, 70), (1, 1, 7),
+                                   (32, 37), (33, 40)])
 def test_linear_int8_random(rng, shape):
     q, s = qweight(rng, 150, shape[-1])
     x = rng.standard_normal(shape).astype(np.float32)
@@ -41,10 +43,11 @@ def test_linear_int8_random(rng, shape):
 
 
 def test_linear_int8_many_blocks(rng):
-    """Several 64-row blocks with a partial last one, on the GEMM path."""
+    """Several 64-row blocks with a partial last one, on the blocked-dot and GEMM paths."""
     q, s = qweight(rng, 200, 48)
-    x = rng.standard_normal((30, 48)).astype(np.float32)
-    check(x, q, s, rng.standard_normal(200).astype(np.float32), rtol=1e-4, atol=1e-4)
+    for rows in (30, 50):
+        x = rng.standard_normal((rows, 48)).astype(np.float32)
+        check(x, q, s, rng.standard_normal(200).astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("xs, out", [((0, 8), 5), ((2, 0, 8), 5), ((3, 8), 0), ((3, 0), 4), ((20, 0), 4), ((0,), 3)])
@@ -129,7 +132,7 @@ def f(x: Tensor, w: Tensor, s: Tensor, b: Tensor) -> Tensor:
 """
 
 
-@pytest.mark.parametrize("rows", [1, 3, 20])
+@pytest.mark.parametrize("rows", [1, 3, 20, 40])
 def test_linear_int8_threads(rng, rows):
     """Output features split over 2 threads (decode path and block GEMM) give the 1-thread result."""
     q, s = qweight(rng, 3000, 70)

@@ -1,0 +1,16 @@
+// The f32 dot-product kernels of linear, shared with linear_int8 (which dequantizes a
+// block of weight rows into f32 and hands it over).
+#pragma once
+
+#include <cstdint>
+
+namespace ops {
+
+// y[r * y_stride + j] = dot(x[r, :], w[j, :]) + bias[j] (bias may be null) for r < rows,
+// j < n; x is [rows, in] and w is [n, in], both row-major. Single-threaded: callers
+// split j over threads. Streams w once (rows <= 8), or in L1-sized blocks reused by
+// groups of 4 rows (more rows).
+void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n, float* y,
+                  int64_t y_stride);
+
+}  // namespace ops
