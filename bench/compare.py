@@ -385,8 +385,10 @@ def make_chart(report: dict, path: Path) -> str | None:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
     plt.close(fig)
+    os.replace(tmp, path)  # never a half-written chart
     return None
 
 
@@ -587,7 +589,9 @@ def main(argv=None) -> int:
     note = make_chart(report, png)
     report["chart"] = str(png) if note is None else note
     report["worker_log"] = str(log_path)
-    out.write_text(json.dumps(report, indent=2, default=float) + "\n")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2, default=float) + "\n")
+    os.replace(tmp, out)  # never a half-written report
     print(f"\nwrote {out}" + (f" and {png}" if note is None else f" ({note})"))
     errors = [n for n, r in report["engines"].items() if r.get("status") == "error"]
     if args.strict and (mism or errors):
