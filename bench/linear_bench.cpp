@@ -3,7 +3,8 @@
 // decode order so that nothing is reused from cache between steps, as in generate.
 //   tensorvm-bench-linear [threads=2] [reps=15] [rows=1,2,4,8,16,32]
 // Prints, per row count, the median ms per step and the GB/s of weights read, for
-// linear (f32) and linear_int8, split into the layer products and the projection.
+// linear (f32), linear_int8 (weight-only) and linear_w8a8 (int8 x int8), split into the
+// layer products and the projection.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -25,9 +26,20 @@ using vm::Tensor;
 using vm::Value;
 
 struct Product {
-  Tensor w, scale, q, bias;  // f32 weight; int8 weight + scale; bias
+  Tensor w, scale, q, packed, bias;  // f32 weight; int8 weight + scale; q packed for linear_w8a8; bias
   int64_t in, out;
 };
+
+// pycompiler/quantize.py pack_w8a8: [ceil(out/16), ceil(in/4), 16, 4], zero-padded.
+Tensor pack_w8a8(const Tensor& q, int64_t out, int64_t in) {
+  const int64_t nb = (out + 15) / 16, kb = (in + 3) / 4;
+  Tensor p = Tensor::zeros(DType::i8, {nb, kb, 64});
+  int8_t* d = p.data<int8_t>();
+  const int8_t* s = q.data<int8_t>();
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t k = 0; k < in; ++k) d[((j / 16) * kb + k / 4) * 64 + (j % 16) * 4 + k % 4] = s[j * in + k];
+  return p;
+}
 
 Tensor random_f32(const Shape& s, std::mt19937& g) {
   Tensor t = Tensor::empty(DType::f32, s);
@@ -39,10 +51,11 @@ Tensor random_f32(const Shape& s, std::mt19937& g) {
 
 Product make_product(int64_t out, int64_t in, std::mt19937& g) {
   Product p{random_f32({out, in}, g), Tensor::empty(DType::f32, {out}), Tensor::empty(DType::i8, {out, in}),
-            random_f32({out}, g), in, out};
+            Tensor(), random_f32({out}, g), in, out};
   std::uniform_int_distribution<int> d(-127, 127);
   int8_t* q = p.q.data<int8_t>();
   for (int64_t i = 0; i < out * in; ++i) q[i] = int8_t(d(g));
+  p.packed = pack_w8a8(p.q, out, in);
   std::fill_n(p.scale.data<float>(), out, 1e-3f);
   return p;
 }
@@ -56,8 +69,9 @@ struct Timing {
   double layers_ms, head_ms;
 };
 
-Timing time_step(const std::vector<Product>& prods, int64_t rows, bool int8, ops::OpContext& ctx, int reps) {
-  const ops::OpDef* op = ops::Registry::get().find(int8 ? "linear_int8" : "linear");
+Timing time_step(const std::vector<Product>& prods, int64_t rows, const char* op_name, ops::OpContext& ctx, int reps) {
+  const ops::OpDef* op = ops::Registry::get().find(op_name);
+  const bool int8 = op_name != std::string("linear");
   std::mt19937 g(7);
   std::vector<double> layers, head;
   std::vector<Tensor> xs;
@@ -68,7 +82,7 @@ Timing time_step(const std::vector<Product>& prods, int64_t rows, bool int8, ops
       const Product& p = prods[i];
       std::vector<Value> args{Value(p.in == 512 ? xs[0] : xs[1])};
       if (int8) {
-        args.push_back(Value(p.q));
+        args.push_back(Value(op_name == std::string("linear_w8a8") ? p.packed : p.q));
         args.push_back(Value(p.scale));
       } else {
         args.push_back(Value(p.w));
@@ -126,10 +140,11 @@ int main(int argc, char** argv) {
   fmt::print("{:>5} {:>6} {:>11} {:>9} {:>11} {:>9} {:>10}\n", "rows", "dtype", "layers ms", "GB/s", "head ms", "GB/s",
              "step ms");
   for (int64_t r : rows) {
-    for (bool int8 : {false, true}) {
-      const Timing t = time_step(prods, r, int8, ctx, reps);
-      const double bpe = int8 ? 1.0 : 4.0;  // bytes per weight element (scales are 0.2%)
-      fmt::print("{:>5} {:>6} {:>11.3f} {:>9.1f} {:>11.3f} {:>9.1f} {:>10.3f}\n", r, int8 ? "int8" : "f32",
+    for (const char* name : {"linear", "linear_int8", "linear_w8a8"}) {
+      const Timing t = time_step(prods, r, name, ctx, reps);
+      const bool f32 = name == std::string("linear");
+      const double bpe = f32 ? 4.0 : 1.0;  // bytes per weight element (scales are 0.2%)
+      fmt::print("{:>5} {:>6} {:>11.3f} {:>9.1f} {:>11.3f} {:>9.1f} {:>10.3f}\n", r, f32 ? "f32" : name + 7,
                  t.layers_ms, layer_bytes * bpe / t.layers_ms / 1e6, t.head_ms, head_bytes * bpe / t.head_ms / 1e6,
                  t.layers_ms + t.head_ms);
     }

@@ -184,6 +184,15 @@ void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, cons
   }
 }
 
+Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor* bias, int64_t& rows) {
+  if (bias && (bias->dtype() != DType::f32 || bias->ndim() != 1 || bias->size(0) != outf))
+    vm::fail("bias must be f32[{}], got {}", outf, bias->describe());
+  Shape os = x.shape();
+  os[os.size() - 1] = outf;
+  rows = Shape(x.shape().begin(), x.shape().end() - 1).numel();
+  return ctx.empty(DType::f32, os);
+}
+
 // linear(x, weight, bias=None): x[..., in] @ weight[out, in]^T + bias[out]
 static void linear(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = a.tensor(0);
@@ -194,12 +203,8 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   if (w.ndim() != 2) vm::fail("weight must be 2-D [out, in], got {}", w.describe());
   const int64_t in = x.size(-1), outf = w.size(0);
   if (w.size(1) != in) vm::fail("x has {} features but weight is {}", in, w.describe());
-  if (b && (b->dtype() != DType::f32 || b->ndim() != 1 || b->size(0) != outf))
-    vm::fail("bias must be f32[{}], got {}", outf, b->describe());
-  Shape os = x.shape();
-  os[os.size() - 1] = outf;
-  Tensor y = ctx.empty(DType::f32, os);
-  const int64_t rows = Shape(x.shape().begin(), x.shape().end() - 1).numel();
+  int64_t rows;
+  Tensor y = linear_output(ctx, x, outf, b, rows);
   RowMap Y(y.data<float>(), rows, outf);
   if (in == 0) {
     Y.setZero();  // an empty sum

@@ -4,7 +4,13 @@
 
 #include <cstdint>
 
+#include "ops/registry.h"
+
 namespace ops {
+
+// The output of linear / linear_int8 / linear_w8a8: checks `bias` (f32 [outf] or null)
+// and allocates y with x's shape but `outf` last; `rows` gets the product of x's other dims.
+Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor* bias, int64_t& rows);
 
 // y[r * y_stride + j] = dot(x[r, :], w[j, :]) + bias[j] (bias may be null) for r < rows,
 // j < n; x is [rows, in] and w is [n, in], both row-major. Single-threaded: callers

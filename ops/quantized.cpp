@@ -121,12 +121,8 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   if (w.size(1) != in) vm::fail("x has {} features but weight is {}", in, w.describe());
   if (sc.dtype() != DType::f32 || sc.ndim() != 1 || sc.size(0) != outf)
     vm::fail("scale must be f32[{}], got {}", outf, sc.describe());
-  if (b && (b->dtype() != DType::f32 || b->ndim() != 1 || b->size(0) != outf))
-    vm::fail("bias must be f32[{}], got {}", outf, b->describe());
-  Shape os = x.shape();
-  os[os.size() - 1] = outf;
-  Tensor y = ctx.empty(DType::f32, os);
-  const int64_t rows = Shape(x.shape().begin(), x.shape().end() - 1).numel();
+  int64_t rows;
+  Tensor y = linear_output(ctx, x, outf, b, rows);
   if (rows == 0 || outf == 0) {
     out[0] = std::move(y);
     return;

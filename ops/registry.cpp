@@ -18,6 +18,7 @@ void register_shape_ops(Registry& r);
 void register_index_ops(Registry& r);
 void register_object_ops(Registry& r);
 void register_quantized_ops(Registry& r);
+void register_w8a8_ops(Registry& r);
 void register_generation_ops(Registry& r);
 
 const Registry& Registry::get() {
@@ -33,6 +34,7 @@ const Registry& Registry::get() {
     register_index_ops(*r);
     register_object_ops(*r);
     register_quantized_ops(*r);
+    register_w8a8_ops(*r);
     register_generation_ops(*r);
     std::sort(r->ops_.begin(), r->ops_.end(), [](const OpDef& a, const OpDef& b) {
       return std::tie(a.group, a.name) < std::tie(b.group, b.name);

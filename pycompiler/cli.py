@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from .quantize import QUANTIZATIONS
+
 
 class CLIError(Exception):
     pass
@@ -181,7 +183,8 @@ def _parser() -> argparse.ArgumentParser:
     h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
-    h.add_argument("--quantize", choices=["int8"], default=None, help="int8: linear weights quantized per output row (weight-only; activations stay f32)")
+    h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
+                   help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
     return p

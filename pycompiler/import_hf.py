@@ -15,6 +15,7 @@ import numpy as np
 
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
+from .quantize import QUANTIZATIONS
 
 # generation_config fields that change results, with the value that means "off".
 # A checkpoint asking for one that `generate` does not implement is refused. (The
@@ -139,23 +140,26 @@ def spec_from_config(config, gen) -> MarianSpec:
 _LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
 
 
-def _quantize_linears(weights: dict, spec: MarianSpec) -> None:
-    """The build step of linear_int8: every linear weight (and the output projection)
-    becomes int8 rows plus one f32 scale per row; the exporter keeps only what the
-    traced program uses, so the f32 originals of quantized layers are not written."""
-    from .quantize import quantize_int8
+def _quantize_linears(weights: dict, spec: MarianSpec, mode: str) -> None:
+    """The build step of linear_int8 / linear_w8a8: every linear weight (and the output
+    projection) becomes int8 rows plus one f32 scale per row (w8a8: packed for VNNI);
+    the exporter keeps only what the traced program uses, so the f32 originals of
+    quantized layers are not written."""
+    from .quantize import pack_w8a8, quantize_int8
 
-    spec.quantize = "int8"
-    for name in [n for n in weights if n.endswith(_LINEAR_SUFFIXES) and weights[n].ndim == 2]:
-        weights[name + ".int8"], weights[name + ".scale"] = quantize_int8(weights[name])
-    q, scale = quantize_int8(weights[spec.lm_head])
-    weights[spec.lm_head + ".int8"], weights[spec.lm_head + ".scale"] = q, scale
+    spec.quantize = mode
+    names = [n for n in weights if n.endswith(_LINEAR_SUFFIXES) and weights[n].ndim == 2] + [spec.lm_head]
+    for name in dict.fromkeys(names):
+        q, scale = quantize_int8(weights[name])
+        weights[f"{name}.{mode}"] = q if mode == "int8" else pack_w8a8(q)
+        weights[f"{name}.scale"] = scale
 
 
 def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
     """Reads a MarianMTModel checkpoint directory and writes a program directory."""
-    if quantize not in (None, "int8"):
-        raise UnsupportedConfig(f"import_hf: quantize={quantize!r} is not supported (None or 'int8')")
+    if quantize is not None and quantize not in QUANTIZATIONS:
+        raise UnsupportedConfig(
+            f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
     config, gen, state = _load(checkpoint_dir)
     spec = spec_from_config(config, gen)
     names = {n: canonical for n, (canonical, _) in state.items()}
@@ -173,8 +177,8 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         weights["generation_config.suppress_tokens"] = np.asarray(spec.suppress_tokens, np.int64)
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
-    if quantize == "int8":
-        _quantize_linears(weights, spec)
+    if quantize is not None:
+        _quantize_linears(weights, spec, quantize)
     for side in ("encoder", "decoder"):
         pos = weights[f"model.{side}.embed_positions.weight"]
         if not np.any(pos):

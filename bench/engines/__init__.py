@@ -12,6 +12,7 @@ from .base import Engine, EngineUnavailable, MarianIds  # noqa: F401
 ENGINES: dict[str, tuple[str, str, dict]] = {
     "tensorvm": ("tensorvm_engine", "TensorVMEngine", {}),
     "tensorvm-int8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "int8"}),
+    "tensorvm-w8a8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "w8a8"}),
     "transformers": ("transformers_engine", "TransformersEngine", {}),
     "ctranslate2-float32": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "float32"}),
     "ctranslate2-int8": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "int8"}),
@@ -19,7 +20,7 @@ ENGINES: dict[str, tuple[str, str, dict]] = {
 }
 
 REFERENCE = "transformers"  # parity reference (tokens)
-DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
+DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
 
 
 def make_engine(name: str) -> Engine:

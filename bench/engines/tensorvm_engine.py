@@ -18,7 +18,7 @@ class TensorVMEngine(Engine):
 
     def __init__(self, quantize: str = "float32"):
         self.quantize = quantize
-        self.precision = "int8" if quantize == "int8" else "float32"
+        self.precision = "float32" if quantize == "float32" else "int8"
         self.name = "tensorvm" if quantize == "float32" else f"tensorvm-{quantize}"
         self.session = None
 

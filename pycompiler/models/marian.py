@@ -107,8 +107,9 @@ def _act(spec: MarianSpec, x):
 
 def _proj(spec, x, prefix: str, layer):
     bias = T.param(prefix + ".bias", layer)
-    if spec.quantize == "int8":  # weights quantized offline by the import (pycompiler/quantize.py)
-        return T.linear_int8(x, T.param(prefix + ".weight.int8", layer), T.param(prefix + ".weight.scale", layer), bias)
+    if spec.quantize is not None:  # weights quantized offline by the import (pycompiler/quantize.py)
+        linear = T.linear_int8 if spec.quantize == "int8" else T.linear_w8a8
+        return linear(x, T.param(f"{prefix}.weight.{spec.quantize}", layer), T.param(prefix + ".weight.scale", layer), bias)
     return T.linear(x, T.param(prefix + ".weight", layer), bias)
 
 
@@ -210,8 +211,9 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         for layer in range(spec.decoder_layers):
             x = decoder_layer(x, cache, source_mask, layer)
         x = T.reshape(x, [T.size(x, 0), d])
-        if spec.quantize == "int8":
-            logits = T.linear_int8(x, T.param(spec.lm_head + ".int8"), T.param(spec.lm_head + ".scale"))
+        if spec.quantize is not None:
+            linear = T.linear_int8 if spec.quantize == "int8" else T.linear_w8a8
+            logits = linear(x, T.param(f"{spec.lm_head}.{spec.quantize}"), T.param(spec.lm_head + ".scale"))
         else:
             logits = T.linear(x, T.param(spec.lm_head))
         return T.add(logits, T.param("final_logits_bias"))

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINES = ["tensorvm", "tensorvm-int8", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
+ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8",
+           "onnxruntime"]
 
 
 def _missing():
