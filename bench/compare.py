@@ -40,11 +40,11 @@ from bench.engines import DEFAULT_ENGINES, ENGINES, REFERENCE, EngineUnavailable
 
 FULL = dict(
     checkpoint="opus-mt-en-fr-random", lengths=[8, 32, 128], batches=[1, 8], beams=[1, 4], new_tokens=32,
-    warmup=1, reps=5, bw_mib=512, bw_reps=7,
+    warmup=1, reps=5, rounds=2, bw_mib=512, bw_reps=7,
 )
 QUICK = dict(
     checkpoint="tiny-marian", lengths=[8, 16], batches=[1, 2], beams=[1, 4], new_tokens=8,
-    warmup=1, reps=2, bw_mib=256, bw_reps=3,
+    warmup=1, reps=2, rounds=1, bw_mib=256, bw_reps=3,
 )
 
 
@@ -227,6 +227,39 @@ def run_prepare(name: str, run_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------- parent
+
+
+def merge_rounds(results: list[dict], new_tokens: int) -> dict:
+    """One engine's worker results of several rounds as one: the timed repetitions of
+    every case pooled before taking medians (a derived encoder time, which is itself a
+    difference of medians, is the median over rounds), peak RSS the largest, load time
+    the median. A failed round makes the engine's result that failure."""
+    failed = [r for r in results if r.get("status") != "ok"]
+    if failed or len(results) == 1:
+        return failed[0] if failed else results[0]
+    merged = dict(results[-1])
+    merged["rounds"] = len(results)
+    merged["peak_rss_MB"] = max(r["peak_rss_MB"] for r in results)
+    merged["load_s"] = median([r["load_s"] for r in results])
+    merged["loadavg_before"] = [r["loadavg_before"] for r in results]
+    merged["loadavg_after"] = [r["loadavg_after"] for r in results]
+    cases = []
+    for c in results[-1]["cases"]:
+        same = [next(x for x in r["cases"] if x["key"] == c["key"]) for r in results]
+        m = dict(c)
+        m["generate_runs_ms"] = [t for x in same for t in x["generate_runs_ms"]]
+        m["generate_ms"] = median(m["generate_runs_ms"])
+        if c["encoder_note"] == "measured":
+            m["encoder_runs_ms"] = [t for x in same for t in x["encoder_runs_ms"]]
+            m["encoder_ms"] = median(m["encoder_runs_ms"])
+        elif c["encoder_ms"] is not None:
+            m["encoder_ms"] = median([x["encoder_ms"] for x in same])
+        m["ms_per_token"] = (m["generate_ms"] - (m["encoder_ms"] or 0.0)) / new_tokens
+        m["sentences_per_s"] = m["batch"] / (m["generate_ms"] / 1e3)
+        m["deterministic"] = all(x["deterministic"] for x in same)
+        cases.append(m)
+    merged["cases"] = cases
+    return merged
 
 
 def _spawn(mode: str, name: str, run_dir: Path, threads: int, log) -> int:
@@ -432,6 +465,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new-tokens", type=int, help="new tokens per sequence (fixed; the last one is EOS)")
     ap.add_argument("--reps", type=int, help="timed repetitions (medians are reported)")
     ap.add_argument("--warmup", type=int, help="untimed warm-up runs per case")
+    ap.add_argument("--rounds", type=int, help="run the engines this many times in turn and pool the repetitions "
+                    "(default 1; 2 for the full run)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--cache", help=f"cache for converted/exported models (${checkpoint.BENCH_CACHE_ENV} or bench/.cache)")
     ap.add_argument("--keep-pad-row", action="store_true", help="do not zero the pad embedding row (see checkpoint.py)")
@@ -459,6 +494,7 @@ def main(argv=None) -> int:
         "new_tokens": args.new_tokens or base["new_tokens"],
         "warmup": base["warmup"] if args.warmup is None else args.warmup,
         "reps": args.reps or base["reps"],
+        "rounds": args.rounds or base["rounds"],
         "seed": args.seed,
         "quick": args.quick,
     }
@@ -500,6 +536,8 @@ def main(argv=None) -> int:
 
     log_path = run_dir / "workers.log"
     print(f"run dir {run_dir} (worker output: {log_path})", file=sys.stderr)
+    prepared: dict[str, dict] = {}
+    rounds: dict[str, list[dict]] = {}
     with open(log_path, "w") as log:
         for name in engines:
             print(f"[{name}] prepare ...", file=sys.stderr, flush=True)
@@ -510,17 +548,26 @@ def main(argv=None) -> int:
                 report["engines"][name] = {"status": prep.get("status", "error"), "error": prep.get("error"), "prepare": prep}
                 print(f"[{name}] {prep.get('status')}: {prep.get('error')}", file=sys.stderr)
                 continue
-            print(f"[{name}] run ...", file=sys.stderr, flush=True)
-            la0 = os.getloadavg()
-            rc = _spawn("--worker", name, run_dir, args.threads, log)
-            res_file = run_dir / f"{name}.json"
-            res = json.loads(res_file.read_text()) if res_file.exists() else {"status": "error", "error": f"worker exit {rc}"}
-            res["prepare"] = prep
-            res["loadavg_before"] = la0
-            res["loadavg_after"] = os.getloadavg()
-            report["engines"][name] = res
-            if res.get("status") != "ok":
-                print(f"[{name}] {res.get('status')}: {res.get('error')}", file=sys.stderr)
+            prepared[name] = prep
+        # Every engine once per round, in the same order: a slow drift of a shared
+        # machine's speed then falls on all engines alike instead of on whichever ran last.
+        for rnd in range(settings["rounds"]):
+            for name, prep in prepared.items():
+                of = f" (round {rnd + 1}/{settings['rounds']})" if settings["rounds"] > 1 else ""
+                print(f"[{name}] run{of} ...", file=sys.stderr, flush=True)
+                la0 = os.getloadavg()
+                rc = _spawn("--worker", name, run_dir, args.threads, log)
+                res_file = run_dir / f"{name}.json"
+                res = json.loads(res_file.read_text()) if res_file.exists() else {"status": "error", "error": f"worker exit {rc}"}
+                res_file.unlink(missing_ok=True)
+                res["prepare"] = prep
+                res["loadavg_before"] = la0
+                res["loadavg_after"] = os.getloadavg()
+                rounds.setdefault(name, []).append(res)
+                if res.get("status") != "ok":
+                    print(f"[{name}] {res.get('status')}: {res.get('error')}", file=sys.stderr)
+    for name, results in rounds.items():
+        report["engines"][name] = merge_rounds(results, settings["new_tokens"])
 
     # parity against transformers
     def tokens_of(name):
@@ -564,7 +611,8 @@ def main(argv=None) -> int:
     table = print_table(report)
     print()
     print(f"checkpoint {src_ck.name} ({ck_notes['pad_row'].split(';')[0]}), threads {args.threads}, "
-          f"{settings['new_tokens']} new tokens (fixed), medians of {settings['reps']} after {settings['warmup']} warm-up")
+          f"{settings['new_tokens']} new tokens (fixed), medians of {settings['reps']} x {settings['rounds']} round(s) "
+          f"after {settings['warmup']} warm-up")
     print(f"ratio 'x {ratio_ref}' = {ratio_ref} generate time / engine generate time; * = encoder ms derived")
     print(table)
     if "bandwidth" in report:
