@@ -19,4 +19,16 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
 void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n, float* y,
                   int64_t y_stride);
 
+// y[r, j] = dot(x[r], w[j]) + bias[j] for all rows and j in [j0, j1), with the register-
+// tiled AVX-512 GEMM (ops/gemm_f32.cpp); `pack` holds gemm_pack_floats() floats of
+// per-thread scratch. Only with kHaveGemmF32 (AVX-512 builds).
+#if defined(__AVX512F__)
+constexpr bool kHaveGemmF32 = true;
+#else
+constexpr bool kHaveGemmF32 = false;
+#endif
+int64_t gemm_pack_floats();
+void gemm_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, float* y,
+                   int64_t outf, int64_t j0, int64_t j1, float* pack);
+
 }  // namespace ops

@@ -71,8 +71,24 @@ def test_linear_few_rows(rng, rows, in_, outf, bias):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [2, 5, 8, 11, 32])
-@pytest.mark.parametrize("in_", [64, 17])
+# More than 32 rows: the register-tiled GEMM (tiles of 12 rows x 32 outputs, inputs in
+# slices of 256): row counts off the tile, outputs off the 32-block, inputs over a slice.
+@pytest.mark.parametrize("rows", [33, 40, 100])
+@pytest.mark.parametrize("in_, outf", [(600, 70), (256, 32), (3, 1), (513, 65)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_linear_many_rows(rng, rows, in_, outf, threads):
+    x = (rng.standard_normal((rows, in_)) / 4).astype(np.float32)
+    w = (rng.standard_normal((outf, in_)) / 4).astype(np.float32)
+    b = rng.standard_normal(outf).astype(np.float32)
+    session = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[True], ""), threads)
+    got = np.asarray(session.run("f", [x, w, b])[0])
+    np.testing.assert_allclose(got, ref.linear(x, w, b), rtol=1e-5, atol=1e-5)
+    nobias = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[False], ""), threads)
+    np.testing.assert_allclose(np.asarray(nobias.run("f", [x, w])[0]), ref.linear(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [2, 5, 8, 11, 32, 77])
+@pytest.mark.parametrize("in_", [64, 17, 300])
 def test_linear_few_rows_threads(rng, rows, in_):
     """Output features split over 2 threads (an odd feature at each chunk's end) give the 1-thread result."""
     x = (rng.standard_normal((1, rows, in_)) / 4).astype(np.float32)
