@@ -11,13 +11,14 @@ namespace ops {
 
 // exp(x) in float, within ~1 ulp of expf (Cephes polynomial on [-ln2/2, ln2/2]).
 // The clamp bounds are chosen so that no final fix-up is needed: x >= 100 scales by
-// 2^144 and overflows to inf, x <= -120 scales by 2^-173 and underflows to 0, and a
-// NaN passes the clamps and the polynomial unchanged.
+// 2^144 and overflows to inf, x <= -120 scales by 2^-173 and underflows to 0. A NaN
+// is clamped to `lo` for the arithmetic (converting NaN to an int is undefined) and
+// returned as is at the end (a select: the loop still vectorises).
 inline float exp_f32(float x) {
   const float hi = 100.0f;
   const float lo = -120.0f;
   float xc = x > hi ? hi : x;
-  xc = xc < lo ? lo : xc;
+  xc = xc >= lo ? xc : lo;  // NaN -> lo
   // n = round(x / ln2) via the 1.5 * 2^23 trick (no call, vectorises).
   const float shifter = 12582912.0f;
   const float n = (xc * 1.44269504088896341f + shifter) - shifter;
@@ -39,7 +40,8 @@ inline float exp_f32(float x) {
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);
-  return y * s1 * s2;
+  const float e = y * s1 * s2;
+  return x != x ? x : e;
 }
 
 // 1 / (1 + exp(-x)), torch's formula.
