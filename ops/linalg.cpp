@@ -226,7 +226,7 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
     const float* bp = b ? b->data<float>() : nullptr;
     float* yp = y.data<float>();
     ctx.parallel_for(outf, 16, [&](int64_t j0, int64_t j1) { blocked_rows(xp, rows, wp, bp, yp, in, outf, j0, j1); });
-  } else if (kHaveGemmF32 && rows > 0 && outf > 0) {
+  } else if (kHaveGemmF32 && rows > kMaxBlockedRows && outf > 0) {
     // Many rows: the register-tiled GEMM (1.2-1.6x Eigen's at 64-1024 rows on the opus-mt
     // shapes), output blocks of 32 split over threads.
     const float* xp = x.data<float>();
@@ -239,7 +239,7 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
       gemm_rows_f32(xp, rows, in, wp, bp, yp, outf, b0 * 32, std::min(b1 * 32, outf), pack.data<float>());
     });
   } else if (rows > 0 && outf > 0) {
-    // Without AVX-512: Eigen's GEMM. Split the output features over threads: each reads its own slice of the
+    // One row (Eigen's GEMV), or many without AVX-512 (Eigen's GEMM). Split the output features over threads: each reads its own slice of the
     // weight matrix, which is what bounds a decode step (batch 1 reads every weight once).
     const ConstRowMap X(x.data<float>(), rows, in);
     const ConstRowMap W(w.data<float>(), outf, in);

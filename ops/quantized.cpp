@@ -143,12 +143,13 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { fn(xp, qp, sp, bp, yp, in, outf, j0, j1); });
   } else {
     // Many rows: per thread, dequantize kBlockRows weight rows at a time into its own
-    // slice of one f32 scratch and multiply with Eigen.
+    // slice of one f32 scratch and multiply with linear's f32 kernels (or Eigen's GEMM).
     const int64_t nblocks = (outf + kBlockRows - 1) / kBlockRows;
     const int64_t tasks = std::min<int64_t>(nblocks, std::max(1, ctx.threads ? ctx.threads->size() : 1));
     Tensor scratch = ctx.empty(DType::f32, Shape{tasks, kBlockRows, in});
     const ConstRowMap X(x.data<float>(), rows, in);
     ctx.parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      Tensor pack = ctx.empty(DType::f32, Shape{std::max<int64_t>(1, gemm_pack_floats())});
       for (int64_t t = t0; t < t1; ++t) {
         RowMap S(scratch.data<float>() + t * kBlockRows * in, kBlockRows, in);
         for (int64_t blk = nblocks * t / tasks; blk < nblocks * (t + 1) / tasks; ++blk) {
@@ -161,6 +162,9 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
           }
           if (rows <= kMaxBlockedRows) {
             dot_rows_f32(x.data<float>(), rows, in, S.data(), bp ? bp + j0 : nullptr, n, Y.data() + j0, outf);
+          } else if (kHaveGemmF32) {
+            gemm_rows_f32(x.data<float>(), rows, in, S.data(), bp ? bp + j0 : nullptr, Y.data() + j0, outf, 0, n,
+                          pack.data<float>());
           } else {
             auto Yj = Y.middleCols(j0, n);
             Yj.noalias() = X * S.topRows(n).transpose();
