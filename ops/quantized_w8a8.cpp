@@ -73,14 +73,30 @@ struct Problem {
   int64_t outf;
 };
 
-// Output blocks [jb, jb + J) for R rows starting at row r0.
-template <int R, int J>
-void block_rows(const Problem& p, int64_t r0, int64_t jb) {
+#if TENSORVM_VNNI
+// sums[16 j + jj] = sum over the inputs of the weight row of output 16 (jb + j) + jj.
+template <int J>
+void block_sums(const Problem& p, int64_t jb, int32_t* sums) {
+  const int8_t* w = p.w + jb * p.kb * 64;
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int j = 0; j < J; ++j) {
+    __m512i s = _mm512_setzero_si512();
+    for (int64_t kq = 0; kq < p.kb; ++kq) s = _mm512_dpbusd_epi32(s, ones, _mm512_loadu_si512(w + (j * p.kb + kq) * 64));
+    _mm512_storeu_si512(sums + 16 * j, s);
+  }
+}
+#endif
+
+// Output blocks [jb, jb + J) for R rows starting at row r0. kInlineSums: the weight
+// sums (for the -128 shift) are taken in the same pass, which costs nothing extra when
+// one group of rows covers every row; otherwise they come precomputed in `sums`.
+template <int R, int J, bool kInlineSums>
+void block_rows(const Problem& p, int64_t r0, int64_t jb, const int32_t* sums) {
   const int8_t* w = p.w + jb * p.kb * 64;
 #if TENSORVM_VNNI
   __m512i acc[J][R], sum[J];
   for (int j = 0; j < J; ++j) {
-    sum[j] = _mm512_setzero_si512();
+    sum[j] = kInlineSums ? _mm512_setzero_si512() : _mm512_loadu_si512(sums + 16 * j);
     for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_si512();
   }
   const __m512i ones = _mm512_set1_epi8(1);
@@ -90,7 +106,7 @@ void block_rows(const Problem& p, int64_t r0, int64_t jb) {
       const int8_t* wp = w + (j * p.kb + kq) * 64;
       wv[j] = _mm512_loadu_si512(wp);
       _mm_prefetch(reinterpret_cast<const char*>(wp + 1024), _MM_HINT_T0);
-      sum[j] = _mm512_dpbusd_epi32(sum[j], ones, wv[j]);  // sum of the weights, for the -128 shift
+      if (kInlineSums) sum[j] = _mm512_dpbusd_epi32(sum[j], ones, wv[j]);
     }
     for (int r = 0; r < R; ++r) {
       int32_t x4;
@@ -113,6 +129,7 @@ void block_rows(const Problem& p, int64_t r0, int64_t jb) {
     }
   }
 #else
+  (void)sums;
   for (int j = 0; j < J; ++j) {
     const int64_t j0 = (jb + j) * kOut;
     const int64_t n = std::min<int64_t>(kOut, p.outf - j0);
@@ -131,21 +148,32 @@ void block_rows(const Problem& p, int64_t r0, int64_t jb) {
 #endif
 }
 
-using BlockFn = void (*)(const Problem&, int64_t, int64_t);
-// [rows in the group - 1][output blocks - 1]
+using BlockFn = void (*)(const Problem&, int64_t, int64_t, const int32_t*);
+// [inline sums][rows in the group - 1][output blocks - 1]
+template <bool I>
 constexpr BlockFn kBlock[4][4] = {
-    {block_rows<1, 1>, block_rows<1, 2>, block_rows<1, 3>, block_rows<1, 4>},
-    {block_rows<2, 1>, block_rows<2, 2>, block_rows<2, 3>, block_rows<2, 4>},
-    {block_rows<3, 1>, block_rows<3, 2>, block_rows<3, 3>, block_rows<3, 4>},
-    {block_rows<4, 1>, block_rows<4, 2>, block_rows<4, 3>, block_rows<4, 4>},
+    {block_rows<1, 1, I>, block_rows<1, 2, I>, block_rows<1, 3, I>, block_rows<1, 4, I>},
+    {block_rows<2, 1, I>, block_rows<2, 2, I>, block_rows<2, 3, I>, block_rows<2, 4, I>},
+    {block_rows<3, 1, I>, block_rows<3, 2, I>, block_rows<3, 3, I>, block_rows<3, 4, I>},
+    {block_rows<4, 1, I>, block_rows<4, 2, I>, block_rows<4, 3, I>, block_rows<4, 4, I>},
 };
 
 // Every row for output blocks [b0, b1): 4 blocks (64 outputs, 64 * in bytes of weights)
 // at a time, dotted with each group of up to 4 rows while they are in L1/L2.
 void blocks_range(const Problem& p, int64_t rows, int64_t b0, int64_t b1) {
+  alignas(64) int32_t sums[4 * 16];
   for (int64_t jb = b0; jb < b1; jb += 4) {
     const int64_t nj = std::min<int64_t>(4, b1 - jb);
-    for (int64_t r = 0; r < rows; r += 4) kBlock[std::min<int64_t>(4, rows - r) - 1][nj - 1](p, r, jb);
+    if (rows <= 4) {
+      kBlock<true>[rows - 1][nj - 1](p, 0, jb, nullptr);
+      continue;
+    }
+#if TENSORVM_VNNI
+    constexpr void (*kSums[4])(const Problem&, int64_t, int32_t*) = {block_sums<1>, block_sums<2>, block_sums<3>,
+                                                                     block_sums<4>};
+    kSums[nj - 1](p, jb, sums);
+#endif
+    for (int64_t r = 0; r < rows; r += 4) kBlock<false>[std::min<int64_t>(4, rows - r) - 1][nj - 1](p, r, jb, sums);
   }
 }
 

@@ -141,3 +141,19 @@ def test_pack_w8a8_layout(rng):
     np.testing.assert_array_equal(unpack_w8a8(p, 37, 10), q)
     with pytest.raises(ValueError, match="int8 \\[out, in\\]"):
         pack_w8a8(q.astype(np.int16))
+
+
+@pytest.mark.parametrize("op", ["linear_int8", "linear_w8a8"])
+def test_profiler_counts_quantized_linears(rng, op):
+    """Multiply-adds rows * out * in and the weight bytes read (the packed weight, padded, and the scales)."""
+    q, p, s = weight(rng, 37, 45)
+    w = q if op == "linear_int8" else p
+    x = rng.standard_normal((3, 45)).astype(np.float32)
+    b = rng.standard_normal(37).astype(np.float32)
+    session = Session(Program.from_text(PROGRAM.replace("linear_w8a8", op)), num_threads=1)
+    prof = tensorvm._C.Profiler()
+    session.set_profiler(prof)
+    session.run("f", [x, w, s, b])
+    stats = prof.ops()[op]
+    assert stats["macs"] == stats["weight_macs"] == 3 * 37 * 45
+    assert stats["weight_bytes"] == w.nbytes + s.nbytes
