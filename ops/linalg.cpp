@@ -14,6 +14,7 @@
 
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/simd_sum.h"
 
 namespace ops {
 
@@ -34,26 +35,6 @@ constexpr int64_t kMaxBlockedRows = 32;
 constexpr int kBlockedO = 4;  // 4 weight rows x 4 rows = 16 accumulators of AVX-512's 32 registers
 #else
 constexpr int kBlockedO = 2;  // AVX2 has 16 registers
-#endif  // rows 9..this: blocked streaming path
-
-#if defined(__AVX512F__)
-// The sum of the 16 lanes. The maskz forms: GCC 12 warns (-Wuninitialized) about the
-// _undefined_ operand inside _mm512_reduce_add_ps and the unmasked shuffles/casts.
-inline float hsum512(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));  // + the other 256-bit half
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));  // + the neighbouring 128-bit lane
-  __m128 h = _mm512_maskz_extractf32x4_ps(0xF, v, 0);
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm_cvtss_f32(h);
-}
-#elif defined(__AVX2__)
-inline float hsum256(__m256 s) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm_cvtss_f32(h);
-}
 #endif
 
 // acc[o * R + r] = dot(x[r, :], w[o, :]) for R rows of x and O consecutive weight rows

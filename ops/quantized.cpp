@@ -14,6 +14,7 @@
 
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/simd_sum.h"
 
 namespace ops {
 
@@ -26,15 +27,6 @@ using RowMap = Eigen::Map<RowMatrix>;
 constexpr int64_t kMaxDecodeRows = 8;  // rows up to this use the streaming dot-product path
 constexpr int64_t kBlockRows = 64;     // weight rows dequantized per GEMM block
 constexpr int64_t kMaxBlockedRows = 32;  // up to this many rows, the f32 blocked dot kernel beats Eigen's GEMM
-
-#if defined(__AVX512F__) || defined(__AVX2__)
-inline float hsum(__m256 s) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm_cvtss_f32(h);
-}
-#endif
 
 // acc[r] = dot(x[r, :], q[:]) for R rows of x (row stride `in`), in f32.
 template <int R>
@@ -55,17 +47,7 @@ inline void dot_rows(const float* x, int64_t in, const int8_t* q, float* acc) {
     const __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k))));
     for (int r = 0; r < R; ++r) a0[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * in + k), a0[r]);
   }
-  for (int r = 0; r < R; ++r) {
-    // Lane shuffles in registers. The maskz forms: GCC 12 warns (-Wuninitialized) about
-    // the _undefined_ operand inside _mm512_reduce_add_ps and the unmasked shuffles/casts.
-    __m512 v = _mm512_add_ps(a0[r], a1[r]);
-    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));  // + the other 256-bit half
-    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));  // + the neighbouring 128-bit lane
-    __m128 h = _mm512_maskz_extractf32x4_ps(0xF, v, 0);
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    acc[r] = _mm_cvtss_f32(h);
-  }
+  for (int r = 0; r < R; ++r) acc[r] = hsum512(_mm512_add_ps(a0[r], a1[r]));
 #elif defined(__AVX2__)
   __m256 a0[R], a1[R];
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
@@ -82,7 +64,7 @@ inline void dot_rows(const float* x, int64_t in, const int8_t* q, float* acc) {
 #endif
     }
   }
-  for (int r = 0; r < R; ++r) acc[r] = hsum(_mm256_add_ps(a0[r], a1[r]));
+  for (int r = 0; r < R; ++r) acc[r] = hsum256(_mm256_add_ps(a0[r], a1[r]));
 #else
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
 #endif

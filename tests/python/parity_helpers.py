@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marian_fixtures import hf
+from marian_fixtures import hf, random_sources
 from tensorvm.pycompiler.generation import generate
 
 SCORE_TOL = 1e-4
@@ -43,6 +43,12 @@ def _tie_ok(b: int, n: int, want_rows, got_rows, want_scores, got_scores) -> boo
         if not (abs(ws[i] - gs[i]) < TIE or others.any()):
             return False
     return True
+
+
+def source_batches(prog, seed, batch, count, max_len=12):
+    """`count` random batches of `batch` padded sources (lengths 2..max_len) for `prog`'s vocabulary."""
+    pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
+    return random_sources(np.random.default_rng(seed), count, 2, pad, max_len, batch, pad, eos)
 
 
 def compare(ckpt, prog, batches, *, scores: bool = False, **options) -> int:

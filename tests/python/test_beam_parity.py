@@ -11,8 +11,8 @@ counted and reported, and must stay rare.
 import numpy as np
 import pytest
 
-from marian_fixtures import hf, imported, random_sources
-from parity_helpers import STATS, _rows, compare
+from marian_fixtures import hf, imported
+from parity_helpers import STATS, _rows, compare, source_batches
 from tensorvm.pycompiler.generation import generate
 
 OPUS = "opus-mt-en-fr-random"
@@ -26,14 +26,9 @@ def root(tmp_path_factory):
     return tmp_path_factory.mktemp("programs")
 
 
-def _batches(prog, seed, batch, count, max_len=12):
-    pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
-    return random_sources(np.random.default_rng(seed), count, 2, pad, max_len, batch, pad, eos)
-
-
 def _check(name, root, seed, batch, count, **options):
     ckpt, prog = imported(name, root)
-    ties = compare(ckpt, prog, _batches(prog, seed, batch, count), **options)
+    ties = compare(ckpt, prog, source_batches(prog, seed, batch, count), **options)
     if ties:
         TIED.append((name, batch, options, ties))
     assert ties <= max(1, count * batch // 10), f"{ties} tied rows: too many to be float ties"
@@ -67,15 +62,15 @@ def test_tiny_beam_differs_from_greedy(root):
     _, prog = imported(TINY, root)
     pad = prog.meta["pad_token_id"]
     differ = sum(_rows(generate(prog, ids, mask, num_beams=4), pad) != _rows(generate(prog, ids, mask, num_beams=1), pad)
-                 for ids, mask in _batches(prog, 0, 3, 6))
+                 for ids, mask in source_batches(prog, 0, 3, 6))
     assert differ > 0
 
 
 def test_tiny_beam_scores_per_step(root):
     """output_scores: the processed log-probs of every running beam at every step."""
     ckpt, prog = imported(TINY, root)
-    compare(ckpt, prog, _batches(prog, 11, 3, 2), scores=True, num_beams=3)
-    compare(ckpt, prog, _batches(prog, 12, 2, 1), scores=True, num_beams=1)
+    compare(ckpt, prog, source_batches(prog, 11, 3, 2), scores=True, num_beams=3)
+    compare(ckpt, prog, source_batches(prog, 12, 2, 1), scores=True, num_beams=1)
 
 
 @pytest.mark.parametrize("batch, count, options", [
@@ -91,7 +86,7 @@ def test_opus_shaped(root, batch, count, options):
 def test_replay_runs_the_same_beam_search(root):
     """The IR text replayed line by line in Python (reference ops) gives the VM's result."""
     _, prog = imported(TINY, root)
-    (ids, mask), = _batches(prog, 5, 2, 1, max_len=6)
+    (ids, mask), = source_batches(prog, 5, 2, 1, max_len=6)
     opts = dict(num_beams=3, num_return_sequences=2, max_new_tokens=6, output_scores=True)
     vm = generate(prog, ids, mask, **opts)
     rp = generate(prog, ids, mask, engine="replay", **opts)
@@ -105,7 +100,7 @@ def test_cache_is_reordered_not_recomputed(root):
     from tensorvm import _C
 
     _, prog = imported(TINY, root)
-    (ids, mask), = _batches(prog, 6, 3, 1)
+    (ids, mask), = source_batches(prog, 6, 3, 1)
     p = _C.Program.load(str(prog.path))
     s = _C.Session(p)
     prof = _C.Profiler()

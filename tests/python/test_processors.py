@@ -12,8 +12,8 @@ statistics.
 import numpy as np
 import pytest
 
-from marian_fixtures import hf, imported, random_sources
-from parity_helpers import STATS, compare
+from marian_fixtures import hf, imported
+from parity_helpers import STATS, compare, source_batches
 from tensorvm.pycompiler.generation import generate
 
 OPUS = "opus-mt-en-fr-random"
@@ -23,11 +23,6 @@ TINY = "tiny-marian"
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     return tmp_path_factory.mktemp("programs")
-
-
-def _batches(prog, seed, batch, count, max_len=12):
-    pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
-    return random_sources(np.random.default_rng(seed), count, 2, pad, max_len, batch, pad, eos)
 
 
 PROCESSORS = [
@@ -50,19 +45,19 @@ def _name(o):
 @pytest.mark.parametrize("options", PROCESSORS, ids=_name)
 def test_tiny_processor(root, options, num_beams):
     ckpt, prog = imported(TINY, root)
-    assert compare(ckpt, prog, _batches(prog, 3, 3, 2), scores=True, num_beams=num_beams, **options) == 0
+    assert compare(ckpt, prog, source_batches(prog, 3, 3, 2), scores=True, num_beams=num_beams, **options) == 0
 
 
 @pytest.mark.parametrize("options", [{"repetition_penalty": 1.3, "num_beams": 1}, {"no_repeat_ngram_size": 2},
                                      {"min_new_tokens": 4, "num_beams": 1}], ids=_name)
 def test_opus_shaped_processor(root, options):
     ckpt, prog = imported(OPUS, root)
-    assert compare(ckpt, prog, _batches(prog, 8, 3, 1, max_len=20), max_new_tokens=5, **options) == 0
+    assert compare(ckpt, prog, source_batches(prog, 8, 3, 1, max_len=20), max_new_tokens=5, **options) == 0
 
 
 def test_processors_together(root):
     ckpt, prog = imported(TINY, root)
-    assert compare(ckpt, prog, _batches(prog, 4, 3, 2), scores=True, num_beams=3, repetition_penalty=1.2,
+    assert compare(ckpt, prog, source_batches(prog, 4, 3, 2), scores=True, num_beams=3, repetition_penalty=1.2,
                    no_repeat_ngram_size=3, suppress_tokens=[5], min_new_tokens=3) == 0
 
 
@@ -82,7 +77,7 @@ def test_sampling_warpers_first_step(root, options, num_beams):
     """The processed scores transformers samples from at the first step (the same
     inputs for both, whatever is drawn), -inf pattern included."""
     ckpt, prog = imported(TINY, root)
-    for ids, mask in _batches(prog, 9, 3, 2):
+    for ids, mask in source_batches(prog, 9, 3, 2):
         want = hf.generate(ckpt, ids, mask, with_scores=True, do_sample=True, num_beams=num_beams, max_new_tokens=1,
                            **options)["scores"][0]
         got = generate(prog, ids, mask, do_sample=True, num_beams=num_beams, max_new_tokens=1, output_scores=True,
@@ -95,7 +90,7 @@ def test_sampling_warpers_first_step(root, options, num_beams):
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_sampling_is_seeded_and_replays(root, num_beams):
     _, prog = imported(TINY, root)
-    (ids, mask), = _batches(prog, 1, 3, 1, max_len=6)
+    (ids, mask), = source_batches(prog, 1, 3, 1, max_len=6)
     opts = dict(do_sample=True, num_beams=num_beams, temperature=1.5, top_k=0, max_new_tokens=8)
     a = generate(prog, ids, mask, seed=7, **opts)
     np.testing.assert_array_equal(a, generate(prog, ids, mask, seed=7, **opts))
@@ -108,7 +103,7 @@ def test_sampling_statistics(root):
     """First tokens drawn with num_return_sequences rows per sentence follow softmax of
     the processed scores; top_k=1 sampling is greedy search."""
     _, prog = imported(TINY, root)
-    (ids, mask), = _batches(prog, 2, 1, 1, max_len=6)
+    (ids, mask), = source_batches(prog, 2, 1, 1, max_len=6)
     n = 1500
     out = generate(prog, ids, mask, do_sample=True, num_beams=1, num_return_sequences=n, max_new_tokens=1,
                    temperature=2.0, seed=3, output_scores=True)
@@ -179,7 +174,7 @@ def test_checkpoint_generation_config_gives_the_defaults(tmp_path):
     import_hf(ckpt, tmp_path / "m.tvm")
     prog = tensorvm.load(tmp_path / "m.tvm")
     assert prog.meta["generation"]["early_stopping"] == "never" and prog.meta["generation"]["suppress_tokens"] == [4, 9]
-    batches = _batches(prog, 6, 3, 2)
+    batches = source_batches(prog, 6, 3, 2)
     for ids, mask in batches:
         want = hf.generate(ckpt, ids, mask, with_scores=True)
         got = generate(prog, ids, mask, output_scores=True)
