@@ -105,15 +105,10 @@ struct StridedLoop {
   int64_t inner_size() const { return shape[ndim - 1]; }
   int64_t inner_stride(int k) const { return stride[ndim - 1][k]; }
 
-  // Calls f(const int64_t* off, int64_t n): `off[k]` is operand k's element offset of
-  // the run's first element; the run has n elements with strides inner_stride(k).
-  template <typename F>
-  void for_each_run(F&& f) const {
-    for_each_run_in(0, numel, f);
-  }
-
-  // The same for the elements [begin, end) of the row-major order only (runs cut at
-  // the ends), so that threads can take disjoint ranges.
+  // Calls f(const int64_t* off, int64_t n) for the elements [begin, end) of the
+  // row-major order: `off[k]` is operand k's element offset of the run's first element;
+  // the run has n elements with strides inner_stride(k). Runs are cut at begin and end,
+  // so that threads can take disjoint ranges.
   template <typename F>
   void for_each_run_in(int64_t begin, int64_t end, F&& f) const {
     if (begin >= end) return;
@@ -143,7 +138,8 @@ struct StridedLoop {
     }
   }
 
-  // for_each_run split over `pool`'s threads when there is enough work to pay for it.
+  // for_each_run_in over every element, split over `pool`'s threads (null: none) when
+  // there is enough work to pay for it.
   template <typename F>
   void for_each_run(vm::ThreadPool* pool, F&& f) const {
     if (pool && numel >= kParallelElements) {

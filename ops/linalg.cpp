@@ -188,47 +188,39 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   int64_t rows;
   Tensor y = linear_output(ctx, x, outf, b, rows);
   RowMap Y(y.data<float>(), rows, outf);
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  const float* bp = b ? b->data<float>() : nullptr;
+  float* yp = y.data<float>();
   if (in == 0) {
     Y.setZero();  // an empty sum
-    if (b) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b->data<float>(), outf);
-  } else if (rows >= 2 && rows <= kMaxDecodeRows && outf > 0) {
-    // A few rows: stream each weight row once, dotting it with every row of x; the
-    // output features are split over threads as below.
-    const DecodeFn fn = kDecode[rows - 1];
-    const float* xp = x.data<float>();
-    const float* wp = w.data<float>();
-    const float* bp = b ? b->data<float>() : nullptr;
-    float* yp = y.data<float>();
-    const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in));
-    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { fn(xp, wp, bp, yp, in, outf, j0, j1); });
-  } else if (rows > kMaxDecodeRows && rows <= kMaxBlockedRows && outf > 0) {
-    const float* xp = x.data<float>();
-    const float* wp = w.data<float>();
-    const float* bp = b ? b->data<float>() : nullptr;
-    float* yp = y.data<float>();
-    ctx.parallel_for(outf, 16, [&](int64_t j0, int64_t j1) { blocked_rows(xp, rows, wp, bp, yp, in, outf, j0, j1); });
+    if (b) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp, outf);
+  } else if (rows >= 2 && rows <= kMaxBlockedRows && outf > 0) {
+    // A few rows: stream each weight row once (in L1-sized blocks past 8 rows), dotting
+    // it with every row of x; the output features are split over threads as below.
+    const int64_t grain = rows <= kMaxDecodeRows ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
+    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
+      dot_rows_f32(xp, rows, in, wp + j0 * in, bp ? bp + j0 : nullptr, j1 - j0, yp + j0, outf);
+    });
   } else if (kHaveGemmF32 && rows > kMaxBlockedRows && outf > 0) {
     // Many rows: the register-tiled GEMM (1.2-1.6x Eigen's at 64-1024 rows on the opus-mt
     // shapes), output blocks of 32 split over threads.
-    const float* xp = x.data<float>();
-    const float* wp = w.data<float>();
-    const float* bp = b ? b->data<float>() : nullptr;
-    float* yp = y.data<float>();
     const int64_t blocks = (outf + 31) / 32;
     ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
       Tensor pack = ctx.empty(DType::f32, Shape{gemm_pack_floats()});
       gemm_rows_f32(xp, rows, in, wp, bp, yp, outf, b0 * 32, std::min(b1 * 32, outf), pack.data<float>());
     });
   } else if (rows > 0 && outf > 0) {
-    // One row (Eigen's GEMV), or many without AVX-512 (Eigen's GEMM). Split the output features over threads: each reads its own slice of the
-    // weight matrix, which is what bounds a decode step (batch 1 reads every weight once).
-    const ConstRowMap X(x.data<float>(), rows, in);
-    const ConstRowMap W(w.data<float>(), outf, in);
+    // One row (Eigen's GEMV), or many without AVX-512 (Eigen's GEMM). Split the output
+    // features over threads: each reads its own slice of the weight matrix, which is
+    // what bounds a decode step (batch 1 reads every weight once).
+    const ConstRowMap X(xp, rows, in);
+    const ConstRowMap W(wp, outf, in);
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, rows * in));
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
       auto Yj = Y.middleCols(j0, j1 - j0);
       Yj.noalias() = X * W.middleRows(j0, j1 - j0).transpose();
-      if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b->data<float>() + j0, j1 - j0);
+      if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp + j0, j1 - j0);
     });
   }
   out[0] = std::move(y);
