@@ -7,8 +7,8 @@
 // Harness limits, so the fuzzer explores instead of rediscovering known gaps
 // (docs in tests/fuzz/README.md):
 //  - an instruction budget (the runtime has none: an infinite while_loop would hang);
-//  - no int operand, int-list item or small int tensor element above kMaxInt in
-//    magnitude reaches an op, and no op may produce a tensor over kMaxElements:
+//  - no int operand, int-list item or small int tensor element above 4096 in
+//    magnitude (FUZZ_MAX_INT) reaches an op, and no op may produce a tensor over kMaxElements:
 //    size computations are not yet overflow-checked (issue 11, finding 1), and huge
 //    but valid sizes would only exhaust memory.
 #include <cstdint>
@@ -25,8 +25,17 @@ namespace {
 
 constexpr int kMaxFunctions = 4;
 constexpr uint64_t kMaxInstructions = 20000;
-constexpr int64_t kMaxInt = 4096;
 constexpr int64_t kMaxElements = int64_t(1) << 20;
+
+// FUZZ_MAX_INT overrides the int cap (0: no cap, to look for size overflows once the
+// runtime checks them).
+int64_t max_int() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("FUZZ_MAX_INT");
+    return e ? std::strtoll(e, nullptr, 10) : int64_t(4096);
+  }();
+  return v;
+}
 
 struct HarnessLimit : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -53,7 +62,8 @@ class Limits : public vm::Hook {
     }
   }
   static void check_int(int64_t v) {
-    if (v > kMaxInt || v < -kMaxInt) throw HarnessLimit("fuzz harness: int operand over the size cap");
+    const int64_t cap = max_int();
+    if (cap > 0 && (v > cap || v < -cap)) throw HarnessLimit("fuzz harness: int operand over the size cap");
   }
   void check_value(const vm::Value& v, bool inputs) {
     switch (v.kind()) {
