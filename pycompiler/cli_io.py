@@ -165,7 +165,8 @@ def save_outputs(path: Optional[str], values: list) -> None:
             else:
                 print(f"arr_{i}: {v!r}")
         return
-    arrays = {f"arr_{i}": _as_array(v, i) for i, v in enumerate(values)}
+    # A None output (an optional result the call did not produce) is left out, as tensorvm-run does.
+    arrays = {f"arr_{i}": _as_array(v, i) for i, v in enumerate(values) if v is not None}
     try:
         if path.endswith(".npz"):
             _savez_atomic(path, arrays)

@@ -6,7 +6,8 @@
 // between rows, rows padded with the program's pad id, and an attention_mask built to
 // match when the function takes one), --arg (parsed by the declared type), the array
 // named after it in --inputs, or the array arr_<position>; options left out keep the
-// program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays).
+// program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
+// output left out).
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -278,7 +279,7 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < outs.size(); ++i) {
     const vm::Value& v = outs[i];
     print_value(fmt::format("output {}", i), v);
-    if (outputs_path.empty()) continue;
+    if (outputs_path.empty() || v.is_none()) continue;  // None: an optional result not produced
     const std::string name = fmt::format("arr_{}", i);
     if (v.is_tensor()) {
       keep.push_back(v.as_tensor().contiguous());
