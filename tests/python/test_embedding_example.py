@@ -70,3 +70,18 @@ def test_example_builds_from_readme_and_matches_python(tmp_path):
         ids = np.array([sentence])
         want = session.run_named("generate", {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
         assert tokens == want[0].tolist()
+
+
+def test_dev_component_installs_a_prefix(tmp_path):
+    """Without pip: `cmake --install BUILD --prefix P --component dev` (docs/runtime.md) gives a
+    prefix find_package(tensorvm) takes. Configures examples/ only; the build test is above."""
+    build = Path(os.environ.get("TENSORVM_BUILD_DIR", ROOT / "build" / "release"))
+    if not (build / "CMakeCache.txt").is_file() or not shutil.which("cmake"):
+        pytest.skip(f"no CMake build at {build} (set TENSORVM_BUILD_DIR)")
+    if not list(build.glob("libtensorvm.a")):
+        pytest.skip(f"{build} has not built libtensorvm.a")
+    prefix = tmp_path / "prefix"
+    run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True, text=True)  # noqa: E731
+    run("cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev")
+    assert (prefix / "include" / "tensorvm" / "vm" / "vm.h").is_file()
+    run("cmake", "-S", str(ROOT / "examples"), "-B", str(tmp_path / "ex"), f"-DCMAKE_PREFIX_PATH={prefix}")
