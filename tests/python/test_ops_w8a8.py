@@ -13,6 +13,9 @@ from tensorvm.pycompiler.quantize import pack_w8a8, quantize_int8, unpack_w8a8
 
 import tensorvm
 
+# Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def check(*args, **kwargs):
     got = call_op("linear_w8a8", *args, **kwargs)
