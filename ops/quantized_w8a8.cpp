@@ -7,9 +7,9 @@
 // vpdpbusd takes unsigned x signed bytes, so x is stored as q + 128 (u8) and each dot
 // product subtracts 128 * sum(weight row), summed in the same pass (one more vpdpbusd
 // per weight vector, shared by every row). The weight is packed offline for vpdpbusd
-// (pycompiler/quantize.py pack_w8a8; layout below).
-//
-// Without AVX-512 VNNI the same integer arithmetic runs in plain C++ (same results).
+// (pycompiler/quantize.py pack_w8a8; layout below). The kernel is ops/kernels/
+// linear_w8a8.h: vpdpbusd in the avx512_vnni variant, the same integer arithmetic in
+// plain C++ in the others (same results).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
