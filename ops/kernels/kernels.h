@@ -51,7 +51,7 @@ struct LinearKernels {
 
   // linear_w8a8: every row for output blocks [b0, b1) of 16 features.
   void (*w8a8_blocks)(const W8A8Problem& p, int64_t rows, int64_t b0, int64_t b1);
-  const char* w8a8_name;  // which arithmetic linear_w8a8 runs: "vnni" or "generic"
+  const char* w8a8_name;  // which arithmetic linear_w8a8 runs: "vnni", "avx2" or "generic"
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,

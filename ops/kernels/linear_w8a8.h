@@ -2,8 +2,12 @@
 // compiled per variant. With AVX-512 VNNI, vpdpbusd multiplies 64 u8 x s8 pairs per
 // instruction into 16 int32 lanes, one lane per output; x is stored as q + 128 (u8),
 // so each dot product subtracts 128 * sum(weight row), summed in the same pass (one more
-// vpdpbusd per weight vector, shared by every row). Without VNNI the same integer
-// arithmetic runs in plain C++ (same results: the sums are exact in int32).
+// vpdpbusd per weight vector, shared by every row). With AVX2 (and AVX-512 without
+// VNNI), vpmaddubsw multiplies u8 x s8 pairs into int16 sums of two: |w| (u8) times
+// x_signed * sign(w) (s8) gives w * x with no saturation (2 * 127 * 128 < 32768), then
+// vpmaddwd with ones sums the pairs into int32 lanes. Elsewhere the same integer
+// arithmetic runs in plain C++. The sums are exact in int32, so every variant gives the
+// same integers, and the rescale is the same fused multiply-add.
 #pragma once
 
 #include <algorithm>
@@ -15,8 +19,13 @@
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define TENSORVM_W8A8_VNNI 1
+#define TENSORVM_W8A8_AVX2 0
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TENSORVM_W8A8_VNNI 0
+#define TENSORVM_W8A8_AVX2 1
 #else
 #define TENSORVM_W8A8_VNNI 0
+#define TENSORVM_W8A8_AVX2 0
 #endif
 
 namespace ops::kernels::TENSORVM_VARIANT {
@@ -98,6 +107,46 @@ void block_rows(const W8A8Problem& p, int64_t r0, int64_t jb, const int32_t* sum
 #endif
 }
 
+#if TENSORVM_W8A8_AVX2
+// One output block (16 outputs: two registers of 8) for R rows starting at row r0.
+template <int R>
+void block_rows_avx2(const W8A8Problem& p, int64_t r0, int64_t jb) {
+  const int8_t* w = p.w + jb * p.kb * 64;
+  __m256i acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m256i bias128 = _mm256_set1_epi8(char(0x80));
+  for (int64_t kq = 0; kq < p.kb; ++kq) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kq * 64));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kq * 64 + 32));
+    _mm_prefetch(reinterpret_cast<const char*>(w + kq * 64 + 1024), _MM_HINT_T0);
+    const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+    for (int r = 0; r < R; ++r) {
+      int32_t x4;
+      std::memcpy(&x4, p.q + (r0 + r) * p.padded + kq * kW8A8In, 4);
+      const __m256i xs = _mm256_xor_si256(_mm256_set1_epi32(x4), bias128);  // q + 128 -> q (s8)
+      const __m256i s0 = _mm256_maddubs_epi16(a0, _mm256_sign_epi8(xs, w0));
+      const __m256i s1 = _mm256_maddubs_epi16(a1, _mm256_sign_epi8(xs, w1));
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(s0, ones16));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(s1, ones16));
+    }
+  }
+  const int64_t j0 = jb * kW8A8Out;
+  const int64_t n = std::min<int64_t>(kW8A8Out, p.outf - j0);
+  for (int r = 0; r < R; ++r) {
+    alignas(32) int32_t t[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), acc[r][1]);
+    const float sx = p.sx[r0 + r];
+    float* y = p.y + (r0 + r) * p.outf + j0;
+    for (int64_t jj = 0; jj < n; ++jj) {
+      const float b = p.bias ? p.bias[j0 + jj] : 0.0f;
+      y[jj] = std::fma(float(t[jj]), sx * p.sw[j0 + jj], b);
+    }
+  }
+}
+#endif
+
 using BlockFn = void (*)(const W8A8Problem&, int64_t, int64_t, const int32_t*);
 // [inline sums][rows in the group - 1][output blocks - 1]
 template <bool I>
@@ -111,6 +160,14 @@ constexpr BlockFn kBlock[4][4] = {
 // Every row for output blocks [b0, b1): 4 blocks (64 outputs, 64 * in bytes of weights)
 // at a time, dotted with each group of up to 4 rows while they are in L1/L2.
 inline void w8a8_blocks(const W8A8Problem& p, int64_t rows, int64_t b0, int64_t b1) {
+#if TENSORVM_W8A8_AVX2
+  // One block (16 * in bytes of weights, in L1) at a time, for each group of 4 rows.
+  using RowsFn = void (*)(const W8A8Problem&, int64_t, int64_t);
+  constexpr RowsFn kRows[4] = {block_rows_avx2<1>, block_rows_avx2<2>, block_rows_avx2<3>, block_rows_avx2<4>};
+  for (int64_t jb = b0; jb < b1; ++jb)
+    for (int64_t r = 0; r < rows; r += 4) kRows[std::min<int64_t>(4, rows - r) - 1](p, r, jb);
+  return;
+#endif
   alignas(64) int32_t sums[4 * 16];
   for (int64_t jb = b0; jb < b1; jb += 4) {
     const int64_t nj = std::min<int64_t>(4, b1 - jb);

@@ -18,7 +18,7 @@ const LinearKernels TENSORVM_VARIANT_TABLE = {
     TENSORVM_VARIANT::dot_rows_i8,
     TENSORVM_VARIANT::dequantize_rows,
     TENSORVM_VARIANT::w8a8_blocks,
-    TENSORVM_W8A8_VNNI ? "vnni" : "generic",
+    TENSORVM_W8A8_VNNI ? "vnni" : TENSORVM_W8A8_AVX2 ? "avx2" : "generic",
 };
 
 }  // namespace ops::kernels
