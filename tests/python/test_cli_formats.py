@@ -166,3 +166,28 @@ def test_top_level_api():
     from tensorvm.pycompiler.import_hf import import_hf
 
     assert tensorvm.import_hf is import_hf
+
+
+def test_installed_console_scripts_on_path():
+    """After `pip install .`: the scripts pip wrote run this package's commands."""
+    import importlib.metadata
+    from pathlib import Path
+
+    try:
+        dist = importlib.metadata.distribution("tensorvm")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("tensorvm is not pip-installed (a development tree)")
+    if Path(dist.locate_file("tensorvm")).resolve() != Path(tensorvm.__file__).parent.resolve():
+        pytest.skip(f"the pip-installed tensorvm ({dist.locate_file('tensorvm')}) is not the one under test")
+    scripts = {Path(str(f)).name: Path(dist.locate_file(f)).resolve() for f in dist.files or []
+               if Path(str(f)).name in console_scripts() and Path(str(f)).parent.name == "bin"
+               and Path(str(f)).parent.parent.name != "tensorvm"}
+    assert set(scripts) == set(console_scripts()), scripts
+    for name, path in scripts.items():
+        if not path.is_file():  # `pip install --target T` puts them in T/bin; RECORD keeps the scheme's path
+            scripts[name] = Path(dist.locate_file("")) / "bin" / name
+        assert scripts[name].is_file(), f"{name}: not at {path}"
+    res = subprocess.run([str(scripts["tensorvm-run"]), "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith("usage: tensorvm-run")
+    res = subprocess.run([str(scripts["tensorvm"]), "--cmake-dir"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == tensorvm.get_cmake_dir()
