@@ -106,6 +106,16 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_info(args) -> int:
+    from .. import _C
+
+    if args.json:
+        print(json.dumps(_C.cpu_info(), indent=2))
+    else:
+        print(_C.describe_cpu(), end="")
+    return 0
+
+
 def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
@@ -145,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",
+                       parents=[common])
+    n.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 
 
@@ -154,6 +167,7 @@ COMMANDS = {
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
+    "info": cmd_info,
 }
 
 

@@ -21,13 +21,15 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/array_file.h"
+#include "ops/cpu.h"
 #include "vm/vm.h"
 
 namespace {
 
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
-    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n";
+    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n"
+    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   if (s == "F32") return vm::DType::f32;
@@ -184,6 +186,9 @@ int run(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       fmt::print("{}", kUsage);
+      return 0;
+    } else if (a == "--info") {
+      fmt::print("{}", ops::describe_cpu());
       return 0;
     } else if (a == "--inputs") {
       inputs_path = next();
