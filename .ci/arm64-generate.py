@@ -63,12 +63,12 @@ def main() -> int:
     ap.add_argument("--emulator", default="qemu-aarch64 -L /usr/aarch64-linux-gnu")
     ap.add_argument("--work", required=True, type=Path, help="directory for the programs and outputs")
     ap.add_argument("--isa", action="append", default=[],
-                    help="a TENSORVM_ISA value for the aarch64 runs (repeatable; default: the library's choice)")
+                    help="a TENSORVM_ISA kernel variant for the aarch64 runs (repeatable; default auto)")
     ap.add_argument("--quick", action="store_true", help="one small f32 program only")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     emulator = shlex.split(args.emulator)
-    isas = args.isa or [None]
+    isas = args.isa or ["auto"]
     mismatches = 0
     for name, quantizations, rows, max_len, new_tokens in (QUICK if args.quick else FULL):
         ckpt = ensure_checkpoint(name)
@@ -90,14 +90,12 @@ def main() -> int:
                 for row in want["output_0"]:
                     print("   x86  :", " ".join(map(str, row)))
                 for isa in isas:
-                    env = dict(os.environ)
-                    if isa:
-                        env["TENSORVM_ISA"] = isa
+                    env = dict(os.environ, TENSORVM_ISA=isa)
                     arm_out = args.work / "arm64.safetensors"
                     t_arm = run(emulator + [args.arm64_run] + base + ["--threads", "2", "--outputs", str(arm_out)],
                                 env)
                     got = load_file(str(arm_out))
-                    tag = f"arm64 {isa or 'default'}"
+                    tag = f"arm64 TENSORVM_ISA={isa}"
                     same = got["output_0"].shape == want["output_0"].shape and \
                         np.array_equal(got["output_0"], want["output_0"])
                     # output 1: the sequence scores (beam search only)
