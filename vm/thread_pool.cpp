@@ -6,10 +6,6 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define TENSORVM_PAUSE() _mm_pause()
-#elif defined(__aarch64__)
-// A short stall between polls, as Rust's spin_loop() does: YIELD is a no-op on most cores,
-// and sched_yield (the fallback below) is a system call per poll.
-#define TENSORVM_PAUSE() __asm__ __volatile__("isb" ::: "memory")
 #else
 #define TENSORVM_PAUSE() std::this_thread::yield()
 #endif
