@@ -32,7 +32,7 @@ from tensorvm.pycompiler import cli  # noqa: E402
 # opus-mt-en-fr-random has the real opus-mt-en-fr shape with seeded random weights.
 QUICK = [("tiny-untied", [None], 4, 10, 16)]
 FULL = [("tiny-untied", [None, "int8", "w8a8"], 6, 14, 20),
-        ("opus-mt-en-fr-random", [None, "int8"], 2, 8, 8)]
+        ("opus-mt-en-fr-random", [None, "int8", "w8a8"], 2, 8, 8)]
 
 
 def sources(name: str, rows: int, max_len: int, seed: int) -> str:
