@@ -30,9 +30,14 @@ from tensorvm.pycompiler import cli  # noqa: E402
 # (checkpoint, quantizations, rows, max source length, max_new_tokens): tiny-untied is a small
 # trained Marian variant (outputs depend on the input and end with EOS at varied lengths);
 # opus-mt-en-fr-random has the real opus-mt-en-fr shape with seeded random weights.
+# Not its w8a8 program: outside the kernels the two CPUs differ in the last bits (Eigen's
+# attention products fuse multiply-adds on AArch64, not on baseline x86-64: encoder states
+# ~1e-6 apart), w8a8 rounds activations to 8 bits at run time, so such a difference can move
+# one by a whole step, and this random model's greedy logits are close enough for that to
+# change a token (row 1, step 6 of the sources below).
 QUICK = [("tiny-untied", [None], 4, 10, 16)]
 FULL = [("tiny-untied", [None, "int8", "w8a8"], 6, 14, 20),
-        ("opus-mt-en-fr-random", [None, "int8", "w8a8"], 2, 8, 8)]
+        ("opus-mt-en-fr-random", [None, "int8"], 2, 8, 8)]
 
 
 def sources(name: str, rows: int, max_len: int, seed: int) -> str:
