@@ -34,7 +34,7 @@ from tensorvm.pycompiler import cli  # noqa: E402
 # attention products fuse multiply-adds on AArch64, not on baseline x86-64: encoder states
 # ~1e-6 apart), w8a8 rounds activations to 8 bits at run time, so such a difference can move
 # one by a whole step, and this random model's greedy logits are close enough for that to
-# change a token (row 1, step 6 of the sources below).
+# change a token (the first source below, step 6).
 QUICK = [("tiny-untied", [None], 4, 10, 16)]
 FULL = [("tiny-untied", [None, "int8", "w8a8"], 6, 14, 20),
         ("opus-mt-en-fr-random", [None, "int8"], 2, 8, 8)]
@@ -92,7 +92,7 @@ def main() -> int:
                 want = load_file(str(x86_out))
                 print(f"{label}, num_beams={beams}: tensorvm-run generate --ids '{ids}' "
                       f"--arg max_new_tokens={new_tokens} (x86 {t_x86:.2f} s)")
-                for row in want["output_0"]:
+                for row in want["arr_0"]:
                     print("   x86  :", " ".join(map(str, row)))
                 for isa in isas:
                     env = dict(os.environ, TENSORVM_ISA=isa)
@@ -101,17 +101,17 @@ def main() -> int:
                                 env)
                     got = load_file(str(arm_out))
                     tag = f"arm64 TENSORVM_ISA={isa}"
-                    same = got["output_0"].shape == want["output_0"].shape and \
-                        np.array_equal(got["output_0"], want["output_0"])
-                    # output 1: the sequence scores (beam search only)
-                    scores = "output_1" in want and "output_1" in got
-                    close = same and (not scores or np.allclose(got["output_1"], want["output_1"], rtol=1e-3, atol=1e-3))
+                    same = got["arr_0"].shape == want["arr_0"].shape and \
+                        np.array_equal(got["arr_0"], want["arr_0"])
+                    # arr_1: the sequence scores (beam search only)
+                    scores = "arr_1" in want and "arr_1" in got
+                    close = same and (not scores or np.allclose(got["arr_1"], want["arr_1"], rtol=1e-3, atol=1e-3))
                     if not same:
-                        for row in got["output_0"]:
+                        for row in got["arr_0"]:
                             print(f"   {tag}:", " ".join(map(str, row)))
                     verdict = "tokens equal" if close else ("TOKENS DIFFER" if not same else "SCORES DIFFER")
                     if same and scores:
-                        worst = float(np.max(np.abs(got["output_1"] - want["output_1"])))
+                        worst = float(np.max(np.abs(got["arr_1"] - want["arr_1"])))
                         verdict += f", scores differ by at most {worst:.2g}"
                     print(f"   {tag}: {verdict} (qemu {t_arm:.2f} s)")
                     mismatches += not close
