@@ -274,7 +274,7 @@ def read_regular_file(path) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
+            raise OSError("not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
     finally:
