@@ -92,6 +92,15 @@ def test_bad_input_is_an_error_naming_op_line_and_function(session, case, inputs
     np.testing.assert_array_equal(_ok(session), want)
 
 
+def test_init_cache_too_large_is_an_error(session):
+    # init_cache(x, 2**40, 2**20) once returned a cache with 0-byte storage.
+    states = np.zeros((1, 3, 16), np.float32)
+    for rows, max_len in ((2**40, 2**20), (1, BIG), (1, 2**60 - 1)):
+        with pytest.raises(tensorvm.VMError, match=r"^kv_cache: .*(more elements than fit in an int64|byte limit)"):
+            session.run_named("init_cache", {"encoder_states": states, "rows": rows, "max_len": max_len})
+    _ok(session)
+
+
 def test_supported_edge_cases_run(session):
     # num_beams above the vocabulary size works as in transformers (top-k over beams x vocab).
     out = session.run_named("generate", {"input_ids": OK_IDS, "num_beams": 41})[0]
