@@ -314,7 +314,10 @@ def fmt(x, spec):
 
 def print_table(report: dict) -> str:
     ref = report["ratio_reference"]
-    lines = []
+    env = report.get("environment", {})
+    k = env.get("tensorvm_kernels", {})
+    lines = [f"cpu: {env.get('cpu', '?')} | tensorvm kernels: {k.get('active', '?')} (w8a8 {k.get('w8a8', '?')}; "
+             f"supported: {' '.join(k.get('variants_supported', []))})"]
     hdr = (
         f"{'src':>4} {'B':>2} {'beam':>4}  {'engine':<20} {'enc ms':>8} {'ms/tok':>8} {'sent/s':>8} "
         f"{'x ' + ref:>14} {'tokens':>9} {'peak MB':>8} {'load s':>7}"
@@ -414,7 +417,8 @@ def make_chart(report: dict, path: Path) -> str | None:
     env = report["environment"]
     fig.suptitle(
         f"{report['checkpoint']['name']} | {report['settings']['threads']} threads | "
-        f"{report['settings']['new_tokens']} new tokens | {env.get('cpu', '')}",
+        f"{report['settings']['new_tokens']} new tokens | {env.get('cpu', '')}"
+        f" | kernels {env.get('tensorvm_kernels', {}).get('active', '?')}",
         fontsize=10,
     )
     fig.tight_layout()
@@ -440,8 +444,15 @@ def environment() -> dict:
         ).stdout.strip()
     except OSError:
         commit = ""
+    try:  # the CPU as tensorvm sees it and the kernel variant its engines run (TENSORVM_ISA forces one)
+        import tensorvm
+
+        kernels = tensorvm._C.cpu_info()
+    except Exception as e:  # noqa: BLE001 - the report says why instead
+        kernels = {"error": str(e)}
     return {
         "cpu": cpu,
+        "tensorvm_kernels": kernels,
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -2,7 +2,7 @@
 // layers of 8 products + the 512 x 59514 output projection, 210 MB in f32), called in
 // decode order so that nothing is reused from cache between steps, as in generate.
 //   tensorvm-bench-linear [threads=2] [reps=15] [rows=1,2,4,8,16,32]
-// Prints, per row count, the median ms per step and the GB/s of weights read, for
+// TENSORVM_ISA picks the kernel variant (ops/cpu.h). Prints, per row count, the median ms per step and the GB/s of weights read, for
 // linear (f32), linear_int8 (weight-only) and linear_w8a8 (int8 x int8), split into the
 // layer products and the projection.
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/cpu.h"
 #include "ops/registry.h"
 #include "vm/thread_pool.h"
 #include "vm/vm.h"
@@ -137,6 +138,9 @@ int main(int argc, char** argv) {
   ctx.threads = &pool;
   ctx.num_threads = threads;
   fmt::print("linear on one decode step's weights (opus-mt shapes), {} threads, median of {}\n", threads, reps);
+  const ops::CpuInfo& cpu = ops::cpu_info();
+  fmt::print("cpu: {} | kernels: {} (w8a8 {}; TENSORVM_ISA=scalar|avx2|avx512|avx512_vnni|neon forces one)\n",
+             cpu.model.empty() ? cpu.arch : cpu.model, ops::linear_kernels().name, ops::linear_kernels().w8a8_name);
   fmt::print("{:>5} {:>6} {:>11} {:>9} {:>11} {:>9} {:>10}\n", "rows", "dtype", "layers ms", "GB/s", "head ms", "GB/s",
              "step ms");
   for (int64_t r : rows) {

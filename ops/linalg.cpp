@@ -1,170 +1,20 @@
-// Matrix products; weights stay in their stored [out, in] layout. linear picks a
-// kernel by the rows of x: 1 row Eigen's GEMV; 2-32 rows (beam search, batched
-// decoding) streaming dot-product kernels, since there the cost is reading the weights
-// once; more rows (encoder, prefill) the register-tiled GEMM of gemm_f32.cpp (AVX-512)
-// or Eigen's GEMM (a row-major [out, in] matrix is a column-major [in, out] one, so
-// x @ W^T needs no transpose copy). matmul is Eigen's.
+// Matrix products; weights stay in their stored [out, in] layout. linear's kernels are
+// ops/kernels/ (one variant per instruction set, ops/cpu.h picks one): up to 32 rows of
+// x (decode: batch x beams) stream each weight row once and dot it with every row; more
+// rows (encoder, prefill) take a register-tiled GEMM. matmul is Eigen's.
 #include <algorithm>
-
-#if defined(__AVX512F__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 #include <Eigen/Core>
 
+#include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
-#include "ops/simd_sum.h"
 
 namespace ops {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstRowMap = Eigen::Map<const RowMatrix>;
 using RowMap = Eigen::Map<RowMatrix>;
-
-namespace {
-
-constexpr int64_t kMaxDecodeRows = 8;  // rows 2..this use the streaming dot-product path
-constexpr int64_t kPrefetch = 1024;    // floats ahead in the weight stream (measured: 2x at 2-4 rows)
-constexpr int64_t kBlockFloats = 16384;  // weights per block when more than 4 rows take two passes
-constexpr int64_t kL1BlockFloats = 8192; // weights per block reused from L1 by many rows
-// Rows 9..this take the blocked path (measured on the opus-mt shapes: 2.5x Eigen's GEMM
-// at 12 rows, 1.07x at 32, even at 64, where both run at the FMA units' peak).
-constexpr int64_t kMaxBlockedRows = 32;
-#if defined(__AVX512F__)
-constexpr int kBlockedO = 4;  // 4 weight rows x 4 rows = 16 accumulators of AVX-512's 32 registers
-#else
-constexpr int kBlockedO = 2;  // AVX2 has 16 registers
-#endif
-
-// acc[o * R + r] = dot(x[r, :], w[o, :]) for R rows of x and O consecutive weight rows
-// (both with row stride `in`): each weight vector is loaded once and used for every row.
-template <int R, int O>
-inline void dot_rows(const float* x, int64_t in, const float* w, float* acc) {
-  int64_t k = 0;
-#if defined(__AVX512F__)
-  __m512 a[O][R];
-  for (int o = 0; o < O; ++o)
-    for (int r = 0; r < R; ++r) a[o][r] = _mm512_setzero_ps();
-  for (; k + 16 <= in; k += 16) {
-    __m512 wv[O];
-    for (int o = 0; o < O; ++o) {
-      wv[o] = _mm512_loadu_ps(w + o * in + k);
-      _mm_prefetch(reinterpret_cast<const char*>(w + o * in + k + kPrefetch), _MM_HINT_T0);
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m512 xv = _mm512_loadu_ps(x + r * in + k);
-      for (int o = 0; o < O; ++o) a[o][r] = _mm512_fmadd_ps(wv[o], xv, a[o][r]);
-    }
-  }
-  if (k < in) {  // the tail: masked loads read nothing past the end
-    const __mmask16 m = __mmask16((1u << (in - k)) - 1);
-    __m512 wv[O];
-    for (int o = 0; o < O; ++o) wv[o] = _mm512_maskz_loadu_ps(m, w + o * in + k);
-    for (int r = 0; r < R; ++r) {
-      const __m512 xv = _mm512_maskz_loadu_ps(m, x + r * in + k);
-      for (int o = 0; o < O; ++o) a[o][r] = _mm512_fmadd_ps(wv[o], xv, a[o][r]);
-    }
-    k = in;
-  }
-  for (int o = 0; o < O; ++o)
-    for (int r = 0; r < R; ++r) acc[o * R + r] = hsum512(a[o][r]);
-#elif defined(__AVX2__)
-  __m256 a[O][R];
-  for (int o = 0; o < O; ++o)
-    for (int r = 0; r < R; ++r) a[o][r] = _mm256_setzero_ps();
-  for (; k + 8 <= in; k += 8) {
-    __m256 wv[O];
-    for (int o = 0; o < O; ++o) {
-      wv[o] = _mm256_loadu_ps(w + o * in + k);
-      _mm_prefetch(reinterpret_cast<const char*>(w + o * in + k + kPrefetch), _MM_HINT_T0);
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m256 xv = _mm256_loadu_ps(x + r * in + k);
-      for (int o = 0; o < O; ++o) {
-#if defined(__FMA__)
-        a[o][r] = _mm256_fmadd_ps(wv[o], xv, a[o][r]);
-#else
-        a[o][r] = _mm256_add_ps(a[o][r], _mm256_mul_ps(wv[o], xv));
-#endif
-      }
-    }
-  }
-  for (int o = 0; o < O; ++o)
-    for (int r = 0; r < R; ++r) acc[o * R + r] = hsum256(a[o][r]);
-#else
-  for (int i = 0; i < O * R; ++i) acc[i] = 0.0f;
-#endif
-  for (; k < in; ++k)  // the tail (and the whole row without SIMD)
-    for (int o = 0; o < O; ++o) {
-      const float wk = w[o * in + k];
-      for (int r = 0; r < R; ++r) acc[o * R + r] += wk * x[r * in + k];
-    }
-}
-
-// y[r, j] = dot(x[r], w[j]) + bias[j] for output features [j0, j1), R rows.
-template <int R, int OW = 2>
-void decode_rows(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t outf,
-                 int64_t j0, int64_t j1) {
-  if constexpr (R > 4) {
-    // More than 4 rows: two passes of at most 4 rows over each block of weight rows,
-    // the second from cache (measured faster than 5..8 rows in one pass).
-    constexpr int R1 = (R + 1) / 2;
-    const int64_t block = std::max<int64_t>(2, kBlockFloats / in / 2 * 2);
-    for (int64_t jb = j0; jb < j1; jb += block) {
-      const int64_t je = std::min(jb + block, j1);
-      decode_rows<R1>(x, w, bias, y, in, outf, jb, je);
-      decode_rows<R - R1>(x + R1 * in, w, bias, y + R1 * outf, in, outf, jb, je);
-    }
-    return;
-  }
-  // Two weight rows at a time: twice the independent accumulators per step (2 x 4 rows
-  // still fit AVX2's 16 registers).
-  constexpr int O = OW;
-  float acc[O * R];
-  int64_t j = j0;
-  for (; j + O <= j1; j += O) {
-    dot_rows<R, O>(x, in, w + j * in, acc);
-    for (int o = 0; o < O; ++o) {
-      const float b = bias ? bias[j + o] : 0.0f;
-      for (int r = 0; r < R; ++r) y[r * outf + j + o] = acc[o * R + r] + b;
-    }
-  }
-  for (; j < j1; ++j) {
-    dot_rows<R, 1>(x, in, w + j * in, acc);
-    const float b = bias ? bias[j] : 0.0f;
-    for (int r = 0; r < R; ++r) y[r * outf + j] = acc[r] + b;
-  }
-}
-
-using DecodeFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
-constexpr DecodeFn kDecode[kMaxDecodeRows] = {decode_rows<1>, decode_rows<2>, decode_rows<3>, decode_rows<4>,
-                                              decode_rows<5>, decode_rows<6>, decode_rows<7>, decode_rows<8>};
-
-// Many rows (beams x batch): the weight rows of [j0, j1) in blocks small enough to
-// stay in L1, each block dotted with every group of 4 rows of x: one pass over memory.
-void blocked_rows(const float* x, int64_t rows, const float* w, const float* bias, float* y, int64_t in,
-                  int64_t outf, int64_t j0, int64_t j1) {
-  const int64_t block = std::max<int64_t>(2, kL1BlockFloats / in / 2 * 2);
-  for (int64_t jb = j0; jb < j1; jb += block) {
-    const int64_t je = std::min(jb + block, j1);
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) decode_rows<4, kBlockedO>(x + r * in, w, bias, y + r * outf, in, outf, jb, je);
-    if (r < rows) kDecode[rows - r - 1](x + r * in, w, bias, y + r * outf, in, outf, jb, je);
-  }
-}
-
-}  // namespace
-
-void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n, float* y,
-                  int64_t y_stride) {
-  if (rows <= 0 || n <= 0) return;
-  if (rows <= kMaxDecodeRows) {
-    kDecode[rows - 1](x, w, bias, y, in, y_stride, 0, n);
-  } else {
-    blocked_rows(x, rows, w, bias, y, in, y_stride, 0, n);
-  }
-}
 
 Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor* bias, int64_t& rows) {
   if (bias && (bias->dtype() != DType::f32 || bias->ndim() != 1 || bias->size(0) != outf))
@@ -173,6 +23,31 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
   os[os.size() - 1] = outf;
   rows = Shape(x.shape().begin(), x.shape().end() - 1).numel();
   return ctx.empty(DType::f32, os);
+}
+
+void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
+                int64_t outf, float* y) {
+  if (rows <= 0 || outf <= 0) return;
+  const kernels::LinearKernels& k = linear_kernels();
+  if (in == 0) {  // empty sums
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;
+  } else if (rows <= kMaxDotRows) {
+    // A few rows: the output features split over threads, each reading its own slice of
+    // the weights, which is what bounds a decode step (batch 1 reads every weight once).
+    const int64_t grain = rows <= 8 ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
+    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
+      k.dot_rows_f32(x, rows, in, w + j0 * in, bias ? bias + j0 : nullptr, j1 - j0, y + j0, outf);
+    });
+  } else {
+    // Many rows: the tiled GEMM over blocks of output features, each thread with its own
+    // pack buffer.
+    const int64_t nb = k.gemm_block, blocks = (outf + nb - 1) / nb;
+    ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      Tensor pack = ctx.empty(DType::f32, Shape{k.gemm_pack_floats});
+      k.gemm_rows_f32(x, rows, in, w, bias, y, outf, b0 * nb, std::min(b1 * nb, outf), pack.data<float>());
+    });
+  }
 }
 
 // linear(x, weight, bias=None): x[..., in] @ weight[out, in]^T + bias[out]
@@ -187,42 +62,7 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   if (w.size(1) != in) vm::fail("x has {} features but weight is {}", in, w.describe());
   int64_t rows;
   Tensor y = linear_output(ctx, x, outf, b, rows);
-  RowMap Y(y.data<float>(), rows, outf);
-  const float* xp = x.data<float>();
-  const float* wp = w.data<float>();
-  const float* bp = b ? b->data<float>() : nullptr;
-  float* yp = y.data<float>();
-  if (in == 0) {
-    Y.setZero();  // an empty sum
-    if (b) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp, outf);
-  } else if (rows >= 2 && rows <= kMaxBlockedRows && outf > 0) {
-    // A few rows: stream each weight row once (in L1-sized blocks past 8 rows), dotting
-    // it with every row of x; the output features are split over threads as below.
-    const int64_t grain = rows <= kMaxDecodeRows ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
-    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
-      dot_rows_f32(xp, rows, in, wp + j0 * in, bp ? bp + j0 : nullptr, j1 - j0, yp + j0, outf);
-    });
-  } else if (kHaveGemmF32 && rows > kMaxBlockedRows && outf > 0) {
-    // Many rows: the register-tiled GEMM (1.2-1.6x Eigen's at 64-1024 rows on the opus-mt
-    // shapes), output blocks of 32 split over threads.
-    const int64_t blocks = (outf + 31) / 32;
-    ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      Tensor pack = ctx.empty(DType::f32, Shape{gemm_pack_floats()});
-      gemm_rows_f32(xp, rows, in, wp, bp, yp, outf, b0 * 32, std::min(b1 * 32, outf), pack.data<float>());
-    });
-  } else if (rows > 0 && outf > 0) {
-    // One row (Eigen's GEMV), or many without AVX-512 (Eigen's GEMM). Split the output
-    // features over threads: each reads its own slice of the weight matrix, which is
-    // what bounds a decode step (batch 1 reads every weight once).
-    const ConstRowMap X(xp, rows, in);
-    const ConstRowMap W(wp, outf, in);
-    const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, rows * in));
-    ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
-      auto Yj = Y.middleCols(j0, j1 - j0);
-      Yj.noalias() = X * W.middleRows(j0, j1 - j0).transpose();
-      if (b) Yj.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bp + j0, j1 - j0);
-    });
-  }
+  linear_f32(ctx, x.data<float>(), rows, in, w.data<float>(), b ? b->data<float>() : nullptr, outf, y.data<float>());
   out[0] = std::move(y);
 }
 

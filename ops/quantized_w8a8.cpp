@@ -7,20 +7,16 @@
 // vpdpbusd takes unsigned x signed bytes, so x is stored as q + 128 (u8) and each dot
 // product subtracts 128 * sum(weight row), summed in the same pass (one more vpdpbusd
 // per weight vector, shared by every row). The weight is packed offline for vpdpbusd
-// (pycompiler/quantize.py pack_w8a8; layout below).
-//
-// Without AVX-512 VNNI the same integer arithmetic runs in plain C++ (same results).
+// (pycompiler/quantize.py pack_w8a8; layout below). The kernel is ops/kernels/
+// linear_w8a8.h: vpdpbusd in the avx512_vnni variant, the same integer arithmetic in
+// plain C++ in the others (same results).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#include <immintrin.h>
-#define TENSORVM_VNNI 1
-#endif
-
+#include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
@@ -60,123 +56,6 @@ float quantize_row(const float* x, int64_t in, uint8_t* q, int64_t padded) {
 // broadcast of 4 bytes of x times it adds those 4 products into each of 16 int32 lanes,
 // one lane per output. Outputs come out as vectors (no horizontal sums).
 constexpr int64_t kOut = 16, kIn = 4;
-
-struct Problem {
-  const uint8_t* q;   // [rows, padded] quantized x (q + 128)
-  int64_t padded;
-  const float* sx;    // [rows] x scales
-  const int8_t* w;    // packed weight
-  int64_t kb;         // ceil(in / 4): 64-byte vectors per output block
-  const float* sw;    // [outf] weight scales
-  const float* bias;  // [outf] or null
-  float* y;           // [rows, outf]
-  int64_t outf;
-};
-
-#if TENSORVM_VNNI
-// sums[16 j + jj] = sum over the inputs of the weight row of output 16 (jb + j) + jj.
-template <int J>
-void block_sums(const Problem& p, int64_t jb, int32_t* sums) {
-  const int8_t* w = p.w + jb * p.kb * 64;
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int j = 0; j < J; ++j) {
-    __m512i s = _mm512_setzero_si512();
-    for (int64_t kq = 0; kq < p.kb; ++kq) s = _mm512_dpbusd_epi32(s, ones, _mm512_loadu_si512(w + (j * p.kb + kq) * 64));
-    _mm512_storeu_si512(sums + 16 * j, s);
-  }
-}
-#endif
-
-// Output blocks [jb, jb + J) for R rows starting at row r0. kInlineSums: the weight
-// sums (for the -128 shift) are taken in the same pass, which costs nothing extra when
-// one group of rows covers every row; otherwise they come precomputed in `sums`.
-template <int R, int J, bool kInlineSums>
-void block_rows(const Problem& p, int64_t r0, int64_t jb, const int32_t* sums) {
-  const int8_t* w = p.w + jb * p.kb * 64;
-#if TENSORVM_VNNI
-  __m512i acc[J][R], sum[J];
-  for (int j = 0; j < J; ++j) {
-    sum[j] = kInlineSums ? _mm512_setzero_si512() : _mm512_loadu_si512(sums + 16 * j);
-    for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_si512();
-  }
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t kq = 0; kq < p.kb; ++kq) {
-    __m512i wv[J];
-    for (int j = 0; j < J; ++j) {
-      const int8_t* wp = w + (j * p.kb + kq) * 64;
-      wv[j] = _mm512_loadu_si512(wp);
-      _mm_prefetch(reinterpret_cast<const char*>(wp + 1024), _MM_HINT_T0);
-      if (kInlineSums) sum[j] = _mm512_dpbusd_epi32(sum[j], ones, wv[j]);
-    }
-    for (int r = 0; r < R; ++r) {
-      int32_t x4;
-      std::memcpy(&x4, p.q + (r0 + r) * p.padded + kq * kIn, 4);
-      const __m512i xb = _mm512_set1_epi32(x4);
-      for (int j = 0; j < J; ++j) acc[j][r] = _mm512_dpbusd_epi32(acc[j][r], xb, wv[j]);
-    }
-  }
-  for (int j = 0; j < J; ++j) {
-    const int64_t j0 = (jb + j) * kOut;
-    const int64_t n = std::min<int64_t>(kOut, p.outf - j0);
-    const __mmask16 m = __mmask16((1u << n) - 1);
-    const __m512 sw = _mm512_maskz_loadu_ps(m, p.sw + j0);
-    const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m, p.bias + j0) : _mm512_setzero_ps();
-    const __m512i shift = _mm512_maskz_slli_epi32(0xFFFF, sum[j], 7);
-    for (int r = 0; r < R; ++r) {
-      const __m512 d = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_sub_epi32(acc[j][r], shift));
-      const __m512 s = _mm512_mul_ps(_mm512_set1_ps(p.sx[r0 + r]), sw);
-      _mm512_mask_storeu_ps(p.y + (r0 + r) * p.outf + j0, m, _mm512_fmadd_ps(d, s, b));
-    }
-  }
-#else
-  (void)sums;
-  for (int j = 0; j < J; ++j) {
-    const int64_t j0 = (jb + j) * kOut;
-    const int64_t n = std::min<int64_t>(kOut, p.outf - j0);
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* q = p.q + (r0 + r) * p.padded;
-      for (int64_t jj = 0; jj < n; ++jj) {
-        int32_t t = 0;
-        for (int64_t kq = 0; kq < p.kb; ++kq)
-          for (int64_t i = 0; i < kIn; ++i)
-            t += (int32_t(q[kq * kIn + i]) - 128) * int32_t(w[(j * p.kb + kq) * 64 + jj * kIn + i]);
-        const float b = p.bias ? p.bias[j0 + jj] : 0.0f;
-        p.y[(r0 + r) * p.outf + j0 + jj] = std::fma(float(t), p.sx[r0 + r] * p.sw[j0 + jj], b);
-      }
-    }
-  }
-#endif
-}
-
-using BlockFn = void (*)(const Problem&, int64_t, int64_t, const int32_t*);
-// [inline sums][rows in the group - 1][output blocks - 1]
-template <bool I>
-constexpr BlockFn kBlock[4][4] = {
-    {block_rows<1, 1, I>, block_rows<1, 2, I>, block_rows<1, 3, I>, block_rows<1, 4, I>},
-    {block_rows<2, 1, I>, block_rows<2, 2, I>, block_rows<2, 3, I>, block_rows<2, 4, I>},
-    {block_rows<3, 1, I>, block_rows<3, 2, I>, block_rows<3, 3, I>, block_rows<3, 4, I>},
-    {block_rows<4, 1, I>, block_rows<4, 2, I>, block_rows<4, 3, I>, block_rows<4, 4, I>},
-};
-
-// Every row for output blocks [b0, b1): 4 blocks (64 outputs, 64 * in bytes of weights)
-// at a time, dotted with each group of up to 4 rows while they are in L1/L2.
-void blocks_range(const Problem& p, int64_t rows, int64_t b0, int64_t b1) {
-  alignas(64) int32_t sums[4 * 16];
-  for (int64_t jb = b0; jb < b1; jb += 4) {
-    const int64_t nj = std::min<int64_t>(4, b1 - jb);
-    if (rows <= 4) {
-      kBlock<true>[rows - 1][nj - 1](p, 0, jb, nullptr);
-      continue;
-    }
-#if TENSORVM_VNNI
-    constexpr void (*kSums[4])(const Problem&, int64_t, int32_t*) = {block_sums<1>, block_sums<2>, block_sums<3>,
-                                                                     block_sums<4>};
-    kSums[nj - 1](p, jb, sums);
-#endif
-    for (int64_t r = 0; r < rows; r += 4) kBlock<false>[std::min<int64_t>(4, rows - r) - 1][nj - 1](p, r, jb, sums);
-  }
-}
-
 
 // The packed weight's shape for a weight of [out, in].
 Shape packed_shape(int64_t out, int64_t in) { return Shape{(out + kOut - 1) / kOut, (in + kIn - 1) / kIn, 64}; }
@@ -221,10 +100,11 @@ void linear_w8a8(OpContext& ctx, const Args& a, Value* out) {
     for (int64_t r = r0; r < r1; ++r) sxp[r] = quantize_row(xp + r * in, in, qp + r * padded, padded);
   });
   const int64_t kb = (in + kIn - 1) / kIn;
-  const Problem p{qp, padded, sxp, w.data<int8_t>(), kb, sc.data<float>(), bp, yp, outf};
+  const kernels::W8A8Problem p{qp, padded, sxp, w.data<int8_t>(), kb, sc.data<float>(), bp, yp, outf};
+  const kernels::LinearKernels& k = linear_kernels();
   const int64_t blocks = (outf + kOut - 1) / kOut;
   const int64_t grain = std::max<int64_t>(4, (int64_t(1) << 14) / (std::min<int64_t>(rows, 16) * in));
-  ctx.parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) { blocks_range(p, rows, b0, b1); });
+  ctx.parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) { k.w8a8_blocks(p, rows, b0, b1); });
   out[0] = std::move(y);
 }
 

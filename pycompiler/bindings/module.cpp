@@ -2,6 +2,7 @@
 #include <pybind11/stl.h>
 
 #include "convert.h"
+#include "ops/cpu.h"
 #include "ops/registry.h"
 
 namespace py = pybind11;
@@ -61,5 +62,20 @@ PYBIND11_MODULE(_C, m) {
       .def("__repr__", [](const PyObjectHandle& h) { return "<tensorvm " + h.obj->describe() + ">"; });
   m.def("call_op", &call_op, "Run one op eagerly on the C++ kernels.");
   m.def("registry", &registry, "Every op: name, group, params, outputs, doc.");
+  m.def("cpu_info", [] {
+    const ops::CpuInfo& c = ops::cpu_info();
+    py::dict d;
+    d["arch"] = c.arch;
+    d["model"] = c.model;
+    d["features"] = c.features;
+    d["variants_built"] = ops::built_kernel_variants();
+    d["variants_supported"] = ops::supported_kernel_variants();
+    d["active"] = std::string(ops::linear_kernels().name);
+    d["w8a8"] = std::string(ops::linear_kernels().w8a8_name);
+    return d;
+  }, "The CPU, its features, the kernel variants built and supported, and the active one.");
+  m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
+  m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
+        "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");
   bind_program(m);
 }

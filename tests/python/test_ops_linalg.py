@@ -6,6 +6,9 @@ import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op
 
+# Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def check(name, *args, rtol=1e-5, atol=1e-5, **kwargs):
     got = call_op(name, *args, **kwargs)

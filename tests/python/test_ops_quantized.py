@@ -7,6 +7,9 @@ from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op
 from tensorvm.pycompiler.quantize import quantize_int8
 
+# Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def check(*args, rtol=1e-5, atol=1e-5, **kwargs):
     got = call_op("linear_int8", *args, **kwargs)

@@ -13,6 +13,9 @@ from tensorvm.pycompiler.quantize import pack_w8a8, quantize_int8, unpack_w8a8
 
 import tensorvm
 
+# Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def check(*args, **kwargs):
     got = call_op("linear_w8a8", *args, **kwargs)
@@ -41,6 +44,19 @@ def test_linear_w8a8_random(rng, rows, out, n_in):
     assert y.shape == (rows, out)
     check(x, p, s)
     check(x.reshape(1, rows, n_in), p, s, bias=b)
+
+
+@pytest.mark.parametrize("rows", [1, 4, 9])
+def test_linear_w8a8_extreme_values(rows):
+    """Full-range weights (-128 included) against rows of +-max|x|: the int16 pair sums of
+    the AVX2 kernel (|w| * x * sign(w)) and the int32 sums must not saturate on any variant;
+    the integers are exact, so the outputs match the reference to the rescale's rounding."""
+    q = np.tile(np.array([-128, 127, -127, 127, 127, 127, -128, -128], np.int8), (35, 9))  # [35, 72]
+    s = np.full(35, 0.01, np.float32)
+    x = np.tile(np.array([1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0], np.float32), (rows, 9))
+    x[::2] *= -3.0
+    y = check(x, pack_w8a8(q), s)
+    assert np.abs(y).max() > 100  # large sums really happened
 
 
 def test_linear_w8a8_is_close_to_f32(rng):

@@ -11,6 +11,9 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 
+# Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def run(text, args, threads):
     prog = tensorvm._C.Program.from_text("# tensorvm ir 1\n" + text, "")

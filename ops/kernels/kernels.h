@@ -1,0 +1,68 @@
+// The hot kernels of the linear ops, in one table per instruction-set variant. Each
+// variant is ops/kernels/variant.cpp compiled with its own flags into its own
+// namespace; ops/cpu.cpp picks one table at load time (CPU detection, or
+// TENSORVM_ISA). The kernels are single-threaded and take plain pointers: the ops
+// (ops/linalg.cpp, ops/quantized*.cpp) check shapes, allocate and split the work over
+// threads, always along output features, and each output is computed by the same
+// arithmetic wherever a split falls, so results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace ops::kernels {
+
+// linear_w8a8's operands (ops/quantized_w8a8.cpp describes the packed weight layout).
+struct W8A8Problem {
+  const uint8_t* q;   // [rows, padded] quantized x, stored as q + 128
+  int64_t padded;     // a multiple of 64
+  const float* sx;    // [rows] x scales
+  const int8_t* w;    // packed weight [ceil(out / 16), kb, 64]
+  int64_t kb;         // ceil(in / 4)
+  const float* sw;    // [outf] weight scales
+  const float* bias;  // [outf] or null
+  float* y;           // [rows, outf]
+  int64_t outf;
+};
+
+struct LinearKernels {
+  const char* name;  // "scalar", "avx2", "avx512", "avx512_vnni", "neon"
+
+  // y[r * y_stride + j] = dot(x[r, :], w[j, :]) + bias[j] (bias may be null) for r < rows,
+  // j < n; x is [rows, in], w is [n, in]. Streams w once for up to 8 rows, in L1-sized
+  // blocks reused by groups of 4 rows past that.
+  void (*dot_rows_f32)(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n,
+                       float* y, int64_t y_stride);
+
+  // The register-tiled GEMM for many rows: y[r, j] = dot(x[r], w[j]) + bias[j] for every
+  // row and j in [j0, j1); `pack` holds gemm_pack_floats floats of per-thread scratch.
+  // Callers split [0, outf) in multiples of gemm_block outputs.
+  void (*gemm_rows_f32)(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, float* y,
+                        int64_t outf, int64_t j0, int64_t j1, float* pack);
+  int64_t gemm_pack_floats;
+  int64_t gemm_block;
+
+  // linear_int8, up to 8 rows: y[r, j] = scale[j] * dot(x[r], q[j]) + bias[j] for j in
+  // [j0, j1), streaming the int8 rows.
+  void (*dot_rows_i8)(const float* x, int64_t rows, int64_t in, const int8_t* q, const float* scale,
+                      const float* bias, float* y, int64_t outf, int64_t j0, int64_t j1);
+
+  // s[i, k] = q[i, k] * scale[i] for n rows of `in` int8 weights (linear_int8's blocks).
+  void (*dequantize_rows)(const int8_t* q, const float* scale, int64_t n, int64_t in, float* s);
+
+  // linear_w8a8: every row for output blocks [b0, b1) of 16 features.
+  void (*w8a8_blocks)(const W8A8Problem& p, int64_t rows, int64_t b0, int64_t b1);
+  const char* w8a8_name;  // which arithmetic linear_w8a8 runs: "vnni", "avx2" or "generic"
+};
+
+// One table per variant built for the target (CMakeLists.txt): scalar everywhere,
+// avx2 / avx512 / avx512_vnni on x86-64, neon on AArch64.
+extern const LinearKernels kScalarKernels;
+#if defined(__x86_64__)
+extern const LinearKernels kAvx2Kernels;
+extern const LinearKernels kAvx512Kernels;
+extern const LinearKernels kAvx512VnniKernels;
+#elif defined(__aarch64__)
+extern const LinearKernels kNeonKernels;
+#endif
+
+}  // namespace ops::kernels

@@ -1,0 +1,177 @@
+// One float vector type per instruction set, with the handful of operations the
+// linear kernels need. A kernel file is written once against these and compiled once
+// per variant with that variant's flags (ops/kernels/variant.cpp); the compiler's
+// predefined macros pick the vector here:
+//   AVX-512F     16 lanes, 32 registers, masked partial loads/stores
+//   AVX2 + FMA    8 lanes, 16 registers
+//   NEON          4 lanes, 32 registers (AArch64)
+//   otherwise     4 lanes of plain C++ (the scalar variant; the compiler maps it onto
+//                 the baseline's SSE registers on x86-64)
+// fmadd is fused on the SIMD variants and a separate multiply and add on the plain
+// one; the whole library is built with -ffp-contract=off, so the compiler never fuses
+// on its own and each output's arithmetic is fixed by the code, not by how a loop
+// happened to be vectorised or split over threads.
+//
+// Only this header, <cstdint>/<cstring>/<algorithm> and the intrinsics may be included
+// by variant code: anything inline from elsewhere could be emitted with this variant's
+// instructions and picked by the linker for the whole program (tests/cpp/
+// check_variant_symbols.cmake checks the object files).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+namespace ops::kernels::TENSORVM_VARIANT {
+
+#if defined(__AVX512F__)
+
+struct Vf {
+  __m512 v;
+};
+constexpr int kLanes = 16;
+constexpr int kRegisters = 32;
+inline __mmask16 lanes_mask(int n) { return __mmask16(n >= 16 ? 0xFFFF : (1u << n) - 1); }
+inline Vf zero() { return {_mm512_setzero_ps()}; }
+inline Vf set1(float a) { return {_mm512_set1_ps(a)}; }
+inline Vf load(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline Vf load_n(const float* p, int n) { return {_mm512_maskz_loadu_ps(lanes_mask(n), p)}; }
+inline void store(float* p, Vf a) { _mm512_storeu_ps(p, a.v); }
+inline void store_n(float* p, Vf a, int n) { _mm512_mask_storeu_ps(p, lanes_mask(n), a.v); }
+inline Vf fmadd(Vf a, Vf b, Vf c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline Vf add(Vf a, Vf b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline Vf mul(Vf a, Vf b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline Vf load_i8(const int8_t* p) {
+  return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
+}
+// The sum of the lanes. The maskz forms: GCC 12 warns (-Wuninitialized) about the
+// _undefined_ operand inside _mm512_reduce_add_ps and the unmasked shuffles/casts.
+inline float hsum(Vf a) {
+  __m512 v = a.v;
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));  // + the other 256-bit half
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));  // + the neighbouring 128-bit lane
+  __m128 h = _mm512_maskz_extractf32x4_ps(0xF, v, 0);
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+struct Vf {
+  __m256 v;
+};
+constexpr int kLanes = 8;
+constexpr int kRegisters = 16;
+inline __m256i lanes_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline Vf zero() { return {_mm256_setzero_ps()}; }
+inline Vf set1(float a) { return {_mm256_set1_ps(a)}; }
+inline Vf load(const float* p) { return {_mm256_loadu_ps(p)}; }
+inline Vf load_n(const float* p, int n) { return {_mm256_maskload_ps(p, lanes_mask(n))}; }
+inline void store(float* p, Vf a) { _mm256_storeu_ps(p, a.v); }
+inline void store_n(float* p, Vf a, int n) { _mm256_maskstore_ps(p, lanes_mask(n), a.v); }
+inline Vf fmadd(Vf a, Vf b, Vf c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline Vf add(Vf a, Vf b) { return {_mm256_add_ps(a.v, b.v)}; }
+inline Vf mul(Vf a, Vf b) { return {_mm256_mul_ps(a.v, b.v)}; }
+inline Vf load_i8(const int8_t* p) {
+  return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
+}
+inline float hsum(Vf a) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+
+struct Vf {
+  float32x4_t v;
+};
+constexpr int kLanes = 4;
+constexpr int kRegisters = 32;
+inline Vf zero() { return {vdupq_n_f32(0.0f)}; }
+inline Vf set1(float a) { return {vdupq_n_f32(a)}; }
+inline Vf load(const float* p) { return {vld1q_f32(p)}; }
+inline Vf load_n(const float* p, int n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  std::memcpy(t, p, sizeof(float) * (n < 4 ? n : 4));
+  return {vld1q_f32(t)};
+}
+inline void store(float* p, Vf a) { vst1q_f32(p, a.v); }
+inline void store_n(float* p, Vf a, int n) {
+  float t[4];
+  vst1q_f32(t, a.v);
+  std::memcpy(p, t, sizeof(float) * (n < 4 ? n : 4));
+}
+inline Vf fmadd(Vf a, Vf b, Vf c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
+inline Vf add(Vf a, Vf b) { return {vaddq_f32(a.v, b.v)}; }
+inline Vf mul(Vf a, Vf b) { return {vmulq_f32(a.v, b.v)}; }
+inline Vf load_i8(const int8_t* p) {
+  int32_t four;
+  std::memcpy(&four, p, 4);
+  const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
+  return {vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)))};
+}
+inline float hsum(Vf a) { return vaddvq_f32(a.v); }
+inline void prefetch(const void* p) { __builtin_prefetch(p); }
+
+#else
+
+struct Vf {
+  float v[4];
+};
+constexpr int kLanes = 4;
+constexpr int kRegisters = 16;
+inline Vf zero() { return {{0.0f, 0.0f, 0.0f, 0.0f}}; }
+inline Vf set1(float a) { return {{a, a, a, a}}; }
+inline Vf load(const float* p) { return {{p[0], p[1], p[2], p[3]}}; }
+inline Vf load_n(const float* p, int n) {
+  Vf r = zero();
+  for (int i = 0; i < n && i < 4; ++i) r.v[i] = p[i];
+  return r;
+}
+inline void store(float* p, Vf a) {
+  for (int i = 0; i < 4; ++i) p[i] = a.v[i];
+}
+inline void store_n(float* p, Vf a, int n) {
+  for (int i = 0; i < n && i < 4; ++i) p[i] = a.v[i];
+}
+inline Vf fmadd(Vf a, Vf b, Vf c) {
+  Vf r;
+  for (int i = 0; i < 4; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
+  return r;
+}
+inline Vf add(Vf a, Vf b) {
+  Vf r;
+  for (int i = 0; i < 4; ++i) r.v[i] = a.v[i] + b.v[i];
+  return r;
+}
+inline Vf mul(Vf a, Vf b) {
+  Vf r;
+  for (int i = 0; i < 4; ++i) r.v[i] = a.v[i] * b.v[i];
+  return r;
+}
+inline Vf load_i8(const int8_t* p) { return {{float(p[0]), float(p[1]), float(p[2]), float(p[3])}}; }
+inline float hsum(Vf a) { return (a.v[0] + a.v[2]) + (a.v[1] + a.v[3]); }
+inline void prefetch(const void* p) { __builtin_prefetch(p); }
+
+#endif
+
+// n < kLanes int8 values as floats, zeros past n.
+inline Vf load_i8_n(const int8_t* p, int n) {
+  int8_t t[kLanes] = {};
+  std::memcpy(t, p, size_t(n < kLanes ? n : kLanes));
+  return load_i8(t);
+}
+
+}  // namespace ops::kernels::TENSORVM_VARIANT

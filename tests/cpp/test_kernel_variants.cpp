@@ -1,0 +1,108 @@
+// Every kernel variant this CPU runs, against a double-precision reference, and with 1,
+// 2 and 3 threads: the output must be bit-identical whatever the thread count (each
+// output's arithmetic is fixed wherever a thread's range starts). Row counts cover each
+// path (1 row, the 2-8 row streaming kernel, 9-32 rows in L1 blocks, the GEMM with a
+// partial tile), input sizes cover partial vectors and GEMM slices.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ops/cpu.h"
+#include "ops/registry.h"
+#include "vm/thread_pool.h"
+
+namespace {
+
+using vm::DType;
+using vm::Tensor;
+using vm::Value;
+
+Tensor random_tensor(DType dt, const vm::Shape& s, std::mt19937& g) {
+  Tensor t = Tensor::empty(dt, s);
+  if (dt == DType::f32) {
+    std::normal_distribution<float> d(0.0f, 0.5f);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
+  } else {
+    std::uniform_int_distribution<int> d(-127, 127);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<int8_t>()[i] = int8_t(d(g));
+  }
+  return t;
+}
+
+Tensor run_op(const char* name, const std::vector<Value>& args, int threads) {
+  ops::OpContext ctx;
+  std::unique_ptr<vm::ThreadPool> pool;
+  if (threads > 1) {
+    pool = std::make_unique<vm::ThreadPool>(threads);
+    ctx.threads = pool.get();
+    ctx.num_threads = threads;
+  }
+  return ops::call(*ops::Registry::get().find(name), args, {}, ctx)[0].as_tensor();
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0;
+}
+
+// Restores the variant chosen before the test.
+struct VariantGuard {
+  std::string before = ops::linear_kernels().name;
+  ~VariantGuard() { ops::set_kernel_variant(before); }
+};
+
+}  // namespace
+
+TEST_CASE("cpu detection names the variants this CPU runs", "[kernels]") {
+  const auto supported = ops::supported_kernel_variants();
+  REQUIRE(!supported.empty());
+  CHECK(supported.front() == "scalar");
+  CHECK_THROWS_WITH(ops::set_kernel_variant("avx3"), Catch::Contains("unknown kernel variant 'avx3'"));
+  VariantGuard guard;
+  ops::set_kernel_variant("auto");
+  CHECK(std::string(ops::linear_kernels().name) == supported.back());
+  CHECK(ops::describe_cpu().find("active: " + supported.back()) != std::string::npos);
+}
+
+TEST_CASE("linear, linear_int8: every variant matches the reference on any thread count", "[kernels][threads]") {
+  VariantGuard guard;
+  std::mt19937 g(7);
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (int64_t rows : {1, 2, 5, 8, 9, 17, 32, 33, 64, 300}) {
+      for (int64_t in : {1, 7, 77, 300}) {
+        const int64_t outf = 97;  // odd: partial tiles, odd split points
+        INFO(variant << " rows " << rows << " in " << in);
+        Tensor x = random_tensor(DType::f32, {rows, in}, g);
+        Tensor w = random_tensor(DType::f32, {outf, in}, g);
+        Tensor q = random_tensor(DType::i8, {outf, in}, g);
+        Tensor scale = random_tensor(DType::f32, {outf}, g);
+        Tensor b = random_tensor(DType::f32, {outf}, g);
+        const Tensor y1 = run_op("linear", {Value(x), Value(w), Value(b)}, 1);
+        const Tensor q1 = run_op("linear_int8", {Value(x), Value(q), Value(scale), Value(b)}, 1);
+        for (int threads : {2, 3}) {
+          CHECK(same_bits(y1, run_op("linear", {Value(x), Value(w), Value(b)}, threads)));
+          CHECK(same_bits(q1, run_op("linear_int8", {Value(x), Value(q), Value(scale), Value(b)}, threads)));
+        }
+        const float* xp = x.data<float>();
+        double worst = 0.0, worst_q = 0.0;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < outf; ++j) {
+            double s = b.data<float>()[j], sq = 0.0, mag = 0.0;
+            for (int64_t k = 0; k < in; ++k) {
+              s += double(xp[r * in + k]) * w.data<float>()[j * in + k];
+              sq += double(xp[r * in + k]) * q.data<int8_t>()[j * in + k];
+              mag += std::fabs(double(xp[r * in + k]) * q.data<int8_t>()[j * in + k]);
+            }
+            sq = sq * scale.data<float>()[j] + b.data<float>()[j];
+            worst = std::max(worst, std::fabs(s - y1.data<float>()[r * outf + j]));
+            worst_q = std::max(worst_q, std::fabs(sq - q1.data<float>()[r * outf + j]) /
+                                            (1.0 + mag * std::fabs(scale.data<float>()[j])));
+          }
+        CHECK(worst < 1e-4);
+        CHECK(worst_q < 1e-5);
+      }
+    }
+  }
+}
