@@ -67,12 +67,14 @@ void ThreadPool::run(int64_t n, int64_t chunks, const void* fn, Trampoline call)
   chunk_range(n, chunks, 0, b, e);
   call(fn, b, e);
   // The workers' chunks take as long as ours, so the wait is usually short: spin for
-  // it, unless the machine is oversubscribed (then a worker may be waiting for our
-  // core) or the wait drags on (a worker was descheduled); then sleep until the last
-  // worker reports.
-  const int spin_limit = oversubscribed() ? 64 : 16384;
+  // it. When the machine is oversubscribed (a worker may be waiting for our core), or
+  // in a backoff after a late worker, sleep after a few pauses instead.
+  using Clock = std::chrono::steady_clock;
+  const bool calm = !oversubscribed() && backoff_.load(std::memory_order_relaxed) == 0;
+  const auto deadline = Clock::now() + std::chrono::microseconds(calm ? kLateMicros : 0);
+  bool slept = false;
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < spin_limit) {
+    if ((spins & 63) != 63 || Clock::now() < deadline) {
       TENSORVM_PAUSE();
       continue;
     }
@@ -80,7 +82,18 @@ void ThreadPool::run(int64_t n, int64_t chunks, const void* fn, Trampoline call)
     caller_waiting_.store(true);  // seq_cst: pairs with the worker's decrement-then-check
     done_.wait(lock, [&] { return pending_.load() == 0; });
     caller_waiting_.store(false);
+    slept = true;
     break;
+  }
+  // A worker that is still busy long after our equal share was probably descheduled:
+  // the machine is loaded by other processes, which this process cannot count. Then
+  // nobody spins for the next kBackoffJobs jobs (spinning would take the cores the late
+  // threads need), after which one job probes again.
+  if (calm && slept) {
+    backoff_.store(kBackoffJobs, std::memory_order_relaxed);
+  } else if (!calm) {
+    const int b = backoff_.load(std::memory_order_relaxed);
+    if (b > 0) backoff_.store(b - 1, std::memory_order_relaxed);
   }
 }
 
@@ -99,7 +112,8 @@ uint64_t ThreadPool::wait_for_job(uint64_t seen) {
   for (int spins = 0;; ++spins) {
     const uint64_t g = generation_.load(std::memory_order_acquire);
     if (g != seen) return g;
-    if ((spins & 63) == 63 && (Clock::now() >= deadline || !engaged_.load(std::memory_order_relaxed) || oversubscribed()))
+    if ((spins & 63) == 63 && (Clock::now() >= deadline || !engaged_.load(std::memory_order_relaxed) ||
+                               backoff_.load(std::memory_order_relaxed) > 0 || oversubscribed()))
       break;
     TENSORVM_PAUSE();
   }

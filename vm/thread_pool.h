@@ -14,7 +14,9 @@
 // (4 Sessions x 2 threads on 2 cores ran 50x slower). So every pool counts its
 // threads in a process-wide total while it is engaged (a Session engages its pool for
 // the length of a run), and when that total exceeds the hardware threads, workers
-// and callers sleep at once instead of spinning.
+// and callers sleep at once instead of spinning. Load from other processes cannot be
+// counted, so a caller that finds a worker still busy 0.5 ms after finishing its own
+// equal share takes it for a descheduled thread and nobody spins for the next 256 jobs.
 #pragma once
 
 #include <atomic>
@@ -79,6 +81,10 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::atomic<bool> engaged_{false};
   std::atomic<bool> caller_waiting_{false};  // run() sleeps on done_ until pending_ is 0
+  // Jobs left in which nobody spins, after a worker was late (written by run() only).
+  std::atomic<int> backoff_{0};
+  static constexpr int kLateMicros = 500;    // a worker this much behind the caller is late
+  static constexpr int kBackoffJobs = 256;
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;

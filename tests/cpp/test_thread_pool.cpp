@@ -130,3 +130,16 @@ TEST_CASE("thread pool: more pools than cores finish in reasonable time", "[thre
   // the single run. Spinning workers made it 50x; the bound is 30x.
   CHECK(all < 30.0 * std::max(single, 0.01));
 }
+
+TEST_CASE("thread pool: after a late worker (backoff: nobody spins) jobs still cover their range", "[threads]") {
+  for (int threads : {2, 3}) {
+    vm::ThreadPool pool(threads);
+    for (int round = 0; round < 3; ++round) {
+      // Chunk 0 is the caller's; the others sleep past the caller's spin budget.
+      pool.parallel_for(threads, 1, [](int64_t b, int64_t) {
+        if (b > 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      });
+      for (int j = 0; j < 300; ++j) check_cover(pool, 257, 1);  // through the backoff and out of it
+    }
+  }
+}
