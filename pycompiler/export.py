@@ -200,7 +200,8 @@ class Program:
         if not self.path.is_dir():
             raise ProgramError(f"{self.path}: not a program directory (expected a directory with {PROGRAM_FILE})")
         try:
-            self.ir = read_regular_file(self.path / PROGRAM_FILE).decode("utf-8")
+            # Universal newlines, as read_text gave.
+            self.ir = read_regular_file(self.path / PROGRAM_FILE).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except (OSError, UnicodeDecodeError) as e:
             raise ProgramError(f"{self.path / PROGRAM_FILE}: {e}") from None
         self.meta = read_meta(self.path)
