@@ -1,8 +1,9 @@
 """Which checkpoint the benchmark runs on, and the per-checkpoint cache.
 
 ``resolve(spec)``: a directory, or a name known to tests/fixtures/make_checkpoints.py
-(``opus-mt-en-fr-random``, ``tiny-marian``), built on first use by the fixture's
-``ensure_checkpoint`` (cache: $TENSORVM_CHECKPOINT_CACHE or tests/fixtures/.cache).
+(``opus-mt-en-fr-random``, ``tiny-marian``), from the fixture's ``ensure_checkpoint``:
+trained ones are committed in tests/fixtures/data, random ones are built on first use
+(cache: $TENSORVM_CHECKPOINT_CACHE or tests/fixtures/.cache).
 
 ``prepare(dir, cache_root)``: the directory all engines load. Marian checkpoints
 converted from the original Marian models have an all-zero embedding row for

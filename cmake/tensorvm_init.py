@@ -2,8 +2,14 @@
 
 The package is assembled at install time: tensorvm._C (the C++ runtime),
 tensorvm.pycompiler (builder, tracer, exporter, importers, CLI; the repo's pycompiler/)
-and tensorvm.reference (reference ops; the repo's reference/). This file re-exports
-the public API of tensorvm.pycompiler.
+and tensorvm.reference (reference ops; the repo's reference/), plus, from `pip install`,
+bin/tensorvm-run, include/ and lib/ (the C++ library and its CMake package; see
+tensorvm.get_cmake_dir). This file re-exports the public API of tensorvm.pycompiler
+and the importer: tensorvm.load, tensorvm.import_hf, ...
 """
 from .pycompiler import *  # noqa: F401,F403
-from .pycompiler import __all__  # noqa: F401
+from .pycompiler import __all__ as _pycompiler_all
+from .pycompiler.import_hf import import_hf
+from .pycompiler.locations import get_cmake_dir, get_include_dir
+
+__all__ = [*_pycompiler_all, "import_hf", "get_cmake_dir", "get_include_dir"]

@@ -1,17 +1,13 @@
-// The safetensors writer: aligned layout, written atomically so a crash never
-// leaves a half-written weights file under the final name.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// The safetensors writer: aligned layout, written atomically (ir/atomic_file.h) so a
+// crash never leaves a half-written weights file under the final name.
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ir/atomic_file.h"
 #include "ir/safetensors.h"
 
 namespace ir {
@@ -41,55 +37,6 @@ void check_tensor(const std::string& path, const TensorToWrite& t) {
     fail(fmt::format("nbytes is {} but {} with {} elements needs {}", t.nbytes, t.dtype, count, count * itemsize));
   if (t.nbytes > 0 && !t.data) fail("data is null");
 }
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& path) : path_(path), tmp_(path + ".tmp.XXXXXX") {
-    fd_ = mkstemp(tmp_.data());
-    if (fd_ < 0) fail("cannot create a temporary file next to it");
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    int err = errno;
-    throw WeightsError(fmt::format("{}: {}: {}", path_, what, std::strerror(err)));
-  }
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("write failed");
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-  void commit() {
-    if (fchmod(fd_, 0644) != 0) fail("fchmod failed");
-    if (fsync(fd_) != 0) fail("fsync failed");
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("close failed");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename failed");
-    committed_ = true;
-    // Make the rename itself durable; failing here loses nothing already visible.
-    std::string dir = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::string path_;
-  std::string tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

@@ -1,100 +1,51 @@
-"""The `tensorvm` command: run, replay and inspect program directories; list the ops.
+"""The `tensorvm` command: run, replay and inspect program directories; import
+checkpoints; list the ops; say where the C++ package is.
 
-    tensorvm run PROGRAM FUNCTION [--inputs in.npz] [--outputs out.npz] [--threads N]
-    tensorvm replay PROGRAM FUNCTION [--inputs in.npz] [--outputs out.npz]
+    tensorvm run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
+                 [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time]
+    tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm inspect PROGRAM [--ir]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
+    tensorvm --cmake-dir | --include-dir
 
-Inputs: an .npz whose arrays are named arr_0, arr_1, ... (by position) or by the
-function's parameter names; a scalar parameter takes a 0-d array. Outputs are
-saved as arr_0, arr_1, ... (scalars as 0-d arrays). Errors are one line on stderr
-and exit status 1; --debug shows the traceback.
+run/replay take the inputs and options of `tensorvm-run` (see cli_io.py): arrays by
+parameter name or arr_0, arr_1, ... (a scalar parameter takes a 0-d array), --arg for
+scalars and options, --ids for input_ids/attention_mask. Outputs are saved as arr_0,
+arr_1, ... (scalars as 0-d arrays). Errors are one line on stderr and exit status 1;
+--debug shows the traceback. A closed stdout (`tensorvm inspect P | head`) ends the
+command quietly with status 141, as SIGPIPE ends C programs.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
+from .cli_io import CLIError, build_inputs, check_output_name, save_outputs
 from .quantize import QUANTIZATIONS
 
 
-class CLIError(Exception):
-    pass
-
-
-def _load_inputs(path: Optional[str], fn) -> list:
-    import numpy as np
-
-    if path is None:
-        if fn.params:
-            raise CLIError(f"{fn.name} takes {len(fn.params)} inputs ({', '.join(p.name for p in fn.params)}): pass --inputs FILE.npz")
-        return []
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:
-        raise CLIError(f"{path}: cannot read inputs: {e}") from None
-    names = [p.name for p in fn.params]
-    positional = [f"arr_{i}" for i in range(len(names))]
-    if set(arrays) == set(positional):
-        ordered = [arrays[k] for k in positional]
-    elif set(arrays) == set(names):
-        ordered = [arrays[k] for k in names]
-    else:
-        raise CLIError(f"{path}: expected arrays {', '.join(positional) or '(none)'} or {', '.join(names) or '(none)'} "
-                       f"for {fn.name}, found {', '.join(sorted(arrays)) or 'none'}")
-    out = []
-    for v, p in zip(ordered, fn.params):
-        if p.type in ("int", "float", "bool", "str") and isinstance(v, np.ndarray) and v.ndim != 0:
-            raise CLIError(f"input '{p.name}' is declared {p.type}: give a 0-d array, got shape {list(v.shape)}")
-        out.append(v)
-    return out
-
-
-def _as_array(value: Any, i: int):
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, (bool, int, float, str)):
-        return np.asarray(value)
-    if isinstance(value, (list, tuple)) and all(isinstance(x, int) for x in value):
-        return np.asarray(value, dtype=np.int64)
-    raise CLIError(f"output {i} is a {type(value).__name__} ({value!r}), which cannot be saved to .npz")
-
-
-def _save_outputs(path: Optional[str], result: Any, fn) -> None:
-    import numpy as np
-
-    values = list(result) if isinstance(result, tuple) else ([] if result is None and not fn.return_types else [result])
-    if path is None:
-        for i, v in enumerate(values):
-            if isinstance(v, np.ndarray):
-                body = np.array2string(v, threshold=20, edgeitems=3)
-                print(f"arr_{i}: {v.dtype}{list(v.shape)}\n{body}")
-            else:
-                print(f"arr_{i}: {v!r}")
-        return
-    arrays = {f"arr_{i}": _as_array(v, i) for i, v in enumerate(values)}
-    try:
-        np.savez(path, **arrays)
-    except OSError as e:
-        raise CLIError(f"{path}: cannot write outputs: {e}") from None
-
-
 def cmd_run(args, replay: bool) -> int:
+    import time
+
     from .export import load
 
+    check_output_name(args.outputs)
     program = load(args.program, num_threads=getattr(args, "threads", 1))
     fn = program.module.function(args.function)
-    inputs = _load_inputs(args.inputs, fn)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0)
+    t0 = time.perf_counter()
     result = program.replay(args.function, *inputs) if replay else program.run(args.function, *inputs)
-    _save_outputs(args.outputs, result, fn)
+    ms = (time.perf_counter() - t0) * 1e3
+    values = list(result) if isinstance(result, tuple) and len(fn.return_types) > 1 else \
+        ([] if result is None and not fn.return_types else [result])
+    save_outputs(args.outputs, values)
+    if args.time:
+        print(f"time: {ms:.2f} ms")
     return 0
 
 
@@ -155,6 +106,16 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_info(args) -> int:
+    from .. import _C
+
+    if args.json:
+        print(json.dumps(_C.cpu_info(), indent=2))
+    else:
+        print(_C.describe_cpu(), end="")
+    return 0
+
+
 def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
@@ -167,14 +128,21 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     p = argparse.ArgumentParser(prog="tensorvm", description="Run, replay and inspect tensorvm programs.", parents=[common])
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--cmake-dir", action="store_true",
+                       help="print the directory of tensorvmConfig.cmake (for -Dtensorvm_DIR=...) and exit")
+    where.add_argument("--include-dir", action="store_true", help="print the C++ include directory and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
     for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops")):
         r = sub.add_parser(name, help=help_, parents=[common])
         r.add_argument("program", help="program directory")
         r.add_argument("function", help="function to run")
-        r.add_argument("--inputs", help=".npz of inputs (arr_0.. or parameter names)")
-        r.add_argument("--outputs", help=".npz to write the outputs to (printed when omitted)")
+        r.add_argument("--inputs", help=".npz or .safetensors of inputs (arrays arr_0.. or named after the parameters)")
+        r.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                       help="a scalar or option parameter, parsed by its declared type (repeatable)")
+        r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
+        r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
+        r.add_argument("--time", action="store_true", help="print the time the call took")
         if name == "run":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
@@ -187,7 +155,31 @@ def _parser() -> argparse.ArgumentParser:
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",
+                       parents=[common])
+    n.add_argument("--json", action="store_true", help="machine-readable output")
     return p
+
+
+COMMANDS = {
+    "run": lambda args: cmd_run(args, replay=False),
+    "replay": lambda args: cmd_run(args, replay=True),
+    "inspect": cmd_inspect,
+    "import-hf": cmd_import_hf,
+    "ops": cmd_ops,
+    "info": cmd_info,
+}
+
+
+def _dispatch(parser: argparse.ArgumentParser, args) -> int:
+    if args.cmake_dir or args.include_dir:
+        from .locations import get_cmake_dir, get_include_dir
+
+        print(get_cmake_dir() if args.cmake_dir else get_include_dir())
+        return 0
+    if args.command is None:
+        parser.error("a COMMAND is required")
+    return COMMANDS[args.command](args)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -195,13 +187,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        if args.command in ("run", "replay"):
-            return cmd_run(args, replay=args.command == "replay")
-        if args.command == "inspect":
-            return cmd_inspect(args)
-        if args.command == "import-hf":
-            return cmd_import_hf(args)
-        return cmd_ops(args)
+        code = _dispatch(parser, args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         if debug:
             raise
@@ -218,6 +208,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             detail += " (" + "; ".join(m.strip() for m in msg[1:] if m.strip())[:300] + ")"
         print(f"tensorvm: error: {detail}", file=sys.stderr)
         return 1
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`tensorvm inspect P | head`): stop quietly.
+
+    Python's documented recipe: point stdout at /dev/null so the interpreter's final
+    flush cannot raise again, and exit 128 + SIGPIPE like a C program would."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (captured in a test)
+        pass
+    return 141
 
 
 if __name__ == "__main__":

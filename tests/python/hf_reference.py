@@ -12,7 +12,8 @@ cached per directory) and runs ``generate()`` / the forward pass under
     pad_batch([[...], ...], pad_id)         -> (ids, mask), EOS appended
 
 Checkpoints come from tests/fixtures/make_checkpoints.py; ``ckpt`` may be a
-directory or a checkpoint name (built on demand by ``ensure_checkpoint``).
+directory or a checkpoint name (``ensure_checkpoint``: trained ones are the
+committed copies in tests/fixtures/data, random ones are built on demand).
 Always pass ``attention_mask`` for padded batches: transformers 5.x does not
 infer it from pad tokens for encoder-decoder models (HF_GENERATE_NOTES.md).
 """
@@ -34,7 +35,7 @@ _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def checkpoint_dir(ckpt: str | os.PathLike) -> Path:
-    """A directory as is, or a name from make_checkpoints.SPECS (built if needed)."""
+    """A directory as is, or a name from make_checkpoints.SPECS (committed, or built if needed)."""
     p = Path(ckpt)
     if p.is_dir():
         return p

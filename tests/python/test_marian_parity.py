@@ -2,9 +2,12 @@
 
 Checkpoints are built locally (tests/fixtures/make_checkpoints.py): the
 opus-mt-en-fr shape with seeded random weights, and a tiny Marian trained on a
-synthetic task so that outputs end with EOS at varied lengths. Variants prove that
+synthetic task so that outputs end with EOS at varied lengths (trained once and
+committed in tests/fixtures/data, never trained by a test run). Variants prove that
 the importer reads the config (separate decoder vocabulary, gelu, untied head).
 """
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -35,6 +38,19 @@ def _compare(ckpt, prog, batches, **kw):
         if want.shape != got.shape or not (want == got).all():
             mismatches.append((ids, want, got))
     assert not mismatches, f"{len(mismatches)} of {len(batches)} batches differ; first: {mismatches[0]}"
+
+
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "data"
+
+
+@pytest.mark.parametrize("name", [TINY, "tiny-sepvocab-gelu", "tiny-untied", "tiny-sepvocab-untied"])
+def test_trained_checkpoints_are_the_committed_ones(root, name):
+    """Both sides of every parity test read the committed weights (nothing is trained
+    on the machine running the tests, so nothing here depends on its CPU's training)."""
+    ckpt, prog = imported(name, root)
+    assert ckpt == COMMITTED / name
+    assert prog.meta["source"] == str((COMMITTED / name).resolve())
+    assert hf.load_model(name).name_or_path == str((COMMITTED / name).resolve())
 
 
 @pytest.mark.parametrize("batch, count", [(1, 26), (4, 6)])

@@ -1,39 +1,47 @@
 // tensorvm-run: run a function of a program from the command line, with no Python.
-//   tensorvm-run PROGRAM FUNCTION [--inputs in.safetensors] [--arg NAME=VALUE]...
-//                [--ids "1 2 3; 4 5"] [--outputs out.safetensors] [--threads N]
-// Inputs are matched to the function's parameters by name: tensors from the
-// --inputs file, scalars from --arg (parsed by the declared type), and --ids fills a
-// parameter named input_ids (int64 [batch, len], ';' between rows, rows padded with
-// the program's pad id and an attention_mask built to match when the function takes one).
+//   tensorvm-run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
+//                [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time]
+// The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
+// takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
+// between rows, rows padded with the program's pad id, and an attention_mask built to
+// match when the function takes one), --arg (parsed by the declared type), the array
+// named after it in --inputs, or the array arr_<position>; options left out keep the
+// program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
+// output left out).
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "ir/safetensors.h"
+#include "ir/array_file.h"
+#include "ops/cpu.h"
 #include "vm/vm.h"
 
 namespace {
 
 const char* kUsage =
-    "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.safetensors] [--arg NAME=VALUE]...\n"
-    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.safetensors] [--threads N] [--time]\n"
-    "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n";
+    "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
+    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n"
+    "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
+    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
-vm::DType dtype_from_safetensors(const std::string& s) {
+vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   if (s == "F32") return vm::DType::f32;
   if (s == "I64") return vm::DType::i64;
   if (s == "I32") return vm::DType::i32;
   if (s == "BOOL") return vm::DType::boolean;
   if (s == "I8") return vm::DType::i8;
-  vm::fail("input tensors must be F32, I64, I32, BOOL or I8, got {}", s);
+  vm::fail("{}: tensors must be float32, int64, int32, bool or int8, got {}", what, s);
 }
 
-std::string dtype_to_safetensors(vm::DType t) {
+std::string safetensors_dtype(vm::DType t) {
   switch (t) {
     case vm::DType::f32: return "F32";
     case vm::DType::i64: return "I64";
@@ -42,6 +50,27 @@ std::string dtype_to_safetensors(vm::DType t) {
     case vm::DType::i8: return "I8";
   }
   return "?";
+}
+
+// A 0-d array for a scalar parameter (np.array(7) for an int, np.array(0.5) for a float).
+vm::Value scalar_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what) {
+  if (!a.shape.empty())
+    vm::fail("{} is declared {}: give a 0-d array, got shape [{}]", what, type, fmt::join(a.shape, ", "));
+  auto as = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, a.data.data(), sizeof v);
+    return v;
+  };
+  const bool integral = a.dtype == "I64" || a.dtype == "I32" || a.dtype == "I8";
+  const int64_t i = a.dtype == "I64" ? as(int64_t{}) : a.dtype == "I32" ? as(int32_t{}) : a.dtype == "I8" ? as(int8_t{}) : 0;
+  if ((type == "int" || type == "Any") && integral) return vm::Value::from_int(i);
+  if (type == "float" || type == "Any") {
+    if (a.dtype == "F32") return vm::Value::from_float(as(float{}));
+    if (a.dtype == "F64") return vm::Value::from_float(as(double{}));
+    if (integral && type == "float") return vm::Value::from_float(double(i));
+  }
+  if ((type == "bool" || type == "Any") && a.dtype == "BOOL") return vm::Value::from_bool(a.data[0] != 0);
+  vm::fail("{} is declared {}, got a 0-d {} array", what, type, a.dtype);
 }
 
 vm::Value parse_scalar(const std::string& type, const std::string& text, const std::string& name) {
@@ -72,8 +101,6 @@ vm::Value parse_scalar(const std::string& type, const std::string& text, const s
       try {
         double d = std::stod(text, &used);
         if (used == text.size()) return vm::Value::from_float(d);
-      } catch (const std::out_of_range&) {
-        vm::fail("--arg {}={}: the number is out of range", name, text);
       } catch (const std::exception&) {  // not a number: a str option (early_stopping=never)
       }
       return vm::Value::from_str(text);
@@ -180,6 +207,9 @@ int run(int argc, char** argv) {
     if (a == "-h" || a == "--help") {
       fmt::print("{}", kUsage);
       return 0;
+    } else if (a == "--info") {
+      fmt::print("{}", ops::describe_cpu());
+      return 0;
     } else if (a == "--inputs") {
       inputs_path = next();
     } else if (a == "--outputs") {
@@ -210,17 +240,23 @@ int run(int argc, char** argv) {
   auto program = vm::Program::load(positional[0]);
   const vm::Function& fn = program->function(positional[1]);
 
-  std::shared_ptr<ir::WeightsFile> input_file;
-  if (!inputs_path.empty()) input_file = ir::WeightsFile::open(inputs_path);
+  if (!outputs_path.empty() && !ir::is_array_file_name(outputs_path))
+    vm::fail("--outputs {}: the name must end in .npz or .safetensors", outputs_path);
+  std::map<std::string, ir::ArrayData> arrays;
+  for (ir::ArrayData& a : inputs_path.empty() ? std::vector<ir::ArrayData>{} : ir::read_arrays(inputs_path))
+    arrays.emplace(a.name, std::move(a));
   std::vector<std::vector<int64_t>> ids;
   if (!ids_text.empty()) ids = parse_ids(ids_text);
   size_t max_len = 0;
   for (const auto& r : ids) max_len = std::max(max_len, r.size());
 
   std::vector<vm::Value> inputs;
+  std::set<std::string> used;
   for (size_t p = 0; p < fn.param_names.size(); ++p) {
     const std::string& name = fn.param_names[p];
     const std::string& type = fn.param_types[p];
+    const std::string positional_name = fmt::format("arr_{}", p);
+    const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
     if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
       const bool mask = name == "attention_mask";
       vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(ids.size()), int64_t(max_len)});
@@ -230,21 +266,31 @@ int run(int argc, char** argv) {
         for (size_t c = 0; c < max_len; ++c)
           d[r * max_len + c] = c < ids[r].size() ? (mask ? 1 : ids[r][c]) : (mask ? 0 : pad);
       inputs.emplace_back(t);
-    } else if (args.count(name)) {
+    } else if (args.count(name)) {  // overrides an array of --inputs
       inputs.push_back(parse_scalar(type, args[name], name));
       args.erase(name);
-    } else if (input_file && input_file->find(name)) {
-      const ir::TensorEntry& e = *input_file->find(name);
-      vm::Shape shape(e.shape.begin(), e.shape.end());
-      vm::Tensor t = vm::Tensor::empty(dtype_from_safetensors(e.dtype), shape);
-      std::memcpy(t.raw(), e.data, e.nbytes);
-      inputs.emplace_back(t);
+      used.insert(array_name);
+    } else if (!array_name.empty()) {
+      const ir::ArrayData& a = arrays.at(array_name);
+      const std::string what = fmt::format("{}: input '{}' of {}", inputs_path, name, fn.name);
+      used.insert(array_name);
+      if (type == "Tensor" || type == "Tensor?" || (type == "Any" && !a.shape.empty())) {
+        vm::Tensor t = vm::Tensor::empty(dtype_from_name(a.dtype, what), vm::Shape(a.shape.begin(), a.shape.end()));
+        std::memcpy(t.raw(), a.data.data(), a.data.size());
+        inputs.emplace_back(t);
+      } else {
+        inputs.push_back(scalar_from_array(a, type, what));
+      }
     } else if (type == "None" || type == "Any") {
       inputs.push_back(vm::Value::none());  // an option left to the program's default
     } else {
       vm::fail("no value for input '{}' ({}) of {}: give it with --arg {}=..., --inputs or --ids", name, type, fn.name, name);
     }
   }
+  for (const auto& [key, a] : arrays)
+    if (!used.count(key))
+      vm::fail("{}: array '{}' is no input of {} (name arrays arr_0, arr_1, ... or {})", inputs_path, key, fn.name,
+               fmt::join(fn.param_names, ", "));
   if (!args.empty()) vm::fail("--arg {}: {} has no such parameter", args.begin()->first, fn.name);
 
   vm::SessionOptions opts;
@@ -256,17 +302,38 @@ int run(int argc, char** argv) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<ir::TensorToWrite> to_write;
-  std::vector<vm::Tensor> keep;
+  std::vector<vm::Tensor> keep;  // owns the bytes to_write points into
+  std::vector<std::unique_ptr<unsigned char[]>> scalars;
   for (size_t i = 0; i < outs.size(); ++i) {
-    print_value(fmt::format("output {}", i), outs[i]);
-    if (outs[i].is_tensor()) {
-      keep.push_back(outs[i].as_tensor().contiguous());
+    const vm::Value& v = outs[i];
+    print_value(fmt::format("output {}", i), v);
+    if (outputs_path.empty() || v.is_none()) continue;  // None: an optional result not produced
+    const std::string name = fmt::format("arr_{}", i);
+    if (v.is_tensor()) {
+      keep.push_back(v.as_tensor().contiguous());
       const vm::Tensor& t = keep.back();
-      to_write.push_back({fmt::format("output_{}", i), dtype_to_safetensors(t.dtype()),
-                          std::vector<int64_t>(t.shape().begin(), t.shape().end()), t.raw(), t.nbytes()});
+      to_write.push_back({name, safetensors_dtype(t.dtype()), std::vector<int64_t>(t.shape().begin(), t.shape().end()),
+                          t.raw(), t.nbytes()});
+    } else if (v.is_int() || v.is_float() || v.is_bool()) {  // 0-d arrays, as numpy.asarray makes them
+      scalars.emplace_back(new unsigned char[8]);
+      unsigned char* raw = scalars.back().get();
+      if (v.is_int()) {
+        const int64_t x = v.as_int();
+        std::memcpy(raw, &x, 8);
+        to_write.push_back({name, "I64", {}, raw, 8});
+      } else if (v.is_float()) {
+        const double x = v.as_float();
+        std::memcpy(raw, &x, 8);
+        to_write.push_back({name, "F64", {}, raw, 8});
+      } else {
+        raw[0] = v.as_bool() ? 1 : 0;
+        to_write.push_back({name, "BOOL", {}, raw, 1});
+      }
+    } else {
+      vm::fail("--outputs: output {} is {}, which cannot be saved as an array", i, v.describe());
     }
   }
-  if (!outputs_path.empty()) ir::write_safetensors(outputs_path, to_write, {}, 1);
+  if (!outputs_path.empty()) ir::write_arrays(outputs_path, to_write);
   if (timed) {
     fmt::print("time: {:.2f} ms", ms);
     // For generate-style outputs ([batch, length] token ids after a start token),
