@@ -201,16 +201,17 @@ std::vector<unsigned char> fortran_to_c(const unsigned char* src, const std::vec
   const size_t nd = shape.size();
   std::vector<uint64_t> fstride(nd, 1);
   for (size_t d = 1; d < nd; ++d) fstride[d] = fstride[d - 1] * uint64_t(shape[d - 1]);
-  std::vector<int64_t> idx(nd, 0);
   const size_t count = itemsize ? nbytes / itemsize : 0;
+  // Each element's C-order index taken apart digit by digit (no odometer vector: GCC 12
+  // for AArch64 reports a false -Wfree-nonheap-object on one).
   for (size_t k = 0; k < count; ++k) {
-    uint64_t off = 0;
-    for (size_t d = 0; d < nd; ++d) off += uint64_t(idx[d]) * fstride[d];
-    std::memcpy(out.data() + k * itemsize, src + off * itemsize, itemsize);
-    for (size_t d = nd; d-- > 0;) {  // odometer over the C-order index
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
+    uint64_t off = 0, rest = k;
+    for (size_t d = nd; d-- > 0;) {
+      const uint64_t extent = uint64_t(shape[d]);
+      off += rest % extent * fstride[d];
+      rest /= extent;
     }
+    std::memcpy(out.data() + k * itemsize, src + off * itemsize, itemsize);
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -128,11 +129,12 @@ class HeaderReader {
 
 }  // namespace
 
-std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path) {
+std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path, bool copy) {
   auto fail = [&](const std::string& msg) -> WeightsError { return WeightsError(fmt::format("{}: {}", path, msg)); };
   std::shared_ptr<WeightsFile> wf(new WeightsFile());
   wf->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw fail(fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -144,12 +146,35 @@ std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path) {
     ::close(fd);
     throw fail(fmt::format("file is {} bytes, shorter than the 8-byte header length", size));
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(map_errno)));
-  wf->map_ = map;  // from here on the destructor unmaps, also when we throw
-  wf->map_size_ = size;
+  void* map = nullptr;
+  if (copy) {
+    map = std::aligned_alloc(64, (size + 63) & ~size_t(63));
+    if (!map) {
+      ::close(fd);
+      throw fail(fmt::format("out of memory reading {} bytes", size));
+    }
+    wf->map_ = map;
+    wf->map_size_ = size;
+    wf->copied_ = true;
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd, static_cast<char*>(map) + done, size - done, off_t(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = errno;
+        ::close(fd);
+        throw fail(n == 0 ? std::string("the file shrank while it was read") : fmt::format("read failed: {}", std::strerror(err)));
+      }
+      done += size_t(n);
+    }
+    ::close(fd);
+  } else {
+    map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    ::close(fd);  // the mapping keeps the file alive
+    if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(map_errno)));
+    wf->map_ = map;  // from here on the destructor unmaps, also when we throw
+    wf->map_size_ = size;
+  }
 
   const auto* bytes = static_cast<const unsigned char*>(map);
   uint64_t header_len = 0;
@@ -193,7 +218,8 @@ std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path) {
 }
 
 WeightsFile::~WeightsFile() {
-  if (map_) munmap(map_, map_size_);
+  if (map_ && copied_) std::free(map_);
+  else if (map_) munmap(map_, map_size_);
 }
 
 const TensorEntry* WeightsFile::find(const std::string& name) const {

@@ -33,8 +33,12 @@ struct TensorEntry {
 
 class WeightsFile {
  public:
-  // Maps the file read-only and validates the whole header. Throws WeightsError.
-  static std::shared_ptr<WeightsFile> open(const std::string& path);
+  // Maps the file read-only (or, with `copy`, reads it into memory) and validates the
+  // whole header. Only a regular file is opened (a FIFO is an error, not a hang).
+  // A mapping stays valid when the file is replaced by rename, as our writer does;
+  // truncating the mapped file in place makes later reads of lost pages raise
+  // SIGBUS, which only `copy` avoids. Throws WeightsError.
+  static std::shared_ptr<WeightsFile> open(const std::string& path, bool copy = false);
   ~WeightsFile();
   WeightsFile(const WeightsFile&) = delete;
   WeightsFile& operator=(const WeightsFile&) = delete;
@@ -52,6 +56,7 @@ class WeightsFile {
   std::string path_;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  bool copied_ = false;  // map_ is a heap block, not a mapping
   std::vector<TensorEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;

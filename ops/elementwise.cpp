@@ -4,8 +4,10 @@
 //   tensor ∘ scalar   the scalar converts to the tensor's dtype (a float scalar with an
 //                     integer tensor is an error; bool scalars only with bool tensors)
 //   scalar ∘ scalar   Python semantics, the result is a scalar
-// Integer tensor arithmetic wraps on overflow (like torch); scalar int arithmetic is
-// checked (Python ints do not overflow, int64 ones would).
+// Integer tensor add, sub and mul wrap on overflow (like torch); scalar int arithmetic
+// is checked (Python ints do not overflow, int64 ones would). The smallest int
+// floor-divided by -1 is an error for tensors too: a quotient that lands back on a
+// negative number is no modular identity anyone relies on, only a silent wrong value.
 // Unary ops live in elementwise_unary.cpp; where, masked_fill and clamp in
 // elementwise_select.cpp.
 #include <cmath>
@@ -227,13 +229,19 @@ Tensor arith_typed(OpContext& ctx, const Value& x, const Value& y) {
       bool zero = false;  // set inside the loop, reported after it (no throw mid-loop)
       Tensor out;
       if constexpr (OP == Bin::floordiv) {
-        out = apply2<T, T>(ctx, x, y, [&zero](T a, T b) -> T {
+        bool overflow = false;
+        out = apply2<T, T>(ctx, x, y, [&zero, &overflow](T a, T b) -> T {
           if (b == 0) { zero = true; return 0; }
-          if (b == -1) return T(U<T>(0) - U<T>(a));  // wraps for the minimum like torch
+          if (b == -1) {
+            // The minimum has no negation: an error (as for scalars), not torch's wrap.
+            if (a == std::numeric_limits<T>::min()) overflow = true;
+            return T(U<T>(0) - U<T>(a));
+          }
           T q = a / b;
           if (a % b != 0 && ((a < 0) != (b < 0))) --q;
           return q;
         });
+        if (overflow && !zero) vm::fail("integer overflow: the smallest {} divided by -1 (x has it where y is -1)", vm::dtype_name(vm::dtype_of<T>::value));
       } else {
         out = apply2<T, T>(ctx, x, y, [&zero](T a, T b) -> T {
           if (b == 0) { zero = true; return 0; }
@@ -365,7 +373,8 @@ void register_elementwise_ops(Registry& r) {
   add_binary(r, "maximum", arith<Bin::maximum>, "Elementwise max of x and y; NaN propagates (like torch)." + arith_rule);
   add_binary(r, "minimum", arith<Bin::minimum>, "Elementwise min of x and y; NaN propagates (like torch)." + arith_rule);
   add_binary(r, "floordiv", arith<Bin::floordiv>,
-             "floor(x / y) (Python/torch floor semantics); integer division by zero is an error, f32 follows IEEE." +
+             "floor(x / y) (Python/torch floor semantics); integer division by zero and the smallest int divided by -1 are "
+             "errors, f32 follows IEEE." +
                  arith_rule);
   add_binary(r, "remainder", arith<Bin::remainder>,
              "x - floordiv(x, y) * y: the result takes the divisor's sign (Python/torch); integer division by zero is "

@@ -108,8 +108,8 @@ static void reshape(OpContext&, const Args& a, Value* out) {
       infer = i;
     } else if (s[i] < 0) {
       vm::fail("shape {} has a negative dim", ints_str(s));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      vm::fail("shape {} has more elements than fit in an int64", ints_str(s));
     }
     ns.push_back(s[i]);
   }

@@ -12,6 +12,7 @@ import ctypes.util
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -191,16 +192,22 @@ def shape_result(fn: ir.Function, outs: list) -> Any:
 class Program:
     """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python."""
 
-    def __init__(self, path, num_threads: int = 1):
+    def __init__(self, path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False):
+        """`max_instructions` bounds one run (0: no limit; see SessionOptions); with
+        `copy_weights` the weights are read into memory instead of mapped, so a file
+        truncated in place later cannot raise SIGBUS (docs/runtime.md)."""
         self.path = Path(path)
         if not self.path.is_dir():
             raise ProgramError(f"{self.path}: not a program directory (expected a directory with {PROGRAM_FILE})")
         try:
-            self.ir = (self.path / PROGRAM_FILE).read_text(encoding="utf-8")
+            # Universal newlines, as read_text gave.
+            self.ir = read_regular_file(self.path / PROGRAM_FILE).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except (OSError, UnicodeDecodeError) as e:
             raise ProgramError(f"{self.path / PROGRAM_FILE}: {e}") from None
         self.meta = read_meta(self.path)
         self.num_threads = num_threads
+        self.max_instructions = max_instructions
+        self.copy_weights = copy_weights
         self._module: Optional[ir.Module] = None
         self._vm_program = None
         self._session = None
@@ -232,8 +239,8 @@ class Program:
 
             if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
                 raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
-            self._vm_program = _C.Program.load(str(self.path))
-            self._session = _C.Session(self._vm_program, self.num_threads)
+            self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
+            self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
         return self._session
 
     def run(self, function: str, *inputs: Any) -> Any:
@@ -262,10 +269,23 @@ class Program:
         return [(e.name, e.dtype, e.shape, e.nbytes) for e in entries.values()]
 
 
+def read_regular_file(path) -> bytes:
+    """The bytes of a regular file. Opened non-blocking and checked before reading, so
+    a FIFO or device under a program's file name is an error rather than a hang."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def read_meta(path: Path) -> dict:
     meta_path = Path(path) / META_FILE
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_regular_file(meta_path).decode("utf-8"))
     except FileNotFoundError:
         raise ProgramError(f"{meta_path}: missing") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -277,6 +297,6 @@ def read_meta(path: Path) -> dict:
     return meta
 
 
-def load(path, num_threads: int = 1) -> Program:
+def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False) -> Program:
     """Opens a program directory written by export()."""
-    return Program(path, num_threads=num_threads)
+    return Program(path, num_threads=num_threads, max_instructions=max_instructions, copy_weights=copy_weights)

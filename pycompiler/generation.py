@@ -127,6 +127,8 @@ def _check(options: dict, meta: dict) -> dict:
             v = v if isinstance(v, str) else bool(v)
         elif name == "length_penalty":
             v = _float(name, v)
+            if v != v:
+                raise ValueError("generate: length_penalty must be a number, not NaN")
         elif name == "temperature":
             v = _float(name, v)
             if not v > 0:
@@ -177,6 +179,10 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", **k
     mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
     if mask.shape != ids.shape:
         raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
+    if ids.shape[0] == 0:
+        raise ValueError("generate: input_ids has no rows (an empty batch)")
+    if ids.shape[1] == 0:
+        raise ValueError("generate: input_ids has no tokens (a zero-length source); transformers refuses it too")
 
     def value(name):
         return defaults.get(name) if opts.get(name) is None else opts[name]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from . import registry, weights_io
-from .export import PROGRAM_FILE, WEIGHTS_FILE, coerce_inputs, read_meta
+from .export import PROGRAM_FILE, WEIGHTS_FILE, coerce_inputs, read_meta, read_regular_file
 
 
 class TypeMarker:
@@ -79,7 +79,7 @@ class Replayer:
             if self.path is None:
                 raise TypeError("Replayer needs a program directory or text")
             read_meta(self.path)
-            text = (self.path / PROGRAM_FILE).read_text(encoding="utf-8")
+            text = read_regular_file(self.path / PROGRAM_FILE).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         filename = filename or (str(self.path / PROGRAM_FILE) if self.path else "program.py")
         checker = _Checker(_decode(text, filename), filename, None, None)
         tree, self.module = checker.run()

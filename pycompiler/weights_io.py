@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 import struct
 import tempfile
 from typing import Any, Mapping, Optional
@@ -17,7 +18,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 ALIGNMENT = 64
-MAX_HEADER = 100 * 1024 * 1024
+MAX_HEADER = 100_000_000  # as the C++ reader (and the reference safetensors library)
 
 _TO_NUMPY = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
@@ -124,29 +125,60 @@ class _Entry:
         return self.end - self.begin
 
 
+def _no_duplicates(pairs):
+    # json.loads keeps the last of duplicate keys; the C++ reader refuses them at any depth.
+    obj = {}
+    for k, v in pairs:
+        if k in obj:
+            raise WeightsError(f"duplicate key {k!r} in the JSON header")
+        obj[k] = v
+    return obj
+
+
+_ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
+_INT64_MAX = 2**63 - 1
+
+
 def read_header(path) -> tuple[dict[str, _Entry], dict[str, str], int]:
-    """(entries by name in file order, metadata, data section start), validated against the file size."""
+    """(entries by name in file order, metadata, data section start), validated against
+    the file size with the rules of the C++ reader (ir/safetensors.cpp), so both accept
+    and refuse the same files."""
     path = os.fspath(path)
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise WeightsError(f"{path}: not a safetensors file (shorter than 8 bytes)")
-        (n,) = struct.unpack("<Q", head)
-        if n > MAX_HEADER or 8 + n > size:
-            raise WeightsError(f"{path}: header length {n} does not fit the file ({size} bytes)")
-        raw = f.read(n)
+    # Non-blocking and checked before reading: a FIFO under this name is an error, not a hang.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise WeightsError(f"{path}: not a regular file")
+        size = st.st_size
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise WeightsError(f"{path}: not a safetensors file (shorter than 8 bytes)")
+            (n,) = struct.unpack("<Q", head)
+            if n > MAX_HEADER or 8 + n > size:
+                raise WeightsError(f"{path}: header length {n} does not fit the file ({size} bytes)")
+            raw = f.read(n)
+    finally:
+        os.close(fd)
+    try:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except WeightsError as e:
+        raise WeightsError(f"{path}: {e}") from None
+    except RecursionError:
+        raise WeightsError(f"{path}: the header is not valid JSON: nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as e:
         raise WeightsError(f"{path}: the header is not valid JSON: {e}") from None
     if not isinstance(header, dict):
         raise WeightsError(f"{path}: the header is not a JSON object")
     data_start = 8 + n
     data_len = size - data_start
-    meta = header.pop("__metadata__", None) or {}
+    meta = header.pop("__metadata__", {})
     if not isinstance(meta, dict):
         raise WeightsError(f"{path}: __metadata__ is not an object")
+    for k, v in meta.items():
+        if not isinstance(v, str):
+            raise WeightsError(f"{path}: __metadata__ value of {k!r} is not a string")
     entries = []
     for name, e in header.items():
         def bad(msg):
@@ -154,22 +186,37 @@ def read_header(path) -> tuple[dict[str, _Entry], dict[str, str], int]:
 
         if not isinstance(e, dict):
             bad("entry is not an object")
-        dt, shape, offs = e.get("dtype"), e.get("shape"), e.get("data_offsets")
+        extra = set(e) - _ENTRY_KEYS
+        if extra:
+            bad(f"unexpected key {sorted(extra)[0]!r}")
+        missing = _ENTRY_KEYS - set(e)
+        if missing:
+            bad(f"missing {sorted(missing)[0]!r}")
+        dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
         if dt not in _ITEMSIZE:
             bad(f"unsupported dtype {dt!r}")
-        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(type(d) is int and 0 <= d <= _INT64_MAX for d in shape):
             bad(f"invalid shape {shape!r}")
-        if (not isinstance(offs, list) or len(offs) != 2 or not all(type(o) is int for o in offs)
-                or not 0 <= offs[0] <= offs[1] <= data_len):
+        if (not isinstance(offs, list) or len(offs) != 2 or not all(type(o) is int and o >= 0 for o in offs)
+                or not offs[0] <= offs[1] <= data_len):
             bad(f"invalid data_offsets {offs!r} (data section is {data_len} bytes)")
         count = 1
         for d in shape:
             count *= d
+        if count * _ITEMSIZE[dt] > 2**64 - 1:
+            bad(f"shape {shape} overflows")
         if count * _ITEMSIZE[dt] != offs[1] - offs[0]:
             bad(f"{dt}{shape} needs {count * _ITEMSIZE[dt]} bytes, data_offsets give {offs[1] - offs[0]}")
         entries.append(_Entry(name, dt, tuple(shape), offs[0], offs[1]))
     entries.sort(key=lambda x: x.begin)
-    return {x.name: x for x in entries}, {str(k): str(v) for k, v in meta.items()}, data_start
+    prev = None  # empty tensors occupy no bytes and overlap nothing
+    for x in entries:
+        if x.nbytes == 0:
+            continue
+        if prev is not None and x.begin < prev.end:
+            raise WeightsError(f"{path}: tensors {prev.name!r} and {x.name!r} overlap")
+        prev = x
+    return {x.name: x for x in entries}, dict(meta), data_start
 
 
 def read(path, names=None) -> tuple[dict[str, np.ndarray], dict[str, str]]:

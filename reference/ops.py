@@ -558,6 +558,10 @@ def _a_arith(name, x, y):
         elif name in ("floordiv", "remainder"):
             if is_int and int(np.prod(shape)) > 0 and (np.asarray(b) == 0).any():
                 _a_fail(name, "integer division by zero (y has a zero element)")
+            if (is_int and name == "floordiv" and int(np.prod(shape)) > 0
+                    and ((np.asarray(a) == np.iinfo(dt).min) & (np.asarray(b) == -1)).any()):
+                dname = {np.dtype(v): k for k, v in _A_DTYPES.items()}[np.dtype(dt)]
+                _a_fail(name, f"integer overflow: the smallest {dname} divided by -1 (x has it where y is -1)")
             r = np.floor_divide(a, b) if name == "floordiv" else np.remainder(a, b)
         else:
             raise AssertionError(name)

@@ -219,6 +219,10 @@ class Interpreter {
       const bool go = truthy(*pred, cond);
       *pred = Value();
       if (!go) break;
+      // Every iteration runs at least the body's return, so checking here bounds any run.
+      if (s_.instructions_ >= s_.budget_end_)
+        fail("while_loop: the run used up its budget of {} instructions (max_instructions) in loop '{}'; is the loop endless?",
+             s_.options_.max_instructions, body.name);
       for (size_t i = 0; i < k; ++i) sub[i] = std::move(carried[i]);
       exec(body, sub, carried);
     }
@@ -245,6 +249,7 @@ void Session::set_num_threads(int n) {
   if (n < 1) fail("num_threads must be at least 1, got {}", n);
   options_.num_threads = n;
   threads_ = n > 1 ? std::make_unique<ThreadPool>(n) : nullptr;
+  if (threads_) threads_->set_engaged(false);  // engaged only while a run is under way
 }
 
 std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs) {
@@ -259,6 +264,15 @@ std::vector<Value> Session::run(const std::string& name, std::vector<Value> inpu
   Value* results = stack_.data();
   Value* frame = results + nret;
   for (size_t i = 0; i < inputs.size(); ++i) frame[i] = std::move(inputs[i]);
+  // The pool counts toward the process's busy threads only while this run lasts, so
+  // idle Sessions do not stop busy ones from spinning (see thread_pool.h).
+  struct Engage {
+    ThreadPool* pool;
+    explicit Engage(ThreadPool* p) : pool(p) { if (pool) pool->set_engaged(true); }
+    ~Engage() { if (pool) pool->set_engaged(false); }
+  } engage(threads_.get());
+  const uint64_t budget = options_.max_instructions;
+  budget_end_ = budget == 0 || instructions_ > UINT64_MAX - budget ? UINT64_MAX : instructions_ + budget;
   try {
     Interpreter(*this).exec(fn, frame, results);
   } catch (...) {

@@ -8,7 +8,15 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -19,15 +27,54 @@ namespace vm {
 
 namespace {
 
+// Reads a regular file. Opened non-blocking and checked with fstat before any read,
+// so a FIFO or device under a program's file name is an error instead of a hang.
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {}", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("{} is not a regular file", path);
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail("cannot read {}: {}", path, std::strerror(err));
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return out;
 }
 
-bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+// Exists at all (a regular file or not: read_file and the weights reader refuse the rest).
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// meta.json is optional for the C++ loader, but when present it must be the one the
+// exporter writes: a JSON object of format "tensorvm-ir" and a version this runtime knows.
+void check_meta(const std::string& path, const std::string& text) {
+  constexpr int kVersion = 1;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) fail("{}: not valid JSON", path);
+  if (!j.is_object()) fail("{}: not a JSON object", path);
+  const auto fmt_it = j.find("format");
+  if (fmt_it == j.end() || *fmt_it != "tensorvm-ir")
+    fail("{}: not a tensorvm program (format is {})", path, fmt_it == j.end() ? "missing" : fmt_it->dump());
+  const auto ver = j.find("version");
+  if (ver == j.end() || !ver->is_number_integer() || *ver != kVersion)
+    fail("{}: unsupported program version {} (this runtime reads version {})", path, ver == j.end() ? "(missing)" : ver->dump(),
+         kVersion);
+}
 
 // A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
 // a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16.
@@ -77,6 +124,11 @@ Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsF
   fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
 }
 
+bool env_copy_weights() {
+  const char* v = std::getenv("TENSORVM_COPY_WEIGHTS");
+  return v && *v && std::string(v) != "0";
+}
+
 }  // namespace
 
 class Loader {
@@ -105,8 +157,7 @@ class Loader {
       }
     }
     for (size_t i = 0; i < m_.functions.size(); ++i) load_function(m_.functions[i], p_.functions_[i]);
-    std::vector<int> state(p_.functions_.size(), 0);
-    for (size_t i = 0; i < p_.functions_.size(); ++i) p_.max_stack_ = std::max(p_.max_stack_, stack_need(uint32_t(i), state));
+    compute_stack_needs();
   }
 
  private:
@@ -420,8 +471,14 @@ class Loader {
     pack(fn);
   }
 
-  static void pack(Function& fn) {
+  void pack(Function& fn) {
     for (const Instr& ins : fn.code) {
+      // PackedInstr keeps its counts in 16 bits; a larger count is refused rather than
+      // truncated (which would silently drop values).
+      const size_t most = std::max({ins.args.size(), ins.outs.size(), ins.frees.size()});
+      if (most > kMaxOperands)
+        fail_at(ins.line, "{}: {} {} in one statement, more than the limit of {}", ins.callee, most,
+                most == ins.args.size() ? "arguments" : most == ins.outs.size() ? "results" : "values dying", kMaxOperands);
       PackedInstr pi;
       pi.kind = ins.kind;
       pi.pack_tuple = ins.pack_tuple;
@@ -467,31 +524,69 @@ class Loader {
       if (last[r] >= 0 && fn.code[size_t(last[r])].kind != Instr::Kind::Return) fn.code[size_t(last[r])].frees.push_back(r);
   }
 
-  uint32_t stack_need(uint32_t f, std::vector<int>& state) {
-    Function& fn = p_.functions_[f];
-    if (state[f] == 2) return fn.stack_need;
-    if (state[f] == 1) throw Error(fmt::format("{}:{}: '{}' calls itself (recursion is not allowed; use while_loop)",
-                                               p_.filename_, fn.line, fn.name));
-    state[f] = 1;
-    uint32_t deepest = 0;
-    for (const Instr& ins : fn.code) {
-      switch (ins.kind) {
-        case Instr::Kind::Call:
-          deepest = std::max<uint32_t>(deepest, uint32_t(p_.functions_[ins.fn_a].num_returns()) + stack_need(ins.fn_a, state));
-          break;
-        case Instr::Kind::WhileLoop:
-        case Instr::Kind::Cond: {
-          const uint32_t area = uint32_t(ins.args.size()) + uint32_t(std::max(p_.functions_[ins.fn_a].num_returns(),
-                                                                               p_.functions_[ins.fn_b].num_returns())) + 1;
-          deepest = std::max(deepest, area + std::max(stack_need(ins.fn_a, state), stack_need(ins.fn_b, state)));
-          break;
+  // Registers each function and its deepest chain of callees need, and how deep that
+  // chain nests. Iterative, so a long chain cannot overflow the loader's stack; the
+  // depth limit keeps the interpreter's (recursive) exec within its stack too.
+  void compute_stack_needs() {
+    enum : uint8_t { White, Grey, Black };
+    std::vector<uint8_t> state(p_.functions_.size(), White);
+    std::vector<uint32_t> depth(p_.functions_.size(), 0);
+    struct Frame { uint32_t f; size_t pc; };
+    auto callees = [](const Instr& ins, uint32_t out[2]) -> int {
+      if (ins.kind == Instr::Kind::Call) { out[0] = ins.fn_a; return 1; }
+      if (ins.kind == Instr::Kind::WhileLoop || ins.kind == Instr::Kind::Cond) { out[0] = ins.fn_a; out[1] = ins.fn_b; return 2; }
+      return 0;
+    };
+    for (uint32_t root = 0; root < p_.functions_.size(); ++root) {
+      if (state[root] != White) continue;
+      std::vector<Frame> stack{{root, 0}};
+      state[root] = Grey;
+      while (!stack.empty()) {
+        const uint32_t f = stack.back().f;
+        Function& fn = p_.functions_[f];
+        bool descended = false;
+        for (; stack.back().pc < fn.code.size() && !descended; ++stack.back().pc) {
+          uint32_t cs[2];
+          const int nc = callees(fn.code[stack.back().pc], cs);
+          for (int c = 0; c < nc; ++c) {
+            if (state[cs[c]] == Grey)
+              fail_at(fn.code[stack.back().pc].line, "'{}' calls itself (recursion is not allowed; use while_loop)",
+                      p_.functions_[cs[c]].name);
+            if (state[cs[c]] == White) {
+              state[cs[c]] = Grey;
+              stack.push_back({cs[c], 0});
+              descended = true;
+              break;
+            }
+          }
+          if (descended) break;  // revisit this instruction once the callee is done
         }
-        default: break;
+        if (descended) continue;
+        uint32_t deepest = 0, nest = 0;
+        for (const Instr& ins : fn.code) {
+          uint32_t cs[2];
+          const int nc = callees(ins, cs);
+          if (nc == 0) continue;
+          if (ins.kind == Instr::Kind::Call) {
+            deepest = std::max<uint32_t>(deepest, uint32_t(p_.functions_[ins.fn_a].num_returns()) + p_.functions_[ins.fn_a].stack_need);
+          } else {
+            const Function& a = p_.functions_[ins.fn_a];
+            const Function& b = p_.functions_[ins.fn_b];
+            const uint32_t area = uint32_t(ins.args.size()) + uint32_t(std::max(a.num_returns(), b.num_returns())) + 1;
+            deepest = std::max(deepest, area + std::max(a.stack_need, b.stack_need));
+          }
+          for (int c = 0; c < nc; ++c) nest = std::max(nest, depth[cs[c]]);
+        }
+        depth[f] = nest + 1;
+        if (depth[f] > uint32_t(kMaxCallDepth))
+          fail_at(fn.line, "'{}' nests calls {} deep, more than the limit of {} (each call, while_loop and cond is one level)",
+                  fn.name, depth[f], kMaxCallDepth);
+        fn.stack_need = fn.num_regs + deepest;
+        p_.max_stack_ = std::max(p_.max_stack_, fn.stack_need);
+        state[f] = Black;
+        stack.pop_back();
       }
     }
-    fn.stack_need = fn.num_regs + deepest;
-    state[f] = 2;
-    return fn.stack_need;
   }
 
  public:
@@ -506,7 +601,7 @@ class Loader {
 };
 
 std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,
-                                                  const std::string& filename) {
+                                                  const std::string& filename, const LoadOptions& options) {
   auto p = std::make_shared<Program>();
   p->text_ = text;
   p->filename_ = filename;
@@ -519,7 +614,7 @@ std::shared_ptr<const Program> Program::from_text(const std::string& text, const
   Loader loader(*p, m);
   if (!weights_path.empty()) {
     try {
-      loader.weights_ = ir::WeightsFile::open(weights_path);
+      loader.weights_ = ir::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
     } catch (const ir::WeightsError& e) {
       throw Error(e.what());
     }
@@ -529,12 +624,19 @@ std::shared_ptr<const Program> Program::from_text(const std::string& text, const
   return p;
 }
 
-std::shared_ptr<const Program> Program::load(const std::string& dir) {
+std::shared_ptr<const Program> Program::load(const std::string& dir, const LoadOptions& options) {
   const std::string text_path = dir + "/program.py";
   if (!file_exists(text_path)) fail("{} is not a tensorvm program (no program.py in it)", dir);
+  // meta.json first: a program of an unknown version may not even parse.
+  const std::string meta_path = dir + "/meta.json";
+  std::string meta = "{}";
+  if (file_exists(meta_path)) {
+    meta = read_file(meta_path);
+    check_meta(meta_path, meta);
+  }
   const std::string weights_path = dir + "/weights.safetensors";
-  auto p = from_text(read_file(text_path), file_exists(weights_path) ? weights_path : "", text_path);
-  if (file_exists(dir + "/meta.json")) const_cast<Program&>(*p).meta_json_ = read_file(dir + "/meta.json");
+  auto p = from_text(read_file(text_path), file_exists(weights_path) ? weights_path : "", text_path, options);
+  const_cast<Program&>(*p).meta_json_ = std::move(meta);
   return p;
 }
 

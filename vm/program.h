@@ -19,6 +19,11 @@ struct Module;
 
 namespace vm {
 
+// Load-time limits, so that no program can make the interpreter overflow its own
+// stack or its 16-bit operand counts; a program past them is a load error.
+constexpr int kMaxCallDepth = 1000;     // nested calls, while_loop and cond bodies
+constexpr size_t kMaxOperands = 65535;  // arguments or results of one statement
+
 struct Operand {
   enum class From : uint8_t { Reg, Const, List };
   From from = From::Reg;
@@ -83,14 +88,23 @@ struct Function {
   size_t num_returns() const { return return_types.size(); }
 };
 
+struct LoadOptions {
+  // Read the weights into memory instead of mapping them. A mapped file that another
+  // process truncates in place kills this one with SIGBUS on the next read of a lost
+  // page; a copy is immune, at the price of the memory and the read at load. The
+  // environment variable TENSORVM_COPY_WEIGHTS=1 turns this on for every load.
+  bool copy_weights = false;
+};
+
 class Program {
  public:
   // Loads a program directory (program.py, weights.safetensors, meta.json). Throws
   // vm::Error naming the file and line on any problem.
-  static std::shared_ptr<const Program> load(const std::string& dir);
+  static std::shared_ptr<const Program> load(const std::string& dir, const LoadOptions& options = {});
   // From IR text and an optional weights file path ("" for none).
   static std::shared_ptr<const Program> from_text(const std::string& text, const std::string& weights_path,
-                                                  const std::string& filename = "program.py");
+                                                  const std::string& filename = "program.py",
+                                                  const LoadOptions& options = {});
 
   const Function* find(const std::string& name) const;  // nullptr if absent
   const Function& function(const std::string& name) const;  // throws naming the functions there are

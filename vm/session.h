@@ -24,6 +24,10 @@ class Hook {
 
 struct SessionOptions {
   int num_threads = 1;
+  // The most instructions one run may execute, 0 for no limit (the default). A
+  // while_loop that passes it stops the run with an error, so a loop that never ends
+  // (a bad program or an input it does not expect) cannot hold a caller forever.
+  uint64_t max_instructions = 0;
 };
 
 class Session {
@@ -42,6 +46,8 @@ class Session {
   void set_hook(Hook* hook) { hook_ = hook; }  // not owned; nullptr to remove
   void set_num_threads(int n);
   int num_threads() const { return options_.num_threads; }
+  void set_max_instructions(uint64_t n) { options_.max_instructions = n; }
+  uint64_t max_instructions() const { return options_.max_instructions; }
   Pool& pool() { return *pool_; }
   uint64_t instructions_executed() const { return instructions_; }
 
@@ -54,6 +60,7 @@ class Session {
   std::vector<Value> stack_;
   Hook* hook_ = nullptr;
   uint64_t instructions_ = 0;
+  uint64_t budget_end_ = UINT64_MAX;  // instructions_ value at which the current run stops
 };
 
 // The embedding API: run `function` of the session's program on `inputs`.

@@ -31,8 +31,15 @@ void Shape::resize(int n, int64_t fill) {
 }
 
 int64_t Shape::numel() const {
+  // Checked: a product that wraps would size a tiny buffer that kernels then overrun.
+  // A zero dim makes the product 0 even after an overflowing prefix.
   int64_t p = 1;
-  for (int i = 0; i < n_; ++i) p *= d_[i];
+  bool overflow = false;
+  for (int i = 0; i < n_; ++i) {
+    if (d_[i] == 0) return 0;
+    if (!overflow && __builtin_mul_overflow(p, d_[i], &p)) overflow = true;
+  }
+  if (overflow) fail("shape {} has more elements than fit in an int64", str());
   return p;
 }
 
@@ -48,9 +55,13 @@ std::string Shape::str() const { return fmt::format("[{}]", fmt::join(begin(), e
 Shape contiguous_strides(const Shape& shape) {
   Shape s;
   s.resize(shape.size());
+  const int64_t n = shape.numel();  // checks for overflow; 0 when any dim is 0
   int64_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     s[i] = acc;
+    // With a zero dim the outer strides are never used to address anything; keep them
+    // from wrapping all the same.
+    if (n == 0 && shape[i] == 0) continue;
     acc *= shape[i];
   }
   return s;
@@ -97,7 +108,19 @@ Pool& Pool::global() {
 
 static size_t round_capacity(size_t bytes) { return (bytes + 63) & ~size_t(63); }
 
+size_t tensor_bytes(DType dtype, const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) fail("negative dimension in shape {}", shape.str());
+  const int64_t n = shape.numel();
+  const size_t es = dtype_size(dtype);
+  if (uint64_t(n) > kMaxTensorBytes / es)
+    fail("a {}{} tensor needs {} x {} bytes, more than the {} byte limit of one tensor", dtype_name(dtype), shape.str(), n,
+         es, kMaxTensorBytes);
+  return size_t(n) * es;
+}
+
 Ref<Buffer> Pool::allocate(size_t bytes) {
+  if (bytes > kMaxTensorBytes) fail("cannot allocate {} bytes, more than the {} byte limit of one buffer", bytes, kMaxTensorBytes);
   size_t cap = round_capacity(bytes == 0 ? 1 : bytes);
   Buffer* b = nullptr;
   {
@@ -146,13 +169,12 @@ void Pool::trim() {
 // ---------------------------------------------------------------- Tensor
 
 Tensor Tensor::empty(DType dtype, const Shape& shape, Pool* pool) {
-  for (int64_t d : shape)
-    if (d < 0) fail("negative dimension in shape {}", shape.str());
+  const size_t bytes = tensor_bytes(dtype, shape);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
-  t.buf_ = (pool ? *pool : Pool::global()).allocate(size_t(shape.numel()) * dtype_size(dtype));
+  t.buf_ = (pool ? *pool : Pool::global()).allocate(bytes);
   return t;
 }
 
@@ -167,7 +189,7 @@ Tensor Tensor::external(void* data, DType dtype, const Shape& shape, std::shared
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
-  t.buf_ = Buffer::external(data, size_t(shape.numel()) * dtype_size(dtype), std::move(keepalive));
+  t.buf_ = Buffer::external(data, tensor_bytes(dtype, shape), std::move(keepalive));
   return t;
 }
 

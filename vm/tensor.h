@@ -19,6 +19,10 @@
 namespace vm {
 
 constexpr int kMaxDims = 8;
+// The largest tensor (or pooled buffer) the runtime allocates: 2^48 bytes (256 TiB),
+// the x86-64 and AArch64 user address space. A larger request is an error, not a
+// wrapped size.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
 
 // A fixed-capacity list of int64 (shapes, strides, permutations): no heap.
 class Shape {
@@ -40,7 +44,7 @@ class Shape {
   int64_t* end() { return d_ + n_; }
   void push_back(int64_t v);
   void resize(int n, int64_t fill = 0);
-  int64_t numel() const;  // product; 1 for an empty shape
+  int64_t numel() const;  // product; 1 for an empty shape; throws when it overflows int64
   bool operator==(const Shape& o) const;
   bool operator!=(const Shape& o) const { return !(*this == o); }
   std::string str() const;  // "[2, 3]"
@@ -146,5 +150,8 @@ class Tensor {
 };
 
 Shape contiguous_strides(const Shape& shape);
+// numel * element size, checked: throws for a negative dim, an element count that
+// overflows int64 or a byte size over kMaxTensorBytes.
+size_t tensor_bytes(DType dtype, const Shape& shape);
 
 }  // namespace vm

@@ -12,11 +12,30 @@
 
 namespace vm {
 
+namespace {
+
+std::atomic<int> g_engaged_threads{0};  // threads of all engaged pools in the process
+
+int hardware_threads() {
+  static const int n = std::max(1, int(std::thread::hardware_concurrency()));
+  return n;
+}
+
+}  // namespace
+
+bool ThreadPool::oversubscribed() { return g_engaged_threads.load(std::memory_order_relaxed) > hardware_threads(); }
+
+void ThreadPool::set_engaged(bool engaged) {
+  if (engaged_.exchange(engaged) != engaged) g_engaged_threads.fetch_add(engaged ? size() : -size());
+}
+
 ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(std::max(0, spin_us)) {
   for (int i = 1; i < std::max(1, num_threads); ++i) workers_.emplace_back([this, i] { worker(i); });
+  set_engaged(true);
 }
 
 ThreadPool::~ThreadPool() {
+  set_engaged(false);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_.store(true);
@@ -47,14 +66,43 @@ void ThreadPool::run(int64_t n, int64_t chunks, const void* fn, Trampoline call)
   int64_t b, e;
   chunk_range(n, chunks, 0, b, e);
   call(fn, b, e);
-  // The workers' chunks take as long as ours, so spinning here is short; yield in case a
-  // worker was descheduled (a loaded machine).
+  // The workers' chunks take as long as ours, so the wait is usually short: spin for
+  // it. When the machine is oversubscribed (a worker may be waiting for our core), or
+  // in a backoff after a late worker, sleep after a few pauses instead.
+  using Clock = std::chrono::steady_clock;
+  const bool calm = !oversubscribed() && backoff_.load(std::memory_order_relaxed) == 0;
+  const auto deadline = Clock::now() + std::chrono::microseconds(calm ? kLateMicros : 0);
+  bool slept = false;
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < 4096) {
+    if ((spins & 63) != 63 || Clock::now() < deadline) {
       TENSORVM_PAUSE();
-    } else {
-      std::this_thread::yield();
+      continue;
     }
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_waiting_.store(true);  // seq_cst: pairs with the worker's decrement-then-check
+    done_.wait(lock, [&] { return pending_.load() == 0; });
+    caller_waiting_.store(false);
+    slept = true;
+    break;
+  }
+  // A worker that is still busy long after our equal share was probably descheduled:
+  // the machine is loaded by other processes, which this process cannot count. Then
+  // nobody spins for the next kBackoffJobs jobs (spinning would take the cores the late
+  // threads need), after which one job probes again.
+  if (calm && slept) {
+    backoff_.store(kBackoffJobs, std::memory_order_relaxed);
+  } else if (!calm) {
+    const int b = backoff_.load(std::memory_order_relaxed);
+    if (b > 0) backoff_.store(b - 1, std::memory_order_relaxed);
+  }
+}
+
+void ThreadPool::finish_chunk() {
+  // seq_cst: either run() sees pending_ reach 0 in its wait predicate, or we see it
+  // waiting and notify under the lock.
+  if (pending_.fetch_sub(1) == 1 && caller_waiting_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.notify_one();
   }
 }
 
@@ -64,7 +112,9 @@ uint64_t ThreadPool::wait_for_job(uint64_t seen) {
   for (int spins = 0;; ++spins) {
     const uint64_t g = generation_.load(std::memory_order_acquire);
     if (g != seen) return g;
-    if ((spins & 63) == 63 && Clock::now() >= deadline) break;
+    if ((spins & 63) == 63 && (Clock::now() >= deadline || !engaged_.load(std::memory_order_relaxed) ||
+                               backoff_.load(std::memory_order_relaxed) > 0 || oversubscribed()))
+      break;
     TENSORVM_PAUSE();
   }
   std::unique_lock<std::mutex> lock(mu_);
@@ -84,7 +134,7 @@ void ThreadPool::worker(int index) {
       chunk_range(n_, chunks_, index, b, e);
       call_(fn_, b, e);
     }
-    pending_.fetch_sub(1, std::memory_order_release);
+    finish_chunk();
   }
 }
 

@@ -7,6 +7,16 @@
 // this class of machine) cost more than a third of the step. Idle workers therefore
 // spin on the job counter for a short budget (`spin_us`, like OpenMP's blocktime)
 // before they sleep on a condition variable.
+//
+// Spinning only pays while each spinner has a core of its own. Several pools in one
+// process (a server with a Session per request thread) can hold more threads than
+// the machine has cores, and then spinners steal the cores the working threads need
+// (4 Sessions x 2 threads on 2 cores ran 50x slower). So every pool counts its
+// threads in a process-wide total while it is engaged (a Session engages its pool for
+// the length of a run), and when that total exceeds the hardware threads, workers
+// and callers sleep at once instead of spinning. Load from other processes cannot be
+// counted, so a caller that finds a worker still busy 0.5 ms after finishing its own
+// equal share takes it for a descheduled thread and nobody spins for the next 256 jobs.
 #pragma once
 
 #include <atomic>
@@ -29,6 +39,13 @@ class ThreadPool {
 
   int size() const { return int(workers_.size()) + 1; }
 
+  // A pool counts toward the process-wide thread total while engaged (from
+  // construction on). An idle pool's workers sleep and cost nothing, so an owner that
+  // keeps a pool between bursts of work disengages it in between.
+  void set_engaged(bool engaged);
+  // Whether the engaged pools of this process hold more threads than the machine has.
+  static bool oversubscribed();
+
   // Calls fn(begin, end) on disjoint chunks covering [0, n), each at least `grain`
   // long (except the last), on up to size() threads, and returns when all are done.
   // Not reentrant: one caller at a time (a Session runs one instruction at a time).
@@ -46,6 +63,7 @@ class ThreadPool {
   using Trampoline = void (*)(const void*, int64_t, int64_t);
   void run(int64_t n, int64_t chunks, const void* fn, Trampoline call);
   void worker(int index);
+  void finish_chunk();  // a worker's acknowledgement of the current job
   // Waits until generation_ differs from `seen` (or stop_); returns the new value.
   uint64_t wait_for_job(uint64_t seen);
 
@@ -61,8 +79,15 @@ class ThreadPool {
   std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> engaged_{false};
+  std::atomic<bool> caller_waiting_{false};  // run() sleeps on done_ until pending_ is 0
+  // Jobs left in which nobody spins, after a worker was late (written by run() only).
+  std::atomic<int> backoff_{0};
+  static constexpr int kLateMicros = 500;    // a worker this much behind the caller is late
+  static constexpr int kBackoffJobs = 256;
   std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable done_;
 };
 
 }  // namespace vm

@@ -21,9 +21,21 @@
 #include <cstdint>
 #include <cstring>
 
+// AArch64 has NEON in its baseline, so the flags cannot tell the scalar variant from the
+// neon one there: TENSORVM_PLAIN_SIMD is 1 when this is the scalar variant's compilation
+// (TENSORVM_VARIANT=scalar pastes into TENSORVM_PLAIN_SIMD_scalar).
+#define TENSORVM_PLAIN_SIMD_scalar 1
+#define TENSORVM_PLAIN_SIMD_CAT(a, b) a##b
+#define TENSORVM_PLAIN_SIMD_OF(v) TENSORVM_PLAIN_SIMD_CAT(TENSORVM_PLAIN_SIMD_, v)
+#if TENSORVM_PLAIN_SIMD_OF(TENSORVM_VARIANT)
+#define TENSORVM_PLAIN_SIMD 1
+#else
+#define TENSORVM_PLAIN_SIMD 0
+#endif
+
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
-#elif defined(__ARM_NEON)
+#elif defined(__ARM_NEON) && defined(__aarch64__) && !TENSORVM_PLAIN_SIMD
 #include <arm_neon.h>
 #endif
 
@@ -92,7 +104,7 @@ inline float hsum(Vf a) {
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
-#elif defined(__ARM_NEON) && defined(__aarch64__)
+#elif defined(__ARM_NEON) && defined(__aarch64__) && !TENSORVM_PLAIN_SIMD
 
 struct Vf {
   float32x4_t v;

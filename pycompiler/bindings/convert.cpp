@@ -1,8 +1,17 @@
 #include "convert.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace tvm_py {
+
+static bool is_little_endian() {
+  const uint16_t one = 1;
+  unsigned char b;
+  std::memcpy(&b, &one, 1);
+  return b == 1;
+}
 
 static vm::DType dtype_from_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
@@ -29,8 +38,19 @@ static py::dtype numpy_dtype(vm::DType t) {
 
 vm::Tensor to_tensor(const py::array& in) {
   vm::DType dt = dtype_from_numpy(in.dtype());
-  // A C-contiguous, aligned array is wrapped as it is; anything else is copied once.
-  py::array arr = py::array::ensure(in, py::array::c_style | py::array::forcecast);
+  // A C-contiguous, aligned array in native byte order is wrapped as it is; anything
+  // else is copied once into one (kernels read elements in place, so a big-endian or
+  // unaligned buffer would be misread or trap).
+  const char order = in.dtype().byteorder();
+  const bool native_order = order == '=' || order == '|' ||
+                            order == (is_little_endian() ? '<' : '>');
+  const bool aligned = reinterpret_cast<uintptr_t>(in.data()) % vm::dtype_size(dt) == 0;
+  py::array arr;
+  if (native_order && aligned && (in.flags() & py::array::c_style)) {
+    arr = in;
+  } else {
+    arr = py::module_::import("numpy").attr("require")(in, numpy_dtype(dt), py::make_tuple("C", "A"));
+  }
   if (!arr) throw vm::Error("could not convert the array to a C-contiguous one");
   if (arr.ndim() > vm::kMaxDims) throw vm::Error(fmt::format("arrays have at most {} dimensions, got {}", vm::kMaxDims, arr.ndim()));
   vm::Shape shape;

@@ -61,8 +61,13 @@ py::dict stats_dict(const std::map<std::string, vm::OpStats>& stats) {
 
 void bind_program(py::module_& m) {
   py::class_<vm::Program, std::shared_ptr<vm::Program>>(m, "Program")
-      .def_static("load", [](const std::string& dir) { return std::const_pointer_cast<vm::Program>(vm::Program::load(dir)); },
-                  py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def_static("load",
+                  [](const std::string& dir, bool copy_weights) {
+                    vm::LoadOptions o;
+                    o.copy_weights = copy_weights;
+                    return std::const_pointer_cast<vm::Program>(vm::Program::load(dir, o));
+                  },
+                  py::arg("path"), py::arg("copy_weights") = false, py::call_guard<py::gil_scoped_release>())
       .def_static("from_text",
                   [](const std::string& text, const std::string& weights) {
                     return std::const_pointer_cast<vm::Program>(vm::Program::from_text(text, weights));
@@ -86,12 +91,13 @@ void bind_program(py::module_& m) {
       .def("calls", [](const vm::Profiler& p) { return stats_dict(p.calls()); });
 
   py::class_<vm::Session>(m, "Session")
-      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads) {
+      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions) {
              vm::SessionOptions o;
              o.num_threads = num_threads;
+             o.max_instructions = max_instructions;
              return std::make_unique<vm::Session>(p, o);
            }),
-           py::arg("program"), py::arg("num_threads") = 1)
+           py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0)
       .def("run", &run_session, py::arg("function"), py::arg("args"))
       .def("run_named",
            [](vm::Session& s, const std::string& fn, const py::dict& kwargs) {
@@ -108,6 +114,8 @@ void bind_program(py::module_& m) {
            },
            py::arg("function"), py::arg("kwargs"), "Inputs by parameter name; `Any` parameters left out are None.")
       .def_property("num_threads", &vm::Session::num_threads, &vm::Session::set_num_threads)
+      .def_property("max_instructions", &vm::Session::max_instructions, &vm::Session::set_max_instructions,
+                    "The most instructions one run may execute (0: no limit).")
       .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
       .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); })
       .def("set_profiler", [](vm::Session& s, vm::Profiler* p) { s.set_hook(p); }, py::arg("profiler").none(true),

@@ -598,6 +598,11 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         (attention_mask, max_length, max_new_tokens, num_beams, do_sample, num_return_sequences, length_penalty,
          early_stopping, temperature, top_k, top_p, repetition_penalty, no_repeat_ngram_size, min_length,
          min_new_tokens, forced_bos_token_id, suppress_tokens, renormalize_logits, output_scores, seed) = options
+        # Bad inputs fail here, each with its own message, rather than deep inside an op.
+        T.check(T.gt(T.size(input_ids, 0), 0), "generate: input_ids has no rows (an empty batch)")
+        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length source)")
+        T.check(T.le(T.size(input_ids, 1), spec.max_position_embeddings),
+                f"generate: the source is longer than max_position_embeddings ({spec.max_position_embeddings})")
         attention_mask = T.if_none(attention_mask, T.full_like(input_ids, 1))
         # lengths count the decoder start token; max_new_tokens wins over max_length
         new = T.if_none(max_new_tokens, -1)
@@ -605,6 +610,8 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         limit = cond(T.gt(new, 0), length_from_new_tokens, length_as_given, new,
                      T.if_none(max_length, spec.max_length))
         T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
+        T.check(T.le(limit, spec.max_position_embeddings),
+                f"generate: max_length (or max_new_tokens + 1) is past max_position_embeddings ({spec.max_position_embeddings})")
         min_new = T.if_none(min_new_tokens, -1)
         min_len = cond(T.ge(min_new, 0), length_from_new_tokens, length_as_given, min_new,
                        T.if_none(min_length, spec.min_length))
@@ -613,6 +620,7 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         num_return = T.if_none(num_return_sequences, spec.num_return_sequences)
         T.check(T.ge(num_return, 1), "generate: num_return_sequences must be at least 1")
         penalty = T.add(T.if_none(length_penalty, spec.length_penalty), 0.0)
+        T.check(T.eq(penalty, penalty), "generate: length_penalty must be a number, not NaN")
         stopping = T.option_index(T.if_none(early_stopping, spec.early_stopping), False, True, "never",
                                   what="early_stopping")
         sample = T.if_none(do_sample, spec.do_sample)

@@ -143,7 +143,10 @@ def test_arith_hand_values():
     # integer tensors wrap like torch
     big = np.array([2**63 - 1, -(2**63)], I64)
     np.testing.assert_array_equal(call_op("add", big, 1), [-(2**63), -(2**63) + 1])
-    np.testing.assert_array_equal(call_op("floordiv", big, -1), [-(2**63) + 1, -(2**63)])
+    np.testing.assert_array_equal(call_op("floordiv", big[:1], -1), [-(2**63) + 1])
+    # ... but the smallest int // -1 is an error, not a silent wrap (issue 11)
+    check_error("floordiv", big, -1, match=r"integer overflow: the smallest i64 divided by -1")
+    check_error("floordiv", np.array([-(2**31)], I32), np.array([-1], I32), match=r"integer overflow: the smallest i32")
     np.testing.assert_array_equal(call_op("remainder", big, -1), [0, 0])
     np.testing.assert_array_equal(call_op("mul", np.array([2**31 - 1], I32), 2), [-2])
 

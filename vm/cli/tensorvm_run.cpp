@@ -29,6 +29,7 @@ namespace {
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
     "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n"
+    "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
@@ -91,9 +92,13 @@ vm::Value parse_scalar(const std::string& type, const std::string& text, const s
     } else if (type == "Any") {  // an option: the most specific literal it reads as
       if (text == "True" || text == "true") return vm::Value::from_bool(true);
       if (text == "False" || text == "false") return vm::Value::from_bool(false);
+      // Each parse on its own: "nan", "inf" and ".5" fail as ints but are floats.
       try {
         long long i = std::stoll(text, &used);
         if (used == text.size()) return vm::Value::from_int(i);
+      } catch (const std::exception&) {
+      }
+      try {
         double d = std::stod(text, &used);
         if (used == text.size()) return vm::Value::from_float(d);
       } catch (const std::exception&) {  // not a number: a str option (early_stopping=never)
@@ -172,11 +177,26 @@ void print_value(const std::string& label, const vm::Value& v) {
   if (n < t.numel()) fmt::print("  ... ({} values)\n", t.numel());
 }
 
+// A whole-number option in [lo, hi], with a message naming the option (not "stoi").
+int64_t parse_count(const std::string& option, const std::string& text, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < lo || v > hi)
+    vm::fail("{} takes a whole number from {} to {}, got '{}'", option, lo, hi, text);
+  return v;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
   std::string inputs_path, outputs_path, ids_text;
   std::map<std::string, std::string> args;
   int threads = 1;
+  uint64_t max_instructions = 0;
   bool timed = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -199,7 +219,9 @@ int run(int argc, char** argv) {
     } else if (a == "--time") {
       timed = true;
     } else if (a == "--threads") {
-      threads = std::stoi(next());
+      threads = int(parse_count(a, next(), 1, 4096));
+    } else if (a == "--max-instructions") {
+      max_instructions = uint64_t(parse_count(a, next(), 0, INT64_MAX));
     } else if (a == "--arg") {
       std::string kv = next();
       auto eq = kv.find('=');
@@ -273,6 +295,7 @@ int run(int argc, char** argv) {
 
   vm::SessionOptions opts;
   opts.num_threads = threads;
+  opts.max_instructions = max_instructions;
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs));

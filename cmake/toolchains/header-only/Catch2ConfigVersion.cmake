@@ -1,0 +1,2 @@
+include(${CMAKE_CURRENT_LIST_DIR}/header_only_version.cmake)
+tvm_header_only_version(catch2/catch.hpp CATCH_VERSION_MAJOR CATCH_VERSION_MINOR CATCH_VERSION_PATCH)

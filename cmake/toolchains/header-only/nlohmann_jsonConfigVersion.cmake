@@ -1,0 +1,2 @@
+include(${CMAKE_CURRENT_LIST_DIR}/header_only_version.cmake)
+tvm_header_only_version(nlohmann/detail/abi_macros.hpp NLOHMANN_JSON_VERSION_MAJOR NLOHMANN_JSON_VERSION_MINOR NLOHMANN_JSON_VERSION_PATCH)
