@@ -74,3 +74,17 @@ def reference_fallbacks():
     finally:
         for n in added:
             reference.OPS.pop(n, None)
+
+
+def tensorvm_run_tool() -> str:
+    """The tensorvm-run binary of this package; skip without one (fail under CI)."""
+    import os
+
+    from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
+
+    try:
+        return get_tensorvm_run()
+    except NotInstalledError as e:
+        if os.environ.get("CI"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))

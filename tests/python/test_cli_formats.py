@@ -15,18 +15,11 @@ from tensorvm import Tensor
 from tensorvm import ops as T
 from tensorvm.pycompiler import weights_io
 from tensorvm.pycompiler.cli import main
-from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
 
-from pyc_helpers import requires_vm
+from pyc_helpers import requires_vm, tensorvm_run_tool
 
 
-def _tool():
-    try:
-        return get_tensorvm_run()
-    except NotInstalledError as e:
-        if os.environ.get("CI"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
+_tool = tensorvm_run_tool
 
 
 @pytest.fixture

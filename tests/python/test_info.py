@@ -9,16 +9,8 @@ import pytest
 
 import tensorvm
 from tensorvm.pycompiler.cli import main
-from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
 
-
-def _tool():
-    try:
-        return get_tensorvm_run()
-    except NotInstalledError as e:
-        if os.environ.get("CI"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
+from pyc_helpers import tensorvm_run_tool as _tool
 
 
 def test_info_names_cpu_and_active_variant(capsys):
