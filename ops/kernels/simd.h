@@ -5,7 +5,7 @@
 //   AVX-512F     16 lanes, 32 registers, masked partial loads/stores
 //   AVX2 + FMA    8 lanes, 16 registers
 //   NEON          4 lanes, 32 registers (AArch64)
-//   otherwise     4 lanes of plain C++ (the scalar variant; the compiler maps it onto
+//   otherwise     4 lanes of portable C++ vectors (the scalar variant; the compiler maps them onto
 //                 the baseline's SSE registers on x86-64)
 // fmadd is fused on the SIMD variants and a separate multiply and add on the plain
 // one; the whole library is built with -ffp-contract=off, so the compiler never fuses
