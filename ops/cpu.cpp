@@ -128,6 +128,7 @@ const Variant& pick(std::string_view name) {
 }
 
 std::atomic<const kernels::LinearKernels*> g_active{nullptr};
+std::atomic<bool> g_forced{false};  // set_kernel_variant chose the active variant, not TENSORVM_ISA or auto
 
 }  // namespace
 
@@ -162,7 +163,10 @@ const kernels::LinearKernels& linear_kernels() {
   return *k;
 }
 
-void set_kernel_variant(std::string_view name) { g_active.store(pick(name).table, std::memory_order_release); }
+void set_kernel_variant(std::string_view name) {
+  g_active.store(pick(name).table, std::memory_order_release);
+  g_forced.store(true, std::memory_order_relaxed);
+}
 
 std::string describe_cpu() {
   const CpuInfo& info = cpu_info();
@@ -174,7 +178,9 @@ std::string describe_cpu() {
   return fmt::format(
       "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",
       info.model.empty() ? "unknown" : info.model, info.arch, features, supported_list, k.name,
-      env ? fmt::format(" (TENSORVM_ISA={})", env) : std::string(" (auto)"), k.name, k.name, k.name, k.w8a8_name);
+      g_forced.load(std::memory_order_relaxed) ? std::string(" (set_kernel_variant)")
+      : env                                     ? fmt::format(" (TENSORVM_ISA={})", env)
+                                                : std::string(" (auto)"), k.name, k.name, k.name, k.w8a8_name);
 }
 
 }  // namespace ops
