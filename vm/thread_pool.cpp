@@ -79,7 +79,12 @@ void ThreadPool::run(int64_t n, int64_t chunks, const void* fn, Trampoline call)
       continue;
     }
     std::unique_lock<std::mutex> lock(mu_);
-    caller_waiting_.store(true);  // seq_cst: pairs with the worker's decrement-then-check
+    // Pairs with the worker's decrement-then-check. An exchange, not a store: a seq_cst
+    // store followed by a seq_cst load is a Dekker handshake that qemu-user (7.2, on an
+    // x86-64 host) breaks, because it translates AArch64's STLR;LDAR without a full
+    // barrier between them, so the load could pass the store and both sides missed each
+    // other (the caller slept forever). A read-modify-write is a full barrier everywhere.
+    caller_waiting_.exchange(true);
     done_.wait(lock, [&] { return pending_.load() == 0; });
     caller_waiting_.store(false);
     slept = true;
