@@ -20,10 +20,12 @@ bool is_dunder(std::string_view s) {
 }
 
 bool is_reserved_name(std::string_view s) {
-  return s == "param" || s == "while_loop" || s == "cond" || s == "inf" || s == "nan";
+  return s == "param" || s == "while_loop" || s == "cond" || s == "emit" || s == "inf" || s == "nan";
 }
 
-bool is_builtin_callee(std::string_view s) { return s == "param" || s == "while_loop" || s == "cond"; }
+bool is_builtin_callee(std::string_view s) {
+  return s == "param" || s == "while_loop" || s == "cond" || s == "emit";
+}
 
 bool is_value_type(std::string_view s) {
   return s == "Tensor" || s == "int" || s == "float" || s == "bool" || s == "str" || s == "ints" || s == "Any" ||

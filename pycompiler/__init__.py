@@ -1,7 +1,7 @@
 """Public Python API of tensorvm (re-exported as `tensorvm`).
 
 Model code: `from tensorvm import ops as T` (one function per op), `tensorvm.while_loop`,
-`tensorvm.cond`; run it eagerly (`tensorvm.mode("cpp" | "reference")`,
+`tensorvm.cond`, `tensorvm.emit`; run it eagerly (`tensorvm.mode("cpp" | "reference")`,
 `tensorvm.weights(mapping)`) or trace it with a ProgramBuilder and save a program
 directory; `tensorvm.load` runs it in the C++ VM, `tensorvm.replay` in Python.
 """
@@ -10,7 +10,7 @@ from .._C import VMError
 
 from . import ops
 from .builder import ProgramBuilder, ProgramFunction
-from .control import cond, while_loop
+from .control import cond, emit, while_loop
 from .export import Program, export, load
 from .ir_check import IRCheckError
 from .modes import current_mode, mode, weights
@@ -22,6 +22,6 @@ __all__ = [
     "VMError", "IRCheckError", "TracingError",
     "ops", "mode", "current_mode", "weights",
     "ProgramBuilder", "ProgramFunction", "Var", "Tensor",
-    "while_loop", "cond",
+    "while_loop", "cond", "emit",
     "export", "load", "Program", "replay",
 ]

@@ -1,6 +1,6 @@
-"""Structured control flow for model code: while_loop and cond.
+"""Structured control flow for model code: while_loop and cond, and emit.
 
-Eager: a Python loop or if. Tracing: the bodies become IR functions whose
+Eager: a Python loop or if (emit answers True: no host listens). Tracing: the bodies become IR functions whose
 parameters have the types of the values passed in, and one while_loop/cond
 instruction calls them, so loops stay loops in the program.
 """
@@ -53,6 +53,20 @@ def cond(pred: Any, then_fn: Callable, else_fn: Callable, *args: Any) -> Any:
         return _trace_cond(pred, then_fn, else_fn, args)
     # A concrete predicate picks the branch now; under tracing that inlines it.
     return then_fn(*args) if _truth(pred, "cond predicate") else else_fn(*args)
+
+
+def emit(channel: str, value: Any) -> Any:
+    """Hands `value` to the host on `channel` (docs/ir.md, emit); returns a bool, False
+    when the host asks the program to stop. Eager, no host listens: True."""
+    if not isinstance(channel, str):
+        raise TypeError(f"emit: the channel must be a str, got {type(channel).__name__}")
+    if not (tracing.active() or isinstance(value, Var)):
+        return True
+    trace = tracing.require_trace((value,))
+    v = tracing.to_arg(trace, value, "emit value")
+    if isinstance(v, tracing.FuncRef):
+        raise TracingError("emit: a function cannot be emitted")
+    return tracing.emit(trace, "emit", [channel, v], [], ["bool"], "go")[0]
 
 
 # ---------------------------------------------------------------- tracing

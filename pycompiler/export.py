@@ -243,11 +243,15 @@ class Program:
             self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
         return self._session
 
-    def run(self, function: str, *inputs: Any) -> Any:
-        """Runs `function` in the C++ VM; returns a value, a tuple of values, or None."""
+    def run(self, function: str, *inputs: Any, on_emit=None) -> Any:
+        """Runs `function` in the C++ VM; returns a value, a tuple of values, or None.
+        `on_emit(channel, value)` receives the program's emits (docs/ir.md, emit);
+        returning False from it answers "stop"."""
         fn = self.module.function(function)
         args = coerce_inputs(fn, inputs)
-        return shape_result(fn, self.session.run(function, args))
+        if on_emit is None:
+            return shape_result(fn, self.session.run(function, args))
+        return shape_result(fn, self.session.run(function, args, on_emit))
 
     def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the
@@ -256,13 +260,13 @@ class Program:
 
         return generate(self, input_ids, attention_mask, **kwargs)
 
-    def replay(self, function: str, *inputs: Any) -> Any:
+    def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops."""
         if self._replayer is None:
             from .replay import Replayer
 
             self._replayer = Replayer(self.path, text=self.ir)
-        return self._replayer.run(function, *inputs)
+        return self._replayer.run(function, *inputs, on_emit=on_emit)
 
     def weights_info(self) -> list[tuple[str, str, tuple, int]]:
         entries, _, _ = weights_io.read_header(self.path / WEIGHTS_FILE)

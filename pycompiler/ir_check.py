@@ -21,8 +21,8 @@ from . import ir
 from .printer import HEADER, INT64_MAX, MAX_LIST_ITEMS
 from .types import VALUE_TYPES
 
-BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond"})
-RESERVED = frozenset({"param", "while_loop", "cond", "inf", "nan"})
+BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond", "emit"})
+RESERVED = frozenset({"param", "while_loop", "cond", "emit", "inf", "nan"})
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"(0|[1-9][0-9]*)\Z")
@@ -520,6 +520,11 @@ class _Checker:
             for a in args[first:need]:
                 if not (isinstance(a, ir.Name) and a.id in self.functions):
                     self.fail(line, f"{callee} needs function names of the program in argument {first + 1} and {first + 2}")
+        elif callee == "emit":
+            if kwargs or len(args) != 2:
+                self.fail(line, "emit takes two positional arguments: emit(channel, value)")
+            if not isinstance(args[0], str):
+                self.fail(line, "emit: the channel must be a string literal")
         elif callee == "param":
             slots = {"name": None, "index": None}
             if len(args) > 2:

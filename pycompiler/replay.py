@@ -86,7 +86,7 @@ class Replayer:
         if weights is None:
             weights = weights_io.read(self.path / WEIGHTS_FILE)[0] if self.path is not None else {}
         used = {s.callee for f in self.module.functions for s in f.body if hasattr(s, "callee")}
-        used -= {"param", "while_loop", "cond"} | set(self.module.function_names)
+        used -= {"param", "while_loop", "cond", "emit"} | set(self.module.function_names)
         self.namespace = namespace(weights, sorted(used))
         # Annotations stay unevaluated strings: nothing but the checked calls runs.
         code = compile(tree, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
@@ -96,12 +96,20 @@ class Replayer:
     def functions(self) -> list[str]:
         return self.module.function_names
 
-    def run(self, function: str, *inputs: Any) -> Any:
+    def run(self, function: str, *inputs: Any, on_emit=None) -> Any:
+        """`on_emit(channel, value)` receives each `emit` of the run, as the VM's
+        callback does; returning False answers "stop"."""
+        from ..reference.runtime import emitter
+
         fn = self.module.function(function)
         args = coerce_inputs(fn, inputs)
-        return self.namespace[function](*args)
+        self.namespace["emit"] = emitter(on_emit)
+        try:
+            return self.namespace[function](*args)
+        finally:
+            self.namespace["emit"] = emitter()
 
 
-def replay(path, function: str, *inputs: Any) -> Any:
+def replay(path, function: str, *inputs: Any, on_emit=None) -> Any:
     """Runs `function` of the program directory `path` with the reference ops; returns its result."""
-    return Replayer(path).run(function, *inputs)
+    return Replayer(path).run(function, *inputs, on_emit=on_emit)

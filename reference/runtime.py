@@ -1,6 +1,6 @@
-"""Replay-only builtins of the IR: while_loop and cond, as plain Python.
+"""Replay-only builtins of the IR: while_loop, cond and emit, as plain Python.
 
-`tensorvm.replay` binds the IR's `while_loop` and `cond` to these. Their semantics
+`tensorvm.replay` binds the IR's `while_loop`, `cond` and `emit` to these. Their semantics
 are those of docs/ir.md ("Semantics"); the conditions follow the VM: a bool or a
 one-element bool tensor.
 """
@@ -42,4 +42,17 @@ def cond(pred, then_fn, else_fn, *args):
     return then_fn(*args) if truth(pred, "cond predicate") else else_fn(*args)
 
 
-BUILTINS = {"while_loop": while_loop, "cond": cond}
+def emitter(on_emit=None):
+    """The IR's `emit(channel, value) -> bool` over a host callback on_emit(channel, value):
+    False from the callback answers "stop", anything else "continue" (as in the VM);
+    with no callback every emit answers True."""
+    if on_emit is None:
+        def emit(channel, value):
+            return True
+    else:
+        def emit(channel, value):
+            return on_emit(channel, value) is not False
+    return emit
+
+
+BUILTINS = {"while_loop": while_loop, "cond": cond, "emit": emitter()}

@@ -136,6 +136,15 @@ class Interpreter {
         deliver(fn, ins, frame, out, g.num_returns());
         return;
       }
+      case Instr::Kind::Emit: {
+        bool go = true;
+        if (s_.on_emit_) {
+          const Value& channel = read(fn, frame, args[0]);
+          go = s_.on_emit_(channel.as_str(), read(fn, frame, args[1]));
+        }
+        frame[fn.index_pool[ins.outs]] = Value::from_bool(go);
+        return;
+      }
       case Instr::Kind::ParamIndexed: {
         const Instr& full = fn.code[size_t(&ins - fn.packed.data())];
         const int64_t i = read(fn, frame, args[0]).as_int();
@@ -311,6 +320,35 @@ std::vector<Value> run_named(Session& session, const std::string& function,
 
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs) {
   return session.run(function, std::move(inputs));
+}
+
+std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs,
+                       EmitCallback on_emit) {
+  struct Restore {
+    Session& s;
+    EmitCallback saved;
+    ~Restore() { s.set_on_emit(std::move(saved)); }
+  } restore{session, session.on_emit()};
+  session.set_on_emit(std::move(on_emit));
+  return session.run(function, std::move(inputs));
+}
+
+EmitCallback token_stream(TokenCallback on_tokens) {
+  return [on_tokens = std::move(on_tokens)](const std::string& channel, const Value& value) {
+    if (channel != "tokens") return true;
+    if (!value.is_tensor()) fail("emit: the tokens channel carries an i64 tensor [rows, n], got {}", value.describe());
+    const Tensor t = value.tensor_unchecked().contiguous();
+    if (t.dtype() != DType::i64 || t.ndim() != 2)
+      fail("emit: the tokens channel carries an i64 tensor [rows, n], got {}", value.describe());
+    // Negative ids pad rows that received fewer tokens than others in this step.
+    const int64_t rows = t.shape()[0], n = t.shape()[1];
+    const int64_t* p = static_cast<const int64_t*>(t.raw());
+    std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        if (p[r * n + j] >= 0) tokens[size_t(r)].push_back(p[r * n + j]);
+    return on_tokens(tokens);
+  };
 }
 
 }  // namespace vm

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/names.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/safetensors.h"
@@ -161,7 +162,7 @@ class Loader {
   }
 
  private:
-  static bool is_builtin(const std::string& n) { return n == "param" || n == "while_loop" || n == "cond"; }
+  static bool is_builtin(const std::string& n) { return ir::is_builtin_callee(n); }
 
   template <typename... A>
   [[noreturn]] void fail_at(int line, fmt::format_string<A...> f, A&&... a) {
@@ -360,6 +361,19 @@ class Loader {
         fail_at(s.line, "cond: '{}' and '{}' return different numbers of values", a.name, b.name);
       }
       bind_targets(fn, scope, s, ins, loop ? n : a.num_returns());
+      add(fn, s, std::move(ins));
+      return;
+    }
+    if (c == "emit") {
+      // emit(channel, value) -> bool: hands `value` to the host (Session::set_on_emit).
+      if (s.args.size() != 2 || !s.args[0].keyword.empty() || !s.args[1].keyword.empty())
+        fail_at(s.line, "emit takes two positional arguments: emit(channel, value)");
+      if (!std::holds_alternative<std::string>(s.args[0].value))
+        fail_at(s.line, "emit: the channel must be a string literal");
+      ins.kind = Instr::Kind::Emit;
+      ins.args.push_back(operand(fn, scope, s.args[0].value, s.line));
+      ins.args.push_back(operand(fn, scope, s.args[1].value, s.line));
+      bind_targets(fn, scope, s, ins, 1);
       add(fn, s, std::move(ins));
       return;
     }

@@ -67,7 +67,9 @@ void Profiler::after(const Function& fn, const Instr& ins, const Value* regs) {
   const double dt = std::chrono::duration<double>(Clock::now() - starts_.back()).count();
   starts_.pop_back();
   if (ins.kind == Instr::Kind::Return) return;
-  const bool is_call = ins.kind == Instr::Kind::Call || ins.kind == Instr::Kind::WhileLoop || ins.kind == Instr::Kind::Cond;
+  // emit counts as a call: its time is the host callback's.
+  const bool is_call = ins.kind == Instr::Kind::Call || ins.kind == Instr::Kind::WhileLoop ||
+                       ins.kind == Instr::Kind::Cond || ins.kind == Instr::Kind::Emit;
   OpStats& s = (is_call ? calls_ : ops_)[ins.callee];
   ++s.count;
   s.seconds += dt;

@@ -36,12 +36,12 @@ struct ListOperand {
 };
 
 struct Instr {
-  enum class Kind : uint8_t { Kernel, Call, WhileLoop, Cond, ParamIndexed, Return };
+  enum class Kind : uint8_t { Kernel, Call, WhileLoop, Cond, Emit, ParamIndexed, Return };
   Kind kind = Kind::Kernel;
   const ops::OpDef* op = nullptr;   // Kernel
   ops::Kernel kernel = nullptr;     // Kernel
   uint32_t fn_a = 0, fn_b = 0;      // Call: callee; WhileLoop: cond, body; Cond: then, else
-  std::vector<Operand> args;        // Kernel: bound slots; others: positional operands
+  std::vector<Operand> args;        // Kernel: bound slots; Emit: channel (a str constant), value; others: positional
   std::vector<uint8_t> contiguous;  // Kernel: per slot, 1 if a tensor must be made contiguous
   std::vector<uint32_t> outs;       // destination registers
   bool pack_tuple = false;          // one target receives all k > 1 results as a tuple

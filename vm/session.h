@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,21 @@ class Hook {
   virtual void before(const Function& fn, const Instr& ins, const Value* regs) = 0;
   virtual void after(const Function& fn, const Instr& ins, const Value* regs) = 0;
 };
+
+// Receives what a program's `emit(channel, value)` hands out (docs/ir.md). Returning
+// false answers "stop": the program sees False and ends its loop, returning what it
+// has. It runs on the thread that called run; an exception it throws fails the run.
+using EmitCallback = std::function<bool(const std::string& channel, const Value& value)>;
+
+// The step's new token ids, one vector per row (sequence): the "tokens" channel of
+// the generation library (docs/generation.md, "Streaming"). Returning false stops
+// generation. A row may receive no token in a step (beam search streams only final
+// tokens).
+using TokenCallback = std::function<bool(const std::vector<std::vector<int64_t>>& tokens)>;
+
+// An EmitCallback that decodes the "tokens" channel for `on_tokens` and ignores
+// every other channel (the prompt, ...).
+EmitCallback token_stream(TokenCallback on_tokens);
 
 struct SessionOptions {
   int num_threads = 1;
@@ -44,6 +60,10 @@ class Session {
   std::vector<Value> run_named(const std::string& function, const std::vector<std::pair<std::string, Value>>& named);
 
   void set_hook(Hook* hook) { hook_ = hook; }  // not owned; nullptr to remove
+  // With no callback (the default, or an empty function) emit costs one branch and
+  // answers "continue".
+  void set_on_emit(EmitCallback on_emit) { on_emit_ = std::move(on_emit); }
+  const EmitCallback& on_emit() const { return on_emit_; }
   void set_num_threads(int n);
   int num_threads() const { return options_.num_threads; }
   void set_max_instructions(uint64_t n) { options_.max_instructions = n; }
@@ -59,6 +79,7 @@ class Session {
   std::unique_ptr<ThreadPool> threads_;
   std::vector<Value> stack_;
   Hook* hook_ = nullptr;
+  EmitCallback on_emit_;
   uint64_t instructions_ = 0;
   uint64_t budget_end_ = UINT64_MAX;  // instructions_ value at which the current run stops
 };
@@ -67,5 +88,9 @@ class Session {
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs);
 std::vector<Value> run_named(Session& session, const std::string& function,
                              const std::vector<std::pair<std::string, Value>>& named);
+// run() with `on_emit` installed for this run only (the session's own callback is
+// put back afterwards, also when the run fails).
+std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs,
+                       EmitCallback on_emit);
 
 }  // namespace vm

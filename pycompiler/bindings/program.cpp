@@ -12,13 +12,36 @@ using namespace tvm_py;
 
 namespace {
 
-py::list run_session(vm::Session& s, const std::string& fn, const py::list& args) {
+// Runs with the GIL released; `on_emit` (None for none) is called with the GIL held
+// for each emit as on_emit(channel, value) and answers "continue" unless it returns
+// False. An exception it raises ends the run and is raised again, as it was.
+py::list run_session(vm::Session& s, const std::string& fn, const py::list& args, const py::object& on_emit) {
   std::vector<vm::Value> in;
   for (auto a : args) in.push_back(to_value(a));
   std::vector<vm::Value> out;
-  {
+  std::unique_ptr<py::error_already_set> raised;
+  vm::EmitCallback cb;
+  if (!on_emit.is_none()) {
+    cb = [&on_emit, &raised](const std::string& channel, const vm::Value& value) {
+      py::gil_scoped_acquire gil;
+      try {
+        py::object answer = on_emit(channel, from_value(value));
+        return !(py::isinstance<py::bool_>(answer) && !answer.cast<bool>());
+      } catch (py::error_already_set& e) {
+        raised = std::make_unique<py::error_already_set>(std::move(e));
+        throw vm::Error("the emit callback raised an exception");
+      }
+    };
+  }
+  try {
     py::gil_scoped_release nogil;
-    out = s.run(fn, std::move(in));
+    out = vm::run(s, fn, std::move(in), std::move(cb));
+  } catch (const vm::Error&) {
+    if (raised) {
+      raised->restore();
+      throw py::error_already_set();
+    }
+    throw;
   }
   py::list result;
   for (const vm::Value& v : out) result.append(from_value(v));
@@ -98,7 +121,7 @@ void bind_program(py::module_& m) {
              return std::make_unique<vm::Session>(p, o);
            }),
            py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0)
-      .def("run", &run_session, py::arg("function"), py::arg("args"))
+      .def("run", &run_session, py::arg("function"), py::arg("args"), py::arg("on_emit") = py::none())
       .def("run_named",
            [](vm::Session& s, const std::string& fn, const py::dict& kwargs) {
              std::vector<std::pair<std::string, vm::Value>> named;
