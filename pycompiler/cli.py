@@ -2,7 +2,7 @@
 checkpoints; list the ops; say where the C++ package is.
 
     tensorvm run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
-                 [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time]
+                 [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 from .cli_io import CLIError, build_inputs, check_output_name, save_outputs
 from .quantize import QUANTIZATIONS
+from .streaming import stream_printer
 
 
 def cmd_run(args, replay: bool) -> int:
@@ -39,7 +40,8 @@ def cmd_run(args, replay: bool) -> int:
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0)
     t0 = time.perf_counter()
-    result = program.replay(args.function, *inputs) if replay else program.run(args.function, *inputs)
+    on_emit = stream_printer() if args.stream else None
+    result = (program.replay if replay else program.run)(args.function, *inputs, on_emit=on_emit)
     ms = (time.perf_counter() - t0) * 1e3
     values = list(result) if isinstance(result, tuple) and len(fn.return_types) > 1 else \
         ([] if result is None and not fn.return_types else [result])
@@ -143,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
         r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
         r.add_argument("--time", action="store_true", help="print the time the call took")
+        r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
         if name == "run":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])

@@ -21,6 +21,8 @@ from typing import Optional
 
 import numpy as np
 
+from .streaming import check_streamer, streamer_callback
+
 # The keywords `generate` takes, as transformers names them (the program's inputs).
 OPTIONS = ("max_length", "max_new_tokens", "num_beams", "do_sample", "num_return_sequences", "length_penalty",
            "early_stopping", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram_size",
@@ -153,13 +155,16 @@ def _check(options: dict, meta: dict) -> dict:
     return out
 
 
-def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", **kwargs):
+def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", streamer=None, **kwargs):
     """Sequences [batch * num_return_sequences, length] (int64), as `model.generate(...)`
     returns them; a GenerateOutput (sequences, sequences_scores, scores) when
     return_dict_in_generate or output_scores is asked. engine="replay" runs the same
-    program text line by line in Python with the reference ops (slow; for debugging)."""
+    program text line by line in Python with the reference ops (slow; for debugging).
+    `streamer` follows transformers' protocol (TextStreamer, TextIteratorStreamer):
+    put(prompt), put(tokens) as each step chooses them, end() (see streaming.py)."""
     if "generate" not in program.functions:
         raise ValueError(f"{program.path} has no generate function (it has {program.functions})")
+    check_streamer(streamer, program)
     params = [p.name for p in program.module.function("generate").params]
     for name in kwargs:
         if name in _REFUSED:
@@ -207,12 +212,12 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", **k
     if as_dict and "output_scores" in params:
         inputs.setdefault("output_scores", None)
     args = [inputs.get(p) for p in params]
-    if engine == "vm":
-        out = program.run("generate", *args)
-    elif engine == "replay":
-        out = program.replay("generate", *args)
-    else:
+    if engine not in ("vm", "replay"):
         raise ValueError(f"generate: engine must be 'vm' or 'replay', got {engine!r}")
+    on_emit = streamer_callback(streamer) if streamer is not None else None
+    out = (program.run if engine == "vm" else program.replay)("generate", *args, on_emit=on_emit)
+    if streamer is not None:
+        streamer.end()
     out = out if isinstance(out, (list, tuple)) else (out,)
     sequences = out[0]
     if not as_dict:

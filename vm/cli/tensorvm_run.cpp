@@ -1,13 +1,14 @@
 // tensorvm-run: run a function of a program from the command line, with no Python.
 //   tensorvm-run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
-//                [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time]
+//                [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time] [--stream]
 // The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
 // takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
 // between rows, rows padded with the program's pad id, and an attention_mask built to
 // match when the function takes one), --arg (parsed by the declared type), the array
 // named after it in --inputs, or the array arr_<position>; options left out keep the
 // program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
-// output left out).
+// output left out). --stream prints the tokens a generate program emits as they come,
+// one line per step: "stream: " then each row's new ids, rows separated by "; ".
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,7 @@ namespace {
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
     "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n"
+    "                    [--stream]   (print each step's tokens as the program emits them)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
@@ -197,7 +199,7 @@ int run(int argc, char** argv) {
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
-  bool timed = false;
+  bool timed = false, stream = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -218,6 +220,8 @@ int run(int argc, char** argv) {
       ids_text = next();
     } else if (a == "--time") {
       timed = true;
+    } else if (a == "--stream") {
+      stream = true;
     } else if (a == "--threads") {
       threads = int(parse_count(a, next(), 1, 4096));
     } else if (a == "--max-instructions") {
@@ -298,7 +302,16 @@ int run(int argc, char** argv) {
   opts.max_instructions = max_instructions;
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs));
+  vm::EmitCallback on_emit;
+  if (stream)
+    on_emit = vm::token_stream([](const std::vector<std::vector<int64_t>>& rows) {
+      std::vector<std::string> shown;
+      for (const auto& r : rows) shown.push_back(fmt::format("{}", fmt::join(r, " ")));
+      fmt::print("stream: {}\n", fmt::join(shown, "; "));
+      std::fflush(stdout);
+      return true;
+    });
+  std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs), std::move(on_emit));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<ir::TensorToWrite> to_write;
