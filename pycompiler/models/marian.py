@@ -25,9 +25,10 @@ import inspect
 import math
 from dataclasses import dataclass, field
 
+from .. import final_tokens
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..control import cond, while_loop
+from ..control import cond, emit, while_loop
 from ..types import ObjectType, Tensor
 
 KVCache = ObjectType("KVCache")
@@ -462,7 +463,7 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         nxt = cond(o.sample, draw_token, best_token, step, o.generator)
         nxt = T.where(unfinished, nxt, pad)
         seq = T.concat(seq, T.unsqueeze(nxt, 1), dim=1)
-        unfinished = T.logical_and(unfinished, T.ne(nxt, eos))
+        unfinished = T.logical_and(T.logical_and(unfinished, T.ne(nxt, eos)), final_tokens.emit_step(nxt))
         return (seq, unfinished, T.add(cur_len, 1), cache, mask, scores) + tuple(o)
 
     @_named("states", "mask", "num_beams", "num_return", "length_penalty", "early_stopping", *SEARCH_OPTIONS)
@@ -475,7 +476,7 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         rows = T.mul(T.size(states, 0), num_return)
         cache = init_cache(states, rows, o.limit)
         seq = T.full([rows, 1], start, dtype="i64")
-        unfinished = T.full([rows], True, dtype="bool")
+        unfinished = T.logical_and(T.full([rows], True, dtype="bool"), final_tokens.emit_prompt(seq))
         scores = T.zeros([0, rows, V])
         seq, unfinished, cur_len, cache, mask, scores, *_ = while_loop(sample_continue, sample_step, seq, unfinished, 1,
                                                                        cache, mask, scores, *o)
@@ -484,11 +485,11 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
     # ---- beam search (transformers' _beam_search, vectorized over [batch, beams])
 
     BEAM_STATE = ("running", "running_scores", "done_seq", "done_scores", "done", "done_len", "improvable",
-                  "all_hit", "cur_len", "cache", "mask", "scores", "length_penalty", "early_stopping")
+                  "all_hit", "cur_len", "cache", "mask", "scores", "length_penalty", "early_stopping", "streamed", "go")
 
     @_named(*BEAM_STATE, *SEARCH_OPTIONS)
     def beam_continue(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                      cache, mask, scores, length_penalty, early_stopping, *opts):
+                      cache, mask, scores, length_penalty, early_stopping, streamed, go, *opts):
         """Some sentence can still improve, early_stopping=True has not filled every
         sentence, and some candidate of the last step did not hit a stopping criterion."""
         full = T.logical_and(T.all(done), T.eq(early_stopping, 1))
@@ -496,7 +497,7 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
 
     @_named(*BEAM_STATE, *SEARCH_OPTIONS)
     def beam_step(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                  cache, mask, scores, length_penalty, early_stopping, *opts):
+                  cache, mask, scores, length_penalty, early_stopping, streamed, go, *opts):
         """One step for every beam: log_softmax, processors, add the beam scores, keep the
         top 2K of K*V candidates, the best K that did not finish run on (their cache rows
         reordered), the top K that finished enter the K finished slots."""
@@ -514,7 +515,8 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         history = T.gather(T.reshape(running, [B, K, cur_len]), 1, T.expand(T.unsqueeze(beam, 2), [B, K2, cur_len]))
         candidates = T.concat(history, T.unsqueeze(token, 2), dim=2)  # [B, 2K, cur_len + 1]
         new_len = T.add(cur_len, 1)
-        hits = T.logical_or(T.eq(token, eos), T.ge(new_len, o.limit))
+        # a host's "stop" ends the search as max_length does: every candidate finishes
+        hits = T.logical_or(T.logical_or(T.eq(token, eos), T.ge(new_len, o.limit)), T.logical_not(go))
         # the running beams: the best K candidates that did not hit
         live = T.add(top, T.mul(T.cast(hits, "f32"), NEG))
         _, keep = T.topk(live, K)
@@ -544,8 +546,10 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         best_running = T.div(T.slice(running_scores, 1, 0, 1), T.pow(best_len, length_penalty))
         worst_done = T.where(done, T.min(done_scores, 1, keepdim=True), NEG)
         improvable = T.logical_and(improvable, T.any(T.gt(best_running, worst_done), -1, keepdim=True))
+        tokens, streamed = final_tokens.beam_step_tokens(running, done_seq, done, done_len, improvable, streamed, B, K)
+        go = T.logical_and(go, emit(final_tokens.TOKENS, tokens))
         return (running, running_scores, done_seq, done_scores, done, done_len, improvable, T.all(hits), new_len,
-                cache, mask, scores, length_penalty, early_stopping) + tuple(o)
+                cache, mask, scores, length_penalty, early_stopping, streamed, go) + tuple(o)
 
     @_named("states", "mask", "num_beams", "num_return", "length_penalty", "early_stopping", *SEARCH_OPTIONS)
     def beam_search(states, mask, num_beams, num_return, length_penalty, early_stopping, *opts):
@@ -564,9 +568,12 @@ def _build_generation(pb, spec: MarianSpec, encode, source_mask, init_cache, dec
         improvable = T.full([B, 1], True, dtype="bool")
         all_hit = T.any(T.full([1], False, dtype="bool"))
         scores = T.zeros([0, T.mul(B, K), V])
+        go = final_tokens.emit_prompt(T.full([B, 1], start, dtype="i64"))
         out = while_loop(beam_continue, beam_step, running, running_scores, done_seq, done_scores, done, done_len,
-                         improvable, all_hit, 1, cache, mask, scores, length_penalty, early_stopping, *o)
-        done_seq, done_scores, done_len, scores = out[2], out[3], out[5], out[11]
+                         improvable, all_hit, 1, cache, mask, scores, length_penalty, early_stopping,
+                         T.full([B], 0, dtype="i64"), go, *o)
+        done_seq, done_scores, done_len, scores, streamed = out[2], out[3], out[5], out[11], out[14]
+        final_tokens.emit_beam_rest(done_seq, done_len, streamed)
         width = T.add(T.item(T.max(T.slice(done_len, 1, 0, num_return))), 1)
         rows = T.mul(B, num_return)
         seq = T.reshape(T.slice(T.slice(done_seq, 1, 0, num_return), 2, 0, width), [rows, width])
