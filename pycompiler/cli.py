@@ -25,8 +25,8 @@ import sys
 from typing import Optional, Sequence
 
 from .cli_io import CLIError, build_inputs, check_output_name, save_outputs
+from .generation.streaming import stream_printer
 from .quantize import QUANTIZATIONS
-from .streaming import stream_printer
 
 
 def cmd_run(args, replay: bool) -> int:

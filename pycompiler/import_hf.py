@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .generation.processors import SUPPRESS_WEIGHT
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
 from .quantize import QUANTIZATIONS
@@ -174,7 +175,7 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
             weights[name] = array
     weights["final_logits_bias"] = weights["final_logits_bias"].reshape(-1)
     if spec.suppress_tokens:
-        weights["generation_config.suppress_tokens"] = np.asarray(spec.suppress_tokens, np.int64)
+        weights[SUPPRESS_WEIGHT] = np.asarray(spec.suppress_tokens, np.int64)
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
     if quantize is not None:

@@ -12,8 +12,8 @@ hypothesis follows, so a sentence's stream is its best returned sequence.
 """
 from __future__ import annotations
 
-from . import ops as T
-from .control import emit
+from .. import ops as T
+from ..control import emit
 
 PROMPT = "prompt"
 TOKENS = "tokens"
@@ -38,15 +38,16 @@ def agreed_length(ref, rows, valid):
 
 
 def new_tokens(ref, final_len, streamed):
-    """The tokens of `ref` [B, L] at positions streamed + 1 .. final_len - 1 per sentence
-    (position 0 is the decoder start, part of the prompt), as [B, n] padded with -1;
-    and the new count of streamed tokens [B]."""
-    target = T.maximum(T.sub(final_len, 1), streamed)
+    """The tokens of `ref` [B, L] at positions streamed .. final_len - 1 per sentence,
+    as [B, n] padded with -1, and the new count of positions handed out [B]. Counts
+    are positions from the start of the row, the prompt included (it went out first,
+    on the prompt channel)."""
+    target = T.maximum(final_len, streamed)
     count = T.sub(target, streamed)
-    j = T.arange(0, T.item(T.max(count)))
-    index = T.add(T.unsqueeze(streamed, 1), T.add(T.unsqueeze(j, 0), 1))
+    j = T.unsqueeze(T.arange(0, T.item(T.max(count))), 0)
+    index = T.add(T.unsqueeze(streamed, 1), j)
     tokens = T.gather(ref, 1, T.minimum(index, T.sub(T.size(ref, 1), 1)))
-    return T.where(T.lt(T.unsqueeze(j, 0), T.unsqueeze(count, 1)), tokens, -1), target
+    return T.where(T.lt(j, T.unsqueeze(count, 1)), tokens, -1), target
 
 
 def beam_step_tokens(running, done_seq, done, done_len, improvable, streamed, batch, beams):

@@ -15,26 +15,26 @@ error, never a silently different result.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from . import processors
+from .search import generate_inputs
 from .streaming import check_streamer, streamer_callback
 
-# The keywords `generate` takes, as transformers names them (the program's inputs).
-OPTIONS = ("max_length", "max_new_tokens", "num_beams", "do_sample", "num_return_sequences", "length_penalty",
-           "early_stopping", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram_size",
-           "min_length", "min_new_tokens", "forced_bos_token_id", "suppress_tokens", "renormalize_logits",
-           "output_scores", "seed")
+# The keywords `generate` takes, as transformers names them (the program's inputs
+# after input_ids and attention_mask), and how each is checked: from the search's
+# and the processors' declarations.
+INPUTS = {i.name: i for i in generate_inputs()}
+OPTIONS = tuple(INPUTS)
 # Accepted by this wrapper only (they choose what is returned).
 WRAPPER_OPTIONS = ("return_dict_in_generate",)
 
 # transformers keywords this program does not implement, with the reason.
 _REFUSED = {
-    "bad_words_ids": "bad_words_ids is fixed at import (the checkpoint's generation_config)",
-    "forced_eos_token_id": "forced_eos_token_id is fixed at import (the checkpoint's generation_config)",
+    **{f: f"{f} is fixed at import (the checkpoint's generation_config)" for f in processors.import_fields()},
     "num_beam_groups": "group beam search is not implemented", "diversity_penalty": "group beam search is not implemented",
     "constraints": "constrained beam search is not implemented",
     "force_words_ids": "constrained beam search is not implemented",
@@ -50,7 +50,6 @@ _REFUSED = {
     "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
     "logits_processor": "custom logits processors cannot run inside the program",
     "stopping_criteria": "custom stopping criteria cannot run inside the program",
-    "decoder_input_ids": "decoder prompts are not implemented (generation starts from decoder_start_token_id)",
     "generation_config": "pass the options as keywords",
 }
 
@@ -78,81 +77,10 @@ def _ids(array, name: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def _int(name, v, low=None):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise ValueError(f"generate: {name} must be an int, got {v!r}")
-    v = int(v)
-    if low is not None and v < low:
-        raise ValueError(f"generate: {name} must be at least {low}, got {v}")
-    return v
-
-
-def _float(name, v):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise ValueError(f"generate: {name} must be a number, got {v!r}")
-    return float(v)
-
-
-def _bool(name, v):
-    if not isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"generate: {name} must be True or False, got {v!r}")
-    return bool(v)
-
-
 def _check(options: dict, meta: dict) -> dict:
     """Types and ranges of the options, as transformers checks them; returns the values
     the program takes (None stays None: the program's default)."""
-    vocab = meta.get("decoder_vocab_size")
-    out = {}
-    for name, v in options.items():
-        if v is None:
-            out[name] = None
-            continue
-        if name in ("max_length", "max_new_tokens", "num_beams", "num_return_sequences"):
-            v = _int(name, v, 1)
-        elif name in ("top_k", "no_repeat_ngram_size", "min_length", "min_new_tokens"):
-            v = _int(name, v, 0)
-        elif name == "seed":
-            v = _int(name, v)
-            if not -(2 ** 63) <= v < 2 ** 64:
-                raise ValueError(f"generate: seed must fit in 64 bits, got {v}")
-            v = v - 2 ** 64 if v >= 2 ** 63 else v
-        elif name == "forced_bos_token_id":
-            v = _int(name, v, 0)
-            if vocab is not None and v >= vocab:
-                raise ValueError(f"generate: forced_bos_token_id {v} is not in the decoder vocabulary ({vocab})")
-        elif name in ("do_sample", "renormalize_logits", "output_scores"):
-            v = _bool(name, v)
-        elif name == "early_stopping":
-            if not (isinstance(v, (bool, np.bool_)) or v == "never"):
-                raise ValueError(f"generate: early_stopping must be True, False or 'never', got {v!r}")
-            v = v if isinstance(v, str) else bool(v)
-        elif name == "length_penalty":
-            v = _float(name, v)
-            if v != v:
-                raise ValueError("generate: length_penalty must be a number, not NaN")
-        elif name == "temperature":
-            v = _float(name, v)
-            if not v > 0:
-                raise ValueError(f"generate: temperature must be > 0, got {v} (for greedy search pass do_sample=False)")
-        elif name == "top_p":
-            v = _float(name, v)
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"generate: top_p must be in [0, 1], got {v}")
-        elif name == "repetition_penalty":
-            v = _float(name, v)
-            if not v > 0:
-                raise ValueError(f"generate: repetition_penalty must be > 0, got {v}")
-        elif name == "suppress_tokens":
-            a = np.asarray(list(v) if not isinstance(v, np.ndarray) else v)
-            if a.size and (a.ndim != 1 or a.dtype.kind not in "iu"):
-                raise ValueError(f"generate: suppress_tokens must be a list of token ids, got {v!r}")
-            a = np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
-            if vocab is not None and a.size and (a.min() < 0 or a.max() >= vocab):
-                raise ValueError(f"generate: suppress_tokens {a.tolist()} are not all in the decoder vocabulary ({vocab})")
-            v = a
-        out[name] = v
-    return out
+    return {name: None if v is None else INPUTS[name].check(v, meta) for name, v in options.items()}
 
 
 def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", streamer=None, **kwargs):
@@ -189,6 +117,14 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
     if ids.shape[1] == 0:
         raise ValueError("generate: input_ids has no tokens (a zero-length source); transformers refuses it too")
 
+    prompt_len = 1
+    if opts.get("decoder_input_ids") is not None:
+        prompt = _ids(opts["decoder_input_ids"], "decoder_input_ids")
+        if prompt.shape[0] != ids.shape[0] or prompt.shape[1] == 0:
+            raise ValueError(f"generate: decoder_input_ids {list(prompt.shape)} must have one row of at least one "
+                             f"token per input_ids row ({ids.shape[0]})")
+        opts["decoder_input_ids"], prompt_len = prompt, prompt.shape[1]
+
     def value(name):
         return defaults.get(name) if opts.get(name) is None else opts[name]
 
@@ -199,11 +135,14 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
     if beams > 1 and n > beams:
         raise ValueError(f"generate: num_return_sequences ({n}) has to be at most num_beams ({beams})")
     if opts.get("max_new_tokens") is not None:
-        limit = opts["max_new_tokens"] + 1
+        limit = opts["max_new_tokens"] + prompt_len
     else:
         limit = value("max_length")
     if limit is not None and limit < 2:
         raise ValueError(f"generate: max_length must be at least 2 (the decoder start token counts), got {limit}")
+    if limit is not None and limit <= prompt_len:
+        raise ValueError(f"generate: max_length ({limit}) must be greater than the length of decoder_input_ids "
+                         f"({prompt_len})")
     max_pos = meta.get("max_position_embeddings")
     if max_pos is not None and ((limit is not None and limit > max_pos) or ids.shape[1] > max_pos):
         raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "

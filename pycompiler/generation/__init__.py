@@ -1,0 +1,20 @@
+"""The generation library: transformers' generate() written once as program
+functions over a small model interface, and its Python front end.
+
+    model.py       the interface a model provides (EncoderDecoder, DecoderOnly, TokenIds)
+    processors.py  the logits processors: one function each, registered once, run as a chain
+    search.py      greedy, sampling, beam search and stopping; build_generation(pb, model, defaults)
+    inputs.py      generate's keywords and their Python-side checks
+    frontend.py    Program.generate: checks the keywords, runs the program's generate
+    final_tokens.py  streaming, program side: what each step makes final, emitted to the host
+    streaming.py   streaming, host side: transformers' streamer protocol, the CLI's printout
+
+docs/extending.md says how to add a model or a processor.
+"""
+from .frontend import GenerateOutput, generate
+from .model import DecoderOnly, EncoderDecoder, TokenIds
+from .processors import Processor, register
+from .search import build_generation, input_names
+
+__all__ = ["generate", "GenerateOutput", "EncoderDecoder", "DecoderOnly", "TokenIds", "Processor", "register",
+           "build_generation", "input_names"]

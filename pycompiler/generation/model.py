@@ -1,0 +1,60 @@
+"""The small interface a model hands the generation library.
+
+A model file (pycompiler/models/*.py) builds its network as program functions and
+passes them here; search.build_generation then writes `generate` around them.
+Every callable is a ProgramFunction of the same ProgramBuilder (or plain Python
+traced inline), with these signatures:
+
+Encoder-decoder (EncoderDecoder):
+    encode(input_ids, attention_mask) -> encoder states [batch, source_len, d]
+    source_mask(attention_mask) -> the mask prefill/decode_step take
+    init_cache(encoder_states, rows, max_len) -> cache: self-attention room for
+        `rows` decoder rows (batch x beams, sentence-major) and max_len positions,
+        cross-attention K/V of every layer computed once per sentence
+    prefill(cache, tokens [rows, n], source_mask) -> cache: runs positions [0, n)
+        through the decoder in one pass (causal within the prompt), filling the
+        self-attention cache; its logits are not needed
+    decode_step(cache, tokens [rows, 1], source_mask, position) -> logits [rows, vocab]
+    reorder(cache, index [rows]) -> cache: row r continues old row index[r]
+
+Decoder-only (DecoderOnly, for the decoder-only models that build on this):
+    init_cache(rows, max_len) -> cache
+    prefill(cache, tokens [rows, n], attention_mask) -> cache
+    decode_step(cache, tokens [rows, 1], attention_mask, position) -> logits [rows, vocab]
+    reorder(cache, index [rows]) -> cache
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+
+@dataclass(frozen=True)
+class TokenIds:
+    """The special token ids the search needs, and the decoder vocabulary size."""
+    eos: int
+    pad: int
+    vocab_size: int
+    decoder_start: Optional[int] = None  # encoder-decoders: the first decoder token
+
+
+@dataclass(frozen=True)
+class EncoderDecoder:
+    encode: Callable
+    source_mask: Callable
+    init_cache: Callable
+    prefill: Callable
+    decode_step: Callable
+    reorder: Callable
+    ids: TokenIds
+    max_positions: int  # longest source and decoder length (max_position_embeddings)
+
+
+@dataclass(frozen=True)
+class DecoderOnly:
+    init_cache: Callable
+    prefill: Callable
+    decode_step: Callable
+    reorder: Callable
+    ids: TokenIds
+    max_positions: int

@@ -1,0 +1,379 @@
+"""Logits processors as a chain, each one function with one signature.
+
+    fn(scores, state, o) -> scores
+
+`scores` is the step's [rows, vocab] scores, `state` the search's view of the step
+(State: seq, cur_len, min_keep, limit, sample, ids) and `o` the processor's own
+options by name (o.repetition_penalty, ...). A processor is registered once with
+`register(Processor(...))`: the generate keywords it reads (`inputs`), how the
+program turns them into its options (`resolve`, traced inside `generate`, where
+None falls back to the checkpoint's default), when it acts (`when`, a traced
+predicate; off costs one comparison per step), and where it sits in the chain
+(`stage`). The program's generate inputs, the Python wrapper's accepted keywords
+and the importer's list of supported generation_config fields all come from this
+registry, as llama.cpp builds its sampler chain from `llama_sampler_i` entries.
+
+The chain runs in transformers' order (`_get_logits_processor`): the "logits"
+processors in registration order, then the "warp" processors when sampling, then
+the "last" ones (renormalize_logits).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .. import ops as T
+from ..control import cond, while_loop
+from .inputs import Input, bool_input, float_input, int_input, token_input, token_list_input
+from .model import TokenIds
+
+STAGES = ("logits", "warp", "last")
+# The search values every processor sees, in the order they are passed.
+STATE_FIELDS = ("seq", "cur_len", "min_keep", "limit", "sample")
+
+
+@dataclass(frozen=True)
+class State:
+    """The step a processor acts on: seq [rows, cur_len] (int64, the prompt and the
+    tokens so far), cur_len, min_keep (tokens a filter must keep: 1, or 2 for beam
+    sampling), limit (max_length), sample (do_sample), and the model's token ids
+    (Python ints, known at import)."""
+    seq: Any
+    cur_len: Any
+    min_keep: Any
+    limit: Any
+    sample: Any
+    ids: TokenIds
+
+
+class Options:
+    """Named values (o.top_k); `names` fixes the order they are carried in."""
+
+    def __init__(self, names, values):
+        values = tuple(values)
+        if len(names) != len(values):
+            raise TypeError(f"expected {len(names)} options ({', '.join(names)}), got {len(values)}")
+        self._names = tuple(names)
+        self._values = dict(zip(names, values))
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(f"no option {name!r} (options: {', '.join(self._names)})") from None
+
+    def values(self) -> tuple:
+        return tuple(self._values[n] for n in self._names)
+
+    def subset(self, names) -> "Options":
+        return Options(names, [self._values[n] for n in names])
+
+
+@dataclass(frozen=True)
+class Processor:
+    """One entry of the chain (see the module doc).
+
+    inputs: generate keywords read at run time (program inputs).
+    options: the names resolve returns; they are carried through the search loop.
+    resolve(get, defaults, ctx) -> {option: traced value}: get(name) is the raw input
+        (maybe None), defaults the checkpoint's generation defaults by transformers'
+        names, ctx a Context (prompt_len, ids). Checks go here, as T.check.
+    when(state, o) -> traced bool, or None to act at every step.
+    constants(defaults) -> {name: Python value} or None: options fixed at import
+        from the checkpoint's generation_config (listed in `import_fields`); None
+        leaves the processor out of the chain.
+    """
+    name: str
+    fn: Callable
+    inputs: tuple = ()
+    options: tuple = ()
+    resolve: Optional[Callable] = None
+    when: Optional[Callable] = None
+    stage: str = "logits"
+    import_fields: tuple = ()
+    constants: Optional[Callable] = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What resolve may need besides the inputs: the decoder prompt length (lengths
+    count it), the model's token ids and do_sample (resolved)."""
+    prompt_len: Any
+    ids: TokenIds
+    sample: Any
+
+
+_REGISTRY: list = []
+
+
+def register(p: Processor) -> Processor:
+    """Adds a processor to the chain of every program built afterwards."""
+    if p.stage not in STAGES:
+        raise ValueError(f"processor {p.name}: stage must be one of {STAGES}, got {p.stage!r}")
+    if any(q.name == p.name for q in _REGISTRY):
+        raise ValueError(f"processor {p.name} is registered twice")
+    taken = {n for q in _REGISTRY for n in (*q.options, *(i.name for i in q.inputs))}
+    clash = [n for n in (*p.options, *(i.name for i in p.inputs)) if n in taken]
+    if clash:
+        raise ValueError(f"processor {p.name}: {clash} already belong to another processor")
+    if p.fn.__name__ in {i.name for q in (*_REGISTRY, p) for i in q.inputs}:
+        raise ValueError(f"processor {p.name}: its function may not be named as a generate input")
+    _REGISTRY.append(p)
+    return p
+
+
+def registry() -> tuple:
+    return tuple(_REGISTRY)
+
+
+def runtime_inputs() -> tuple:
+    """Every processor's generate inputs, in registration order."""
+    return tuple(i for p in _REGISTRY for i in p.inputs)
+
+
+def import_fields() -> tuple:
+    """generation_config fields the processors read at import."""
+    return tuple(f for p in _REGISTRY for f in p.import_fields)
+
+
+def chain(defaults: dict) -> list:
+    """The processors of a program with these generation defaults, in chain order,
+    each with its import-time constants ({} for run-time processors)."""
+    out = []
+    for stage in STAGES:
+        for p in _REGISTRY:
+            if p.stage != stage:
+                continue
+            consts = p.constants(defaults) if p.constants is not None else {}
+            if consts is None:
+                continue
+            out.append((p, consts))
+    return out
+
+
+def carried_options(procs) -> tuple:
+    """The run-time option names of a chain, in the order the search carries them."""
+    return tuple(n for p, _ in procs for n in p.options)
+
+
+# ---------------------------------------------------------------- helpers
+
+def unchanged(scores, *rest):
+    return scores
+
+
+def ban_tokens(scores, banned):
+    """banned: a bool [vocab] mask (or anything broadcasting to scores)."""
+    return T.masked_fill(scores, banned, -math.inf)
+
+
+def force_token(scores, token):
+    """Every score -inf but `token`'s, which is 0 (forced BOS / EOS)."""
+    return T.where(T.eq(T.arange(0, T.size(scores, 1)), token), 0.0, T.full_like(scores, -math.inf))
+
+
+def _plain(name: str, default_of: Callable, check: Optional[Callable] = None, message: str = "", as_float=False):
+    """resolve for an option that is its input, or the checkpoint's default."""
+    def resolve(get, defaults, ctx):
+        v = T.if_none(get(name), default_of(defaults))
+        if as_float:
+            v = T.add(v, 0.0)
+        if check is not None:
+            T.check(check(v), message)
+        return {name: v}
+    return resolve
+
+
+# ---------------------------------------------------------------- the processors
+
+def penalize_repeats(scores, state, o):
+    """RepetitionPenaltyLogitsProcessor: tokens already in the row are divided by the
+    penalty when positive, multiplied when negative."""
+    seen = T.gather(scores, 1, state.seq)
+    rep = o.repetition_penalty
+    seen = T.where(T.lt(seen, 0.0), T.mul(seen, rep), T.div(seen, rep))
+    return T.scatter(scores, 1, state.seq, seen)
+
+
+def ngram_match(j, match, seq, n, windows, cur_len):
+    return T.lt(j, T.sub(n, 1))
+
+
+def ngram_compare(j, match, seq, n, windows, cur_len):
+    """Window i's j-th token against the j-th token of the last n-1 tokens."""
+    ith = T.slice(seq, 1, j, T.add(j, windows))
+    at = T.add(T.sub(cur_len, T.sub(n, 1)), j)
+    match = T.logical_and(match, T.eq(ith, T.slice(seq, 1, at, T.add(at, 1))))
+    return T.add(j, 1), match, seq, n, windows, cur_len
+
+
+def ban_ngrams(scores, state, o):
+    """NoRepeatNGramLogitsProcessor: a token that would complete an n-gram already in
+    the row is banned. Window i is seq[:, i:i+n]; it bans its last token when its
+    first n-1 tokens equal the row's last n-1 tokens."""
+    seq, cur_len, n = state.seq, state.cur_len, o.no_repeat_ngram_size
+    rows, V = T.size(scores, 0), T.size(scores, 1)
+    windows = T.add(T.sub(cur_len, n), 1)
+    match = T.full([rows, windows], True, dtype="bool")
+    _, match, _, _, _, _ = while_loop(ngram_match, ngram_compare, 0, match, seq, n, windows, cur_len)
+    last = T.slice(seq, 1, T.sub(n, 1), T.add(T.sub(n, 1), windows))
+    banned = T.scatter(T.full([rows, T.add(V, 1)], False, dtype="bool"), 1, T.where(match, last, V), True)
+    return T.masked_fill(scores, T.slice(banned, 1, 0, V), -math.inf)
+
+
+def ban_bad_words(scores, state, o):
+    """NoBadWordsLogitsProcessor for single-token bad words (the checkpoint's)."""
+    for token in o.bad_words:
+        scores = ban_tokens(scores, T.eq(T.arange(0, T.size(scores, 1)), token))
+    return scores
+
+
+def ban_eos(scores, state, o):
+    """MinLengthLogitsProcessor: EOS is -inf while the row is shorter than min_length."""
+    return ban_tokens(scores, T.eq(T.arange(0, T.size(scores, 1)), state.ids.eos))
+
+
+def force_bos(scores, state, o):
+    """ForcedBOSTokenLogitsProcessor."""
+    return force_token(scores, o.forced_bos_token_id)
+
+
+def force_eos(scores, state, o):
+    """ForcedEOSTokenLogitsProcessor (the checkpoint's token)."""
+    return force_token(scores, o.forced_eos_token_id)
+
+
+def suppress(scores, state, o):
+    """SuppressTokensLogitsProcessor: a [vocab] bool mask made once per call."""
+    return ban_tokens(scores, o.suppress_tokens)
+
+
+def divide_by_temperature(scores, state, o):
+    """TemperatureLogitsWarper."""
+    return T.div(scores, o.temperature)
+
+
+def top_k_filter(scores, state, o):
+    """TopKLogitsWarper: scores below the k-th best become -inf."""
+    k = T.minimum(T.maximum(o.top_k, state.min_keep), T.size(scores, 1))
+    best, _ = T.topk(scores, k)
+    return T.masked_fill(scores, T.lt(scores, T.slice(best, 1, T.sub(k, 1), k)), -math.inf)
+
+
+def top_p_filter(scores, state, o):
+    """TopPLogitsWarper: sort ascending, drop the tokens whose cumulative probability is
+    at most 1 - top_p, but keep the min_keep most likely."""
+    V = T.size(scores, 1)
+    desc, order = T.topk(scores, V)
+    rev = T.arange(T.sub(V, 1), -1, -1)
+    asc, asc_order = T.index_select(desc, 1, rev), T.index_select(order, 1, rev)
+    cum = T.cumsum(T.softmax(asc, -1), 1)
+    drop = T.logical_and(T.le(cum, T.sub(1.0, o.top_p)), T.lt(T.arange(0, V), T.sub(V, state.min_keep)))
+    drop = T.scatter(T.full_like(scores, False, dtype="bool"), 1, asc_order, drop)
+    return T.masked_fill(scores, drop, -math.inf)
+
+
+def renormalize(scores, state, o):
+    """renormalize_logits: log_softmax after every other processor."""
+    return T.log_softmax(scores, -1)
+
+
+def length_from_new_tokens(new_tokens, prompt_len, length):
+    return T.add(new_tokens, prompt_len)
+
+
+def length_as_given(new_tokens, prompt_len, length):
+    return length
+
+
+def _min_length(get, defaults, ctx):
+    # min_new_tokens wins; lengths count the decoder prompt (transformers' min_length)
+    min_new = T.if_none(get("min_new_tokens"), -1)
+    given = T.if_none(get("min_length"), defaults.get("min_length", 0))
+    return {"min_length": cond(T.ge(min_new, 0), length_from_new_tokens, length_as_given, min_new, ctx.prompt_len,
+                               given)}
+
+
+def _temperature(get, defaults, ctx):
+    v = T.add(T.if_none(get("temperature"), defaults.get("temperature", 1.0)), 0.0)
+    T.check(T.logical_or(T.logical_not(ctx.sample), T.gt(v, 0.0)), "generate: temperature must be > 0")
+    return {"temperature": v}
+
+
+def _forced_bos(get, defaults, ctx):
+    bos = defaults.get("forced_bos_token_id")
+    v = T.if_none(get("forced_bos_token_id"), -1 if bos is None else bos)
+    T.check(T.lt(v, ctx.ids.vocab_size), "generate: forced_bos_token_id is not in the decoder vocabulary")
+    return {"forced_bos_token_id": v}
+
+
+SUPPRESS_WEIGHT = "generation_config.suppress_tokens"
+
+
+def _suppress(get, defaults, ctx):
+    V = ctx.ids.vocab_size
+    default = T.param(SUPPRESS_WEIGHT) if defaults.get("suppress_tokens") else T.zeros([0], dtype="i64")
+    banned = T.if_none(get("suppress_tokens"), default)
+    return {"suppress_tokens": T.scatter(T.full([V], False, dtype="bool"), 0, banned, True)}
+
+
+def _bad_words(defaults):
+    words = defaults.get("bad_words_ids") or []
+    return {"bad_words": [w[0] for w in words]} if words else None
+
+
+def _forced_eos(defaults):
+    token = defaults.get("forced_eos_token_id")
+    return None if token is None else {"forced_eos_token_id": token}
+
+
+# Registration order: the warpers' inputs come first so that generate keeps the
+# input order it had before the registry (positional callers stay valid).
+register(Processor("temperature", divide_by_temperature, stage="warp",
+                   inputs=(float_input("temperature", lambda v: v > 0, "> 0 (for greedy search pass do_sample=False)"),),
+                   options=("temperature",),
+                   resolve=_temperature,
+                   when=lambda s, o: T.ne(o.temperature, 1.0),
+                   doc="sampling temperature (scores / temperature)"))
+register(Processor("top_k", top_k_filter, stage="warp", inputs=(int_input("top_k", 0),), options=("top_k",),
+                   resolve=_plain("top_k", lambda d: d.get("top_k", 50), lambda v: T.ge(v, 0),
+                                  "generate: top_k must be >= 0"),
+                   when=lambda s, o: T.ne(o.top_k, 0), doc="keep the k best scores"))
+register(Processor("top_p", top_p_filter, stage="warp",
+                   inputs=(float_input("top_p", lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),), options=("top_p",),
+                   resolve=_plain("top_p", lambda d: d.get("top_p", 1.0),
+                                  lambda v: T.logical_and(T.ge(v, 0.0), T.le(v, 1.0)),
+                                  "generate: top_p must be in [0, 1]", as_float=True),
+                   when=lambda s, o: T.lt(o.top_p, 1.0), doc="nucleus sampling"))
+register(Processor("repetition_penalty", penalize_repeats,
+                   inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0"),), options=("repetition_penalty",),
+                   resolve=_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0),
+                                  lambda v: T.gt(v, 0.0), "generate: repetition_penalty must be > 0", as_float=True),
+                   when=lambda s, o: T.ne(o.repetition_penalty, 1.0), doc="penalize tokens already in the row"))
+register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_repeat_ngram_size", 0),),
+                   options=("no_repeat_ngram_size",),
+                   resolve=_plain("no_repeat_ngram_size", lambda d: d.get("no_repeat_ngram_size", 0),
+                                  lambda v: T.ge(v, 0), "generate: no_repeat_ngram_size must be >= 0"),
+                   when=lambda s, o: T.logical_and(T.gt(o.no_repeat_ngram_size, 0),
+                                                   T.ge(s.cur_len, o.no_repeat_ngram_size)),
+                   doc="ban tokens that would repeat an n-gram of the row"))
+register(Processor("bad_words_ids", ban_bad_words, import_fields=("bad_words_ids",), constants=_bad_words,
+                   doc="the checkpoint's single-token bad words (import-time)"))
+register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0), int_input("min_new_tokens", 0)),
+                   options=("min_length",), resolve=_min_length,
+                   when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))
+register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id"),),
+                   options=("forced_bos_token_id",), resolve=_forced_bos,
+                   when=lambda s, o: T.logical_and(T.ge(o.forced_bos_token_id, 0), T.eq(s.cur_len, 1)),
+                   doc="the first generated token"))
+register(Processor("forced_eos_token_id", force_eos, import_fields=("forced_eos_token_id",), constants=_forced_eos,
+                   when=lambda s, o: T.eq(s.cur_len, T.sub(s.limit, 1)),
+                   doc="the checkpoint's EOS forced at max_length - 1 (import-time)"))
+register(Processor("suppress_tokens", suppress, inputs=(token_list_input("suppress_tokens"),),
+                   options=("suppress_tokens",), resolve=_suppress, doc="token ids banned at every step"))
+register(Processor("renormalize_logits", renormalize, stage="last", inputs=(bool_input("renormalize_logits"),),
+                   options=("renormalize_logits",),
+                   resolve=_plain("renormalize_logits", lambda d: d.get("renormalize_logits", False)),
+                   when=lambda s, o: o.renormalize_logits, doc="log_softmax after the processors"))
