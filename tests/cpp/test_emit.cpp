@@ -2,38 +2,23 @@
 // Session's callback, and the token stream that generation builds on it.
 #include <catch2/catch.hpp>
 
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "vm/vm.h"
+#include "test_helpers.h"
 
 using vm::Tensor;
 using vm::Value;
+using test_helpers::error_of;
 
 namespace {
 
-// A stand-in for a greedy search: each step appends last + 1 to every row, emits the
-// step's tokens ([rows, 1]) and stops when the host says so or at `limit` columns.
-const char* kCounter = R"(# tensorvm ir 1
-def going(seq: Tensor, last: Tensor, limit: int, go: bool) -> bool:
-    n = size(seq, 1)
-    more = lt(n, limit)
-    c = logical_and(more, go)
-    return c
-
-def step(seq: Tensor, last: Tensor, limit: int, go: bool) -> tuple[Tensor, Tensor, int, bool]:
-    nxt = add(last, 1)
-    longer = concat(seq, nxt, dim=1)
-    ok = emit("tokens", nxt)
-    return longer, nxt, limit, ok
-
-def generate(prompt: Tensor, limit: int) -> Tensor:
-    first = emit("prompt", prompt)
-    seq, last, n, go = while_loop(going, step, prompt, prompt, limit, first)
-    return seq
-)";
+// A stand-in for a greedy search (shared with tests/python/test_streaming.py): each
+// step appends last + 1 to every row, emits the step's tokens ([rows, 1]) and stops
+// when the host says so or at `limit` columns.
+const std::string kCounter = test_helpers::source_file("tests/fixtures/programs/emit_counter.py");
 
 Tensor prompt_rows(std::vector<int64_t> starts) {
   Tensor t = Tensor::empty(vm::DType::i64, {int64_t(starts.size()), 1});
@@ -47,15 +32,6 @@ std::vector<std::vector<int64_t>> rows_of(const Value& v) {
   for (int64_t r = 0; r < t.shape()[0]; ++r)
     for (int64_t c = 0; c < t.shape()[1]; ++c) out[size_t(r)].push_back(t.data<int64_t>()[r * t.shape()[1] + c]);
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const vm::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -16,20 +16,13 @@
 #include "ir/safetensors.h"
 #include "vm/kvcache.h"
 #include "vm/vm.h"
+#include "test_helpers.h"
 
 using vm::Tensor;
 using vm::Value;
+using test_helpers::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::shared_ptr<const vm::Program> program(const std::string& body) {
   return vm::Program::from_text(body.rfind("# tensorvm", 0) == 0 ? body : "# tensorvm ir 1\n" + body, "");

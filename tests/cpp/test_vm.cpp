@@ -11,20 +11,13 @@
 
 #include "ir/safetensors.h"
 #include "vm/vm.h"
+#include "test_helpers.h"
 
 using vm::Tensor;
 using vm::Value;
+using test_helpers::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const vm::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 Tensor filled(vm::Shape shape, float start) {
   Tensor t = Tensor::empty(vm::DType::f32, shape);

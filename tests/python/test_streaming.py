@@ -6,6 +6,7 @@ still running (greedy, sampling, beam search's final prefix); a host's "stop" en
 generation with what was produced so far; the VM and the replay emit the same values."""
 import subprocess
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,25 +26,9 @@ pytestmark = requires_vm
 
 TINY = "tiny-marian"
 
-# A stand-in for a search loop: each step appends last + 1 to every row and emits it.
-COUNTER = """# tensorvm ir 1
-def going(seq: Tensor, last: Tensor, limit: int, go: bool) -> bool:
-    n = size(seq, 1)
-    more = lt(n, limit)
-    c = logical_and(more, go)
-    return c
-
-def step(seq: Tensor, last: Tensor, limit: int, go: bool) -> tuple[Tensor, Tensor, int, bool]:
-    nxt = add(last, 1)
-    longer = concat(seq, nxt, dim=1)
-    ok = emit("tokens", nxt)
-    return longer, nxt, limit, ok
-
-def generate(prompt: Tensor, limit: int) -> Tensor:
-    first = emit("prompt", prompt)
-    seq, last, n, go = while_loop(going, step, prompt, prompt, limit, first)
-    return seq
-"""
+# A stand-in for a search loop (shared with tests/cpp/test_emit.cpp): each step appends
+# last + 1 to every row and emits it.
+COUNTER = (Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "emit_counter.py").read_text()
 
 
 def write_program(path, text):
