@@ -16,9 +16,9 @@ HEADER = """# Op reference
 <!-- Generated from the op registry by `python -m tensorvm.pycompiler.docgen`; do not edit. -->
 
 Every instruction of the IR is a call of one of these ops (besides the builtins
-`param`, `while_loop` and `cond`, see [ir.md](ir.md)). Parameter kinds: `Tensor`,
-`Tensor?` (a tensor or None), `Tensor|scalar`, `int`, `int?`, `float` (an int is
-widened), `bool`, `str`, `ints` (an int list; a single int is a one-item list),
+`param`, `while_loop`, `cond` and `emit`, see [ir.md](ir.md)). Parameter kinds:
+`Tensor`, `Tensor?` (a tensor or None), `Tensor|scalar`, `int`, `int?`, `float` (an
+int is widened), `bool`, `str`, `ints` (an int list; a single int is a one-item list),
 `ints?`, `Object`, `Any`. `*name` takes the remaining positional arguments; the
 parameters after it are passed by keyword. Output `Any` depends on the arguments
 (a tensor if any argument is one, else a scalar).
