@@ -50,6 +50,7 @@ def literals(x: Tensor, n: int) -> tuple[Tensor]:
 
 def effects(cache: KVCache, x: Any) -> None:
     cache2 = kv_append(cache, 0, x, x)
+    go = emit("tokens", x)
     return
 
 def no_return(cache: KVCache) -> None:
