@@ -154,3 +154,34 @@ def test_in_program_checks(root):
     args.update(decoder_input_ids=_prompt(prog, 3, 6, 1).numpy(), max_length=6)
     with pytest.raises(tensorvm.VMError, match="greater than the length of decoder_input_ids"):
         prog.run("generate", *[args[p] for p in params])
+
+
+def test_both_clis_take_a_prompt(root, tmp_path, capsys):
+    """--decoder-ids fills decoder_input_ids in `tensorvm run` and `tensorvm-run` alike,
+    and both give what Program.generate gives."""
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+    from tensorvm.pycompiler.cli import main
+
+    _, prog = imported(TINY, root)
+    start = prog.meta["decoder_start_token_id"]
+    rows, prompt = "5 6 7 2; 8 9 2", f"{start} 4 9; {start} 7 7"
+    opts = ["--ids", rows, "--decoder-ids", prompt, "--arg", "max_new_tokens=6", "--arg", "num_beams=3"]
+    assert main(["run", str(prog.path), "generate", *opts, "--outputs", str(tmp_path / "py.npz")]) == 0
+    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "generate", *opts, "--outputs", str(tmp_path / "c.npz")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    ids = np.array([[5, 6, 7, 2], [8, 9, 2, prog.meta["pad_token_id"]]])
+    mask = np.array([[1, 1, 1, 1], [1, 1, 1, 0]])
+    want = generate(prog, ids, mask, decoder_input_ids=np.array([[start, 4, 9], [start, 7, 7]]), max_new_tokens=6,
+                    num_beams=3)
+    for name in ("py.npz", "c.npz"):
+        with np.load(tmp_path / name) as d:
+            np.testing.assert_array_equal(d["arr_0"], want)
+    ragged = ["--ids", rows, "--decoder-ids", f"{start} 4; {start}"]
+    assert main(["run", str(prog.path), "generate", *ragged]) == 1
+    assert "--decoder-ids: every row needs the same number of tokens" in capsys.readouterr().err
+    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "generate", *ragged], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 1 and "--decoder-ids: every row needs the same number of tokens" in res.stderr
