@@ -22,6 +22,18 @@ def median_s(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def common_args(doc: str):
+    """An ArgumentParser with the options every tensorvm-vs-transformers script takes:
+    --checkpoint, --threads, --repeats."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--checkpoint", help="a checkpoint directory (default: the opus-mt-en-fr-shaped fixture)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    return ap
+
+
 def program_and_model(checkpoint, threads: int, prefix: str):
     """(checkpoint dir, tensorvm Program, transformers MarianMTModel) with `threads` for both;
     without a checkpoint, the opus-mt-en-fr-shaped one from tests/fixtures."""

@@ -2,7 +2,8 @@
 checkpoints; list the ops; say where the C++ package is.
 
     tensorvm run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
-                 [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time] [--stream]
+                 [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
+                 [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
@@ -11,7 +12,8 @@ checkpoints; list the ops; say where the C++ package is.
 
 run/replay take the inputs and options of `tensorvm-run` (see cli_io.py): arrays by
 parameter name or arr_0, arr_1, ... (a scalar parameter takes a 0-d array), --arg for
-scalars and options, --ids for input_ids/attention_mask. Outputs are saved as arr_0,
+scalars and options, --ids for input_ids/attention_mask, --decoder-ids for
+decoder_input_ids. Outputs are saved as arr_0,
 arr_1, ... (scalars as 0-d arrays). Errors are one line on stderr and exit status 1;
 --debug shows the traceback. A closed stdout (`tensorvm inspect P | head`) ends the
 command quietly with status 141, as SIGPIPE ends C programs.
@@ -38,7 +40,7 @@ def cmd_run(args, replay: bool) -> int:
     program = load(args.program, num_threads=getattr(args, "threads", 1))
     fn = program.module.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
     t0 = time.perf_counter()
     on_emit = stream_printer() if args.stream else None
     result = (program.replay if replay else program.run)(args.function, *inputs, on_emit=on_emit)
@@ -143,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                        help="a scalar or option parameter, parsed by its declared type (repeatable)")
         r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
+        r.add_argument("--decoder-ids", dest="decoder_ids",
+                       help='a decoder prompt for decoder_input_ids: "59513 12; 59513 7", rows of one length')
         r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
         r.add_argument("--time", action="store_true", help="print the time the call took")
         r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")

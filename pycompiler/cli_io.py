@@ -1,7 +1,8 @@
 """Inputs and outputs of `tensorvm run/replay`, the same rules as `tensorvm-run`
 (vm/cli/tensorvm_run.cpp), so both commands take the same files and options.
 
-Each parameter takes, in this order: --ids (input_ids / attention_mask), --arg
+Each parameter takes, in this order: --ids (input_ids / attention_mask),
+--decoder-ids (decoder_input_ids, the decoder prompt: rows of one length), --arg
 NAME=VALUE (parsed by the declared type), the array named after it in --inputs, the
 array arr_<position>, or, for an option, the program's default. --inputs is an .npz
 (numpy.savez) or a .safetensors file, told apart by its first bytes. Outputs are
@@ -75,18 +76,18 @@ def parse_scalar(type_: str, text: str, name: str) -> Any:
     raise CLIError(f"--arg {name}={text}: not a valid {type_}")
 
 
-def parse_ids(text: str) -> list:
-    """"1 2 3; 4 5" -> rows of token ids."""
+def parse_ids(text: str, option: str = "--ids") -> list:
+    """"1 2 3; 4 5" -> rows of token ids (`option` names the flag in errors)."""
     rows = []
     for row in text.split(";"):
         toks = row.replace(",", " ").split()
         if not toks:
-            raise CLIError("--ids: every row needs at least one token id")
+            raise CLIError(f"{option}: every row needs at least one token id")
         for t in toks:
             try:
                 int(t)
             except ValueError:
-                raise CLIError(f"--ids: '{t}' is not a token id") from None
+                raise CLIError(f"{option}: '{t}' is not a token id") from None
         rows.append([int(t) for t in toks])
     return rows
 
@@ -101,7 +102,17 @@ def parse_args(pairs: Sequence[str]) -> dict:
     return out
 
 
-def build_inputs(fn, inputs_path: Optional[str], arg_pairs: Sequence[str], ids_text: Optional[str], pad_id: int) -> list:
+def parse_prompt(text: str) -> np.ndarray:
+    """--decoder-ids: a dense [batch, p] prompt (transformers takes a tensor: one length)."""
+    rows = parse_ids(text, "--decoder-ids")
+    if len({len(r) for r in rows}) != 1:
+        raise CLIError(f"--decoder-ids: every row needs the same number of tokens (a decoder prompt is [batch, p]), "
+                       f"got {sorted({len(r) for r in rows})}")
+    return np.array(rows, np.int64)
+
+
+def build_inputs(fn, inputs_path: Optional[str], arg_pairs: Sequence[str], ids_text: Optional[str], pad_id: int,
+                 decoder_ids_text: Optional[str] = None) -> list:
     args = parse_args(arg_pairs)
     arrays = read_arrays(inputs_path) if inputs_path else {}
     names = [p.name for p in fn.params]
@@ -117,6 +128,9 @@ def build_inputs(fn, inputs_path: Optional[str], arg_pairs: Sequence[str], ids_t
     if extra:
         raise CLIError(f"--arg {extra[0]}: {fn.name} has no such parameter")
     ids = parse_ids(ids_text) if ids_text else None
+    prompt = parse_prompt(decoder_ids_text) if decoder_ids_text else None
+    if prompt is not None and "decoder_input_ids" not in names:
+        raise CLIError(f"--decoder-ids: {fn.name} has no parameter decoder_input_ids")
 
     out = []
     for p, pos in zip(fn.params, positional):
@@ -126,6 +140,8 @@ def build_inputs(fn, inputs_path: Optional[str], arg_pairs: Sequence[str], ids_t
                 out.append(np.array([r + [pad_id] * (width - len(r)) for r in ids], np.int64))
             else:
                 out.append(np.array([[1] * len(r) + [0] * (width - len(r)) for r in ids], np.int64))
+        elif prompt is not None and p.name == "decoder_input_ids":
+            out.append(prompt)
         elif p.name in args:  # overrides an array of --inputs
             out.append(parse_scalar(p.type, args[p.name], p.name))
         elif p.name in arrays or pos in arrays:

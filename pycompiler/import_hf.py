@@ -13,16 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .generation.processors import SUPPRESS_WEIGHT
+from .generation.processors import SUPPRESS_WEIGHT, import_fields
+from .generation.search import generate_inputs, generation_config_defaults
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
 from .quantize import QUANTIZATIONS
 
 # generation_config fields that change results, with the value that means "off".
-# A checkpoint asking for one that `generate` does not implement is refused. (The
-# processors generate implements are run-time options: repetition_penalty,
-# no_repeat_ngram_size, min_length / min_new_tokens, forced_bos_token_id,
-# suppress_tokens, temperature, top_k, top_p, do_sample, beam options.)
+# A checkpoint asking for one that `generate` does not implement is refused; a field
+# the generation library registers (an input or an import-time field of a
+# processor, pycompiler/generation/processors.py) is read instead, so registering a
+# processor is enough to accept it.
 _GENERATION_OFF = {
     "encoder_no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0, "begin_suppress_tokens": None,
     "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
@@ -31,13 +32,11 @@ _GENERATION_OFF = {
     "penalty_alpha": None, "watermarking_config": None, "remove_invalid_values": False, "low_memory": False,
     "stop_strings": None, "max_time": None,
 }
-# transformers' global defaults (GenerationConfig._get_default_generation_params) for
-# the options generate takes, used where the checkpoint's generation_config is unset.
-_GENERATION_DEFAULTS = {
-    "num_beams": 1, "do_sample": False, "num_return_sequences": 1, "length_penalty": 1.0, "early_stopping": False,
-    "temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
-    "min_length": 0, "forced_bos_token_id": None, "suppress_tokens": None, "renormalize_logits": False,
-}
+
+
+def _unsupported_fields() -> dict:
+    known = {i.name for i in generate_inputs()} | set(import_fields())
+    return {k: v for k, v in _GENERATION_OFF.items() if k not in known}
 
 
 def _load(checkpoint_dir):
@@ -91,22 +90,25 @@ def spec_from_config(config, gen) -> MarianSpec:
             raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
                                     "bans are supported")
         bad.append(int(ids[0]))
-    for field, off in _GENERATION_OFF.items():
+    for field, off in _unsupported_fields().items():
         value = getattr(gen, field, off)
         if value not in (off, None) and value != off:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not supported yet")
+    # every generate input that is a generation_config field, from the generation
+    # library's registry (transformers' global default where the checkpoint has none),
+    # checked and converted as generate checks a keyword
     opts = {}
-    for field, default in _GENERATION_DEFAULTS.items():
+    inputs = {i.name: i for i in generate_inputs()}
+    for field, default in generation_config_defaults().items():
         value = getattr(gen, field, None)
-        opts[field] = default if value is None else value
-    if opts["early_stopping"] not in (True, False, "never"):
-        raise UnsupportedConfig(f"import_hf: generation_config.early_stopping = {opts['early_stopping']!r}")
+        try:
+            value = default if value is None else inputs[field].check(value, {"decoder_vocab_size": dec_vocab})
+        except ValueError as e:
+            raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r}: {e}") from None
+        opts[field] = value.tolist() if hasattr(value, "tolist") else value
     if getattr(gen, "min_new_tokens", None) is not None:
         opts["min_length"] = int(gen.min_new_tokens) + 1  # the decoder start token counts
     suppress = [int(t) for t in (opts["suppress_tokens"] or [])]
-    if any(not 0 <= t < dec_vocab for t in suppress):
-        raise UnsupportedConfig(f"import_hf: generation_config.suppress_tokens {suppress} are not all in the decoder "
-                                f"vocabulary ({dec_vocab})")
     if gen.max_length is not None:
         max_length = int(gen.max_length)
     else:  # transformers' default: 20 new tokens, within the position table
@@ -118,6 +120,8 @@ def spec_from_config(config, gen) -> MarianSpec:
         if len(forced_eos) != 1:
             raise UnsupportedConfig(f"import_hf: several forced_eos_token_ids {forced_eos} are not supported")
         forced_eos = forced_eos[0]
+    opts.update(max_length=max_length, suppress_tokens=suppress, bad_words_ids=[[t] for t in bad],
+                forced_eos_token_id=None if forced_eos is None else int(forced_eos))
     return MarianSpec(
         d_model=config.d_model,
         encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
@@ -126,15 +130,7 @@ def spec_from_config(config, gen) -> MarianSpec:
         vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
         activation=act, scale_embedding=bool(config.scale_embedding),
         pad_token_id=int(pad), eos_token_id=int(eos), decoder_start_token_id=int(decoder_start),
-        max_position_embeddings=config.max_position_embeddings,
-        max_length=max_length, num_beams=int(opts["num_beams"]), do_sample=bool(opts["do_sample"]),
-        num_return_sequences=int(opts["num_return_sequences"]), length_penalty=float(opts["length_penalty"]),
-        early_stopping=opts["early_stopping"], temperature=float(opts["temperature"]), top_k=int(opts["top_k"]),
-        top_p=float(opts["top_p"]), repetition_penalty=float(opts["repetition_penalty"]),
-        no_repeat_ngram_size=int(opts["no_repeat_ngram_size"]), min_length=int(opts["min_length"]),
-        forced_bos_token_id=None if opts["forced_bos_token_id"] is None else int(opts["forced_bos_token_id"]),
-        suppress_tokens=suppress, renormalize_logits=bool(opts["renormalize_logits"]),
-        bad_words=bad, forced_eos_token_id=None if forced_eos is None else int(forced_eos),
+        max_position_embeddings=config.max_position_embeddings, generation=opts,
     )
 
 
@@ -174,8 +170,8 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         if canonical == name:
             weights[name] = array
     weights["final_logits_bias"] = weights["final_logits_bias"].reshape(-1)
-    if spec.suppress_tokens:
-        weights[SUPPRESS_WEIGHT] = np.asarray(spec.suppress_tokens, np.int64)
+    if spec.generation["suppress_tokens"]:
+        weights[SUPPRESS_WEIGHT] = np.asarray(spec.generation["suppress_tokens"], np.int64)
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
     if quantize is not None:
@@ -189,12 +185,12 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "source": str(Path(checkpoint_dir).resolve()),
         "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
         "decoder_start_token_id": spec.decoder_start_token_id,
-        "max_length": spec.max_length, "num_beams": spec.num_beams,
-        "generation": {name: getattr(spec, name) for name in marian.GENERATION_DEFAULT_FIELDS},
+        "max_length": spec.generation["max_length"], "num_beams": spec.generation["num_beams"],
+        "generation": {k: v for k, v in spec.generation.items() if k not in import_fields()},
         "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
         "max_position_embeddings": spec.max_position_embeddings,
-        "bad_words_ids": [[t] for t in spec.bad_words], "forced_eos_token_id": spec.forced_eos_token_id,
-        "renormalize_logits": spec.renormalize_logits,
+        "bad_words_ids": spec.generation["bad_words_ids"], "forced_eos_token_id": spec.generation["forced_eos_token_id"],
+        "renormalize_logits": spec.generation["renormalize_logits"],
         "tied_weights": {n: c for n, c in names.items() if n != c},
         "quantize": quantize,
     }

@@ -32,7 +32,8 @@ OPTIONS = tuple(INPUTS)
 # Accepted by this wrapper only (they choose what is returned).
 WRAPPER_OPTIONS = ("return_dict_in_generate",)
 
-# transformers keywords this program does not implement, with the reason.
+# transformers keywords this program does not implement, with the reason (a keyword
+# a registered processor takes is accepted instead).
 _REFUSED = {
     **{f: f"{f} is fixed at import (the checkpoint's generation_config)" for f in processors.import_fields()},
     "num_beam_groups": "group beam search is not implemented", "diversity_penalty": "group beam search is not implemented",
@@ -52,6 +53,7 @@ _REFUSED = {
     "stopping_criteria": "custom stopping criteria cannot run inside the program",
     "generation_config": "pass the options as keywords",
 }
+_REFUSED = {k: v for k, v in _REFUSED.items() if k not in INPUTS}
 
 
 @dataclass

@@ -16,14 +16,20 @@ from typing import Any, Callable
 import numpy as np
 
 
+NO_DEFAULT = object()  # an input that is no generation_config field (max_new_tokens, seed, ...)
+
+
 @dataclass(frozen=True)
 class Input:
     """One keyword of generate. check(value, meta) -> the value the program takes
     (meta is the program's meta.json, for the vocabulary size); None is never
-    passed to it (None means the checkpoint's default)."""
+    passed to it (None means the checkpoint's default). `default` is transformers'
+    global default (GenerationConfig) where the input is a generation_config field:
+    the importer reads the checkpoint's value of every such field."""
     name: str
     check: Callable[[Any, dict], Any]
     doc: str = ""
+    default: Any = NO_DEFAULT
 
 
 def _int(name, v, low=None):
@@ -41,30 +47,30 @@ def _float(name, v):
     return float(v)
 
 
-def int_input(name: str, low: int | None = None, doc: str = "") -> Input:
-    return Input(name, lambda v, meta: _int(name, v, low), doc)
+def int_input(name: str, low: int | None = None, doc: str = "", default: Any = NO_DEFAULT) -> Input:
+    return Input(name, lambda v, meta: _int(name, v, low), doc, default)
 
 
-def bool_input(name: str, doc: str = "") -> Input:
+def bool_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
     def check(v, meta):
         if not isinstance(v, (bool, np.bool_)):
             raise ValueError(f"generate: {name} must be True or False, got {v!r}")
         return bool(v)
-    return Input(name, check, doc)
+    return Input(name, check, doc, default)
 
 
 def float_input(name: str, ok: Callable[[float], bool] = lambda v: v == v, what: str = "a number, not NaN",
-                doc: str = "") -> Input:
+                doc: str = "", default: Any = NO_DEFAULT) -> Input:
     """A float; `ok` says which values are allowed and `what` names them in the error."""
     def check(v, meta):
         v = _float(name, v)
         if not ok(v):
             raise ValueError(f"generate: {name} must be {what}, got {v}")
         return v
-    return Input(name, check, doc)
+    return Input(name, check, doc, default)
 
 
-def token_input(name: str, doc: str = "") -> Input:
+def token_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
     """A token id of the decoder vocabulary."""
     def check(v, meta):
         v = _int(name, v, 0)
@@ -72,10 +78,10 @@ def token_input(name: str, doc: str = "") -> Input:
         if vocab is not None and v >= vocab:
             raise ValueError(f"generate: {name} {v} is not in the decoder vocabulary ({vocab})")
         return v
-    return Input(name, check, doc)
+    return Input(name, check, doc, default)
 
 
-def token_list_input(name: str, doc: str = "") -> Input:
+def token_list_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
     """A list of token ids, passed to the program as an int64 [n] tensor."""
     def check(v, meta):
         a = np.asarray(list(v) if not isinstance(v, np.ndarray) else v)
@@ -86,7 +92,7 @@ def token_list_input(name: str, doc: str = "") -> Input:
         if vocab is not None and a.size and (a.min() < 0 or a.max() >= vocab):
             raise ValueError(f"generate: {name} {a.tolist()} are not all in the decoder vocabulary ({vocab})")
         return a
-    return Input(name, check, doc)
+    return Input(name, check, doc, default)
 
 
 def seed_input(name: str = "seed") -> Input:
@@ -98,7 +104,7 @@ def seed_input(name: str = "seed") -> Input:
     return Input(name, check, "seed of the program's random generator (sampling)")
 
 
-def choice_input(name: str, choices: tuple, doc: str = "") -> Input:
+def choice_input(name: str, choices: tuple, doc: str = "", default: Any = NO_DEFAULT) -> Input:
     def check(v, meta):
         for c in choices:
             if (isinstance(c, bool) and isinstance(v, (bool, np.bool_)) and bool(v) == c) or \
@@ -106,4 +112,4 @@ def choice_input(name: str, choices: tuple, doc: str = "") -> Input:
                 return c
         raise ValueError(f"generate: {name} must be {', '.join(repr(c) for c in choices[:-1])} or {choices[-1]!r}, "
                          f"got {v!r}")
-    return Input(name, check, doc)
+    return Input(name, check, doc, default)

@@ -332,27 +332,28 @@ def _forced_eos(defaults):
 # Registration order: the warpers' inputs come first so that generate keeps the
 # input order it had before the registry (positional callers stay valid).
 register(Processor("temperature", divide_by_temperature, stage="warp",
-                   inputs=(float_input("temperature", lambda v: v > 0, "> 0 (for greedy search pass do_sample=False)"),),
+                   inputs=(float_input("temperature", lambda v: v > 0, "> 0 (for greedy search pass do_sample=False)",
+                                       default=1.0),),
                    options=("temperature",),
                    resolve=_temperature,
                    when=lambda s, o: T.ne(o.temperature, 1.0),
                    doc="sampling temperature (scores / temperature)"))
-register(Processor("top_k", top_k_filter, stage="warp", inputs=(int_input("top_k", 0),), options=("top_k",),
+register(Processor("top_k", top_k_filter, stage="warp", inputs=(int_input("top_k", 0, default=50),), options=("top_k",),
                    resolve=_plain("top_k", lambda d: d.get("top_k", 50), lambda v: T.ge(v, 0),
                                   "generate: top_k must be >= 0"),
                    when=lambda s, o: T.ne(o.top_k, 0), doc="keep the k best scores"))
 register(Processor("top_p", top_p_filter, stage="warp",
-                   inputs=(float_input("top_p", lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),), options=("top_p",),
+                   inputs=(float_input("top_p", lambda v: 0.0 <= v <= 1.0, "in [0, 1]", default=1.0),), options=("top_p",),
                    resolve=_plain("top_p", lambda d: d.get("top_p", 1.0),
                                   lambda v: T.logical_and(T.ge(v, 0.0), T.le(v, 1.0)),
                                   "generate: top_p must be in [0, 1]", as_float=True),
                    when=lambda s, o: T.lt(o.top_p, 1.0), doc="nucleus sampling"))
 register(Processor("repetition_penalty", penalize_repeats,
-                   inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0"),), options=("repetition_penalty",),
+                   inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0", default=1.0),), options=("repetition_penalty",),
                    resolve=_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0),
                                   lambda v: T.gt(v, 0.0), "generate: repetition_penalty must be > 0", as_float=True),
                    when=lambda s, o: T.ne(o.repetition_penalty, 1.0), doc="penalize tokens already in the row"))
-register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_repeat_ngram_size", 0),),
+register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_repeat_ngram_size", 0, default=0),),
                    options=("no_repeat_ngram_size",),
                    resolve=_plain("no_repeat_ngram_size", lambda d: d.get("no_repeat_ngram_size", 0),
                                   lambda v: T.ge(v, 0), "generate: no_repeat_ngram_size must be >= 0"),
@@ -361,19 +362,19 @@ register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_rep
                    doc="ban tokens that would repeat an n-gram of the row"))
 register(Processor("bad_words_ids", ban_bad_words, import_fields=("bad_words_ids",), constants=_bad_words,
                    doc="the checkpoint's single-token bad words (import-time)"))
-register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0), int_input("min_new_tokens", 0)),
+register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0)),
                    options=("min_length",), resolve=_min_length,
                    when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))
-register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id"),),
+register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id", default=None),),
                    options=("forced_bos_token_id",), resolve=_forced_bos,
                    when=lambda s, o: T.logical_and(T.ge(o.forced_bos_token_id, 0), T.eq(s.cur_len, 1)),
                    doc="the first generated token"))
 register(Processor("forced_eos_token_id", force_eos, import_fields=("forced_eos_token_id",), constants=_forced_eos,
                    when=lambda s, o: T.eq(s.cur_len, T.sub(s.limit, 1)),
                    doc="the checkpoint's EOS forced at max_length - 1 (import-time)"))
-register(Processor("suppress_tokens", suppress, inputs=(token_list_input("suppress_tokens"),),
+register(Processor("suppress_tokens", suppress, inputs=(token_list_input("suppress_tokens", default=None),),
                    options=("suppress_tokens",), resolve=_suppress, doc="token ids banned at every step"))
-register(Processor("renormalize_logits", renormalize, stage="last", inputs=(bool_input("renormalize_logits"),),
+register(Processor("renormalize_logits", renormalize, stage="last", inputs=(bool_input("renormalize_logits", default=False),),
                    options=("renormalize_logits",),
                    resolve=_plain("renormalize_logits", lambda d: d.get("renormalize_logits", False)),
                    when=lambda s, o: o.renormalize_logits, doc="log_softmax after the processors"))

@@ -20,7 +20,7 @@ from ..control import cond, emit, while_loop
 from ..types import Tensor
 from . import final_tokens
 from . import processors as P
-from .inputs import Input, bool_input, choice_input, float_input, int_input, seed_input
+from .inputs import NO_DEFAULT, Input, bool_input, choice_input, float_input, int_input, seed_input
 from .model import DecoderOnly, EncoderDecoder
 
 NEG = -1.0e9  # transformers' "very large negative" for beams that must not be chosen
@@ -29,11 +29,12 @@ NEG = -1.0e9  # transformers' "very large negative" for beams that must not be c
 SEARCH_HEAD = (
     int_input("max_length", 1, "length limit counting the decoder prompt"),
     int_input("max_new_tokens", 1, "new tokens (max_length = prompt length + max_new_tokens; wins)"),
-    int_input("num_beams", 1, "1: greedy search or sampling; > 1: beam search or beam sampling"),
-    bool_input("do_sample", "sample instead of taking the best"),
-    int_input("num_return_sequences", 1, "rows per input"),
-    float_input("length_penalty", doc="finished beam score = sum of log-probs / generated_length ** length_penalty"),
-    choice_input("early_stopping", (True, False, "never"), "when a sentence's beam search is done"),
+    int_input("num_beams", 1, "1: greedy search or sampling; > 1: beam search or beam sampling", 1),
+    bool_input("do_sample", "sample instead of taking the best", False),
+    int_input("num_return_sequences", 1, "rows per input", 1),
+    float_input("length_penalty", doc="finished beam score = sum of log-probs / generated_length ** length_penalty",
+                default=1.0),
+    choice_input("early_stopping", (True, False, "never"), "when a sentence's beam search is done", False),
 )
 SEARCH_TAIL = (
     bool_input("output_scores", "also return the per-step scores"),
@@ -47,6 +48,12 @@ SEARCH_VALUES = ("limit", "sample", "out_scores", "generator")
 def generate_inputs() -> tuple:
     """generate's inputs after input_ids and attention_mask, in order (Input objects)."""
     return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, PROMPT)
+
+
+def generation_config_defaults() -> dict:
+    """transformers' global default of every generate input that is a generation_config
+    field (the importer reads the checkpoint's value of each)."""
+    return {i.name: i.default for i in generate_inputs() if i.default is not NO_DEFAULT}
 
 
 def input_names() -> tuple:
@@ -167,6 +174,7 @@ def build_generation(pb, model, defaults: dict):
         raise NotImplementedError("build_generation: decoder-only models are not wired to the search yet")
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"build_generation: model must be an EncoderDecoder, got {type(model).__name__}")
+    defaults = {**generation_config_defaults(), **defaults}
     ids = model.ids
     V, eos, pad, start = ids.vocab_size, ids.eos, ids.pad, ids.decoder_start
     fill = pad if pad else eos  # transformers pads finished beams with `pad_token_id or eos_token_id`

@@ -68,28 +68,11 @@ class MarianSpec:
     lm_head: str = "lm_head.weight"
     # None (f32) or "int8": every linear weight stored as int8 rows with one f32 scale per row
     quantize: str | None = None
-    # Generation defaults: the checkpoint's generation_config over transformers'
-    # global defaults. The run-time options of `generate` fall back to these.
-    max_length: int = 20
-    num_beams: int = 1
-    do_sample: bool = False
-    num_return_sequences: int = 1
-    length_penalty: float = 1.0
-    early_stopping: bool | str = False  # True, False or "never"
-    temperature: float = 1.0
-    top_k: int = 50
-    top_p: float = 1.0
-    repetition_penalty: float = 1.0
-    no_repeat_ngram_size: int = 0
-    min_length: int = 0
-    forced_bos_token_id: int | None = None
-    suppress_tokens: list = field(default_factory=list)
-    # A log_softmax after the processors: it cannot change a greedy choice, only
-    # the scores beam search accumulates.
-    renormalize_logits: bool = False
-    # Import-time only: single-token bans (bad_words_ids) and the forced EOS token.
-    bad_words: list = field(default_factory=list)
-    forced_eos_token_id: int | None = None
+    # generate's defaults by transformers' names: the checkpoint's generation_config
+    # over transformers' global defaults, plus the import-time processors' fields
+    # (bad_words_ids as single-token lists, forced_eos_token_id). The generation
+    # library reads it (pycompiler/generation/), meta.json lists it.
+    generation: dict = field(default_factory=dict)
 
     @property
     def embed_scale(self) -> float:
@@ -167,14 +150,6 @@ def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, le
 def _embed_decoder(spec: MarianSpec, tokens, start, end):
     x = T.mul(T.embedding(tokens, T.param(spec.decoder_embed)), spec.embed_scale)
     return T.add(x, _positions("model.decoder.embed_positions.weight", start, end))
-
-
-def generation_defaults(spec: MarianSpec) -> dict:
-    """The checkpoint's generation defaults by transformers' names (the library's `defaults`)."""
-    out = {name: getattr(spec, name) for name in GENERATION_DEFAULT_FIELDS}
-    out["bad_words_ids"] = [[t] for t in spec.bad_words]
-    out["forced_eos_token_id"] = spec.forced_eos_token_id
-    return out
 
 
 def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
@@ -267,16 +242,10 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
                            decode_step=decode_step, reorder=reorder, ids=ids,
                            max_positions=spec.max_position_embeddings)
-    build_generation(pb, model, generation_defaults(spec))
+    build_generation(pb, model, spec.generation)
     # generate's inputs keep transformers' names (no op or function may take one).
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_ids", *input_names()]:
         raise AssertionError(f"generate's inputs were renamed: {names}")
     return pb
 
-
-# The MarianSpec fields that hold generate's defaults (also written to meta.json).
-GENERATION_DEFAULT_FIELDS = ("max_length", "num_beams", "do_sample", "num_return_sequences", "length_penalty",
-                             "early_stopping", "temperature", "top_k", "top_p", "repetition_penalty",
-                             "no_repeat_ngram_size", "min_length", "forced_bos_token_id", "suppress_tokens",
-                             "renormalize_logits")

@@ -1,14 +1,17 @@
 // tensorvm-run: run a function of a program from the command line, with no Python.
 //   tensorvm-run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
-//                [--ids "1 2 3; 4 5"] [--outputs out.npz|out.safetensors] [--threads N] [--time] [--stream]
+//                [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
+//                [--threads N] [--time] [--stream]
 // The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
 // takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
 // between rows, rows padded with the program's pad id, and an attention_mask built to
-// match when the function takes one), --arg (parsed by the declared type), the array
+// match when the function takes one), --decoder-ids (a parameter named
+// decoder_input_ids: the decoder prompt, rows of one length), --arg (parsed by the declared type), the array
 // named after it in --inputs, or the array arr_<position>; options left out keep the
 // program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
 // output left out). --stream prints the tokens a generate program emits as they come,
 // one line per step: "stream: " then each row's new ids, rows separated by "; ".
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -29,7 +32,8 @@ namespace {
 
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
-    "                    [--ids \"1 2 3; 4 5\"] [--outputs FILE.npz|FILE.safetensors] [--threads N] [--time]\n"
+    "                    [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--outputs FILE.npz|FILE.safetensors]\n"
+    "                    [--threads N] [--time]\n"
     "                    [--stream]   (print each step's tokens as the program emits them)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
@@ -112,8 +116,8 @@ vm::Value parse_scalar(const std::string& type, const std::string& text, const s
   vm::fail("--arg {}={}: not a valid {}", name, text, type);
 }
 
-// "1 2 3; 4 5" -> rows of ids
-std::vector<std::vector<int64_t>> parse_ids(const std::string& text) {
+// "1 2 3; 4 5" -> rows of ids (`option` names the flag in errors)
+std::vector<std::vector<int64_t>> parse_ids(const std::string& text, const char* option = "--ids") {
   std::vector<std::vector<int64_t>> rows(1);
   std::string tok;
   auto flush = [&] {
@@ -124,7 +128,7 @@ std::vector<std::vector<int64_t>> parse_ids(const std::string& text) {
       if (used != tok.size()) throw std::invalid_argument(tok);
       rows.back().push_back(v);
     } catch (const std::exception&) {
-      vm::fail("--ids: '{}' is not a token id", tok);
+      vm::fail("{}: '{}' is not a token id", option, tok);
     }
     tok.clear();
   };
@@ -140,7 +144,7 @@ std::vector<std::vector<int64_t>> parse_ids(const std::string& text) {
   }
   flush();
   for (const auto& r : rows)
-    if (r.empty()) vm::fail("--ids: every row needs at least one token id");
+    if (r.empty()) vm::fail("{}: every row needs at least one token id", option);
   return rows;
 }
 
@@ -195,7 +199,7 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
 
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text;
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
@@ -218,6 +222,8 @@ int run(int argc, char** argv) {
       outputs_path = next();
     } else if (a == "--ids") {
       ids_text = next();
+    } else if (a == "--decoder-ids") {
+      decoder_ids_text = next();
     } else if (a == "--time") {
       timed = true;
     } else if (a == "--stream") {
@@ -253,6 +259,13 @@ int run(int argc, char** argv) {
   if (!ids_text.empty()) ids = parse_ids(ids_text);
   size_t max_len = 0;
   for (const auto& r : ids) max_len = std::max(max_len, r.size());
+  std::vector<std::vector<int64_t>> prompt;
+  if (!decoder_ids_text.empty()) prompt = parse_ids(decoder_ids_text, "--decoder-ids");
+  for (const auto& r : prompt)
+    if (r.size() != prompt[0].size())
+      vm::fail("--decoder-ids: every row needs the same number of tokens (a decoder prompt is [batch, p]), got {} and {}",
+               prompt[0].size(), r.size());
+  bool prompt_used = prompt.empty();
 
   std::vector<vm::Value> inputs;
   std::set<std::string> used;
@@ -270,6 +283,12 @@ int run(int argc, char** argv) {
         for (size_t c = 0; c < max_len; ++c)
           d[r * max_len + c] = c < ids[r].size() ? (mask ? 1 : ids[r][c]) : (mask ? 0 : pad);
       inputs.emplace_back(t);
+    } else if (!prompt.empty() && name == "decoder_input_ids") {
+      const int64_t width = int64_t(prompt[0].size());
+      vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(prompt.size()), width});
+      for (size_t r = 0; r < prompt.size(); ++r) std::copy(prompt[r].begin(), prompt[r].end(), t.data<int64_t>() + r * width);
+      inputs.emplace_back(t);
+      prompt_used = true;
     } else if (args.count(name)) {  // overrides an array of --inputs
       inputs.push_back(parse_scalar(type, args[name], name));
       args.erase(name);
@@ -296,6 +315,7 @@ int run(int argc, char** argv) {
       vm::fail("{}: array '{}' is no input of {} (name arrays arr_0, arr_1, ... or {})", inputs_path, key, fn.name,
                fmt::join(fn.param_names, ", "));
   if (!args.empty()) vm::fail("--arg {}: {} has no such parameter", args.begin()->first, fn.name);
+  if (!prompt_used) vm::fail("--decoder-ids: {} has no parameter decoder_input_ids", fn.name);
 
   vm::SessionOptions opts;
   opts.num_threads = threads;
