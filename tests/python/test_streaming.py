@@ -289,3 +289,14 @@ def test_tensorvm_run_stream_prints_tokens_as_they_come(tiny):
     streamed = [int(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("stream: ")]
     want = tiny.generate(ids[:, :len(row.split())], num_beams=1)[0, 1:].tolist()
     assert streamed == want
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_decoder_prompt_goes_out_first_then_the_new_tokens(tiny, beams):
+    start = int(tiny.generate(*sources(tiny, 18, 1)[0], num_beams=1, max_new_tokens=1)[0, 0])
+    for i, (ids, mask) in enumerate(sources(tiny, 18, 3)):
+        prompt = np.array([[start] + [int(t) for t in np.random.default_rng(i).integers(5, 30, size=3)]], np.int64)
+        s = ListStreamer()
+        seq = tiny.generate(ids, mask, decoder_input_ids=prompt, num_beams=beams, max_new_tokens=8, streamer=s)
+        assert s.puts[0] == prompt.tolist()
+        assert s.tokens() == seq[0, prompt.shape[1]:].tolist()
