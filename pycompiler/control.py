@@ -1,8 +1,10 @@
-"""Structured control flow for model code: while_loop and cond, and emit.
+"""Structured control flow for model code: while_loop and cond; and emit, which
+hands a value to the host.
 
-Eager: a Python loop or if (emit answers True: no host listens). Tracing: the bodies become IR functions whose
-parameters have the types of the values passed in, and one while_loop/cond
-instruction calls them, so loops stay loops in the program.
+Eager: a Python loop or if (and emit answers True: no host listens). Tracing: the
+bodies become IR functions whose parameters have the types of the values passed
+in, and one while_loop/cond instruction calls them, so loops stay loops in the
+program; emit records one emit instruction.
 """
 from __future__ import annotations
 

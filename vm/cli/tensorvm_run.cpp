@@ -33,8 +33,7 @@ namespace {
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
     "                    [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--outputs FILE.npz|FILE.safetensors]\n"
-    "                    [--threads N] [--time]\n"
-    "                    [--stream]   (print each step's tokens as the program emits them)\n"
+    "                    [--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
