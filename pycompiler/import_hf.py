@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .generation.processors import SUPPRESS_WEIGHT, import_fields
+from .generation.processors import import_fields, token_list_defaults
 from .generation.search import generate_inputs, generation_config_defaults
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
@@ -25,10 +25,10 @@ from .quantize import QUANTIZATIONS
 # processor, pycompiler/generation/processors.py) is read instead, so registering a
 # processor is enough to accept it.
 _GENERATION_OFF = {
-    "encoder_no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0, "begin_suppress_tokens": None,
+    "encoder_no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0,
     "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
     "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None, "force_words_ids": None,
-    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "typical_p": 1.0, "min_p": None, "top_h": None,
+    "eta_cutoff": 0.0, "top_h": None,
     "penalty_alpha": None, "watermarking_config": None, "remove_invalid_values": False, "low_memory": False,
     "stop_strings": None, "max_time": None,
 }
@@ -94,13 +94,19 @@ def spec_from_config(config, gen) -> MarianSpec:
         value = getattr(gen, field, off)
         if value not in (off, None) and value != off:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not supported yet")
+    forced_eos = getattr(gen, "forced_eos_token_id", None)
+    if isinstance(forced_eos, (list, tuple)):
+        if len(forced_eos) != 1:
+            raise UnsupportedConfig(f"import_hf: several forced_eos_token_ids {forced_eos} are not supported")
+        forced_eos = forced_eos[0]
     # every generate input that is a generation_config field, from the generation
     # library's registry (transformers' global default where the checkpoint has none),
     # checked and converted as generate checks a keyword
     opts = {}
     inputs = {i.name: i for i in generate_inputs()}
+    given = {"forced_eos_token_id": forced_eos}
     for field, default in generation_config_defaults().items():
-        value = getattr(gen, field, None)
+        value = given[field] if field in given else getattr(gen, field, None)
         try:
             value = default if value is None else inputs[field].check(value, {"decoder_vocab_size": dec_vocab})
         except ValueError as e:
@@ -108,20 +114,13 @@ def spec_from_config(config, gen) -> MarianSpec:
         opts[field] = value.tolist() if hasattr(value, "tolist") else value
     if getattr(gen, "min_new_tokens", None) is not None:
         opts["min_length"] = int(gen.min_new_tokens) + 1  # the decoder start token counts
-    suppress = [int(t) for t in (opts["suppress_tokens"] or [])]
     if gen.max_length is not None:
         max_length = int(gen.max_length)
     else:  # transformers' default: 20 new tokens, within the position table
         max_length = min(20 + 1, config.max_position_embeddings)
     decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    forced_eos = getattr(gen, "forced_eos_token_id", None)
-    if isinstance(forced_eos, (list, tuple)):
-        if len(forced_eos) != 1:
-            raise UnsupportedConfig(f"import_hf: several forced_eos_token_ids {forced_eos} are not supported")
-        forced_eos = forced_eos[0]
-    opts.update(max_length=max_length, suppress_tokens=suppress, bad_words_ids=[[t] for t in bad],
-                forced_eos_token_id=None if forced_eos is None else int(forced_eos))
+    opts.update(max_length=max_length, bad_words_ids=[[t] for t in bad])
     return MarianSpec(
         d_model=config.d_model,
         encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
@@ -170,8 +169,7 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         if canonical == name:
             weights[name] = array
     weights["final_logits_bias"] = weights["final_logits_bias"].reshape(-1)
-    if spec.generation["suppress_tokens"]:
-        weights[SUPPRESS_WEIGHT] = np.asarray(spec.generation["suppress_tokens"], np.int64)
+    weights.update(token_list_defaults(spec.generation))
     if weights["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
         raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
     if quantize is not None:

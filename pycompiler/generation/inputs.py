@@ -30,6 +30,7 @@ class Input:
     check: Callable[[Any, dict], Any]
     doc: str = ""
     default: Any = NO_DEFAULT
+    kind: str = ""  # "tokens": a token id list (its checkpoint default is stored as a weight)
 
 
 def _int(name, v, low=None):
@@ -92,7 +93,7 @@ def token_list_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Inp
         if vocab is not None and a.size and (a.min() < 0 or a.max() >= vocab):
             raise ValueError(f"generate: {name} {a.tolist()} are not all in the decoder vocabulary ({vocab})")
         return a
-    return Input(name, check, doc, default)
+    return Input(name, check, doc, default, kind="tokens")
 
 
 def seed_input(name: str = "seed") -> Input:

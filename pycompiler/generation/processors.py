@@ -241,7 +241,7 @@ def force_bos(scores, state, o):
 
 
 def force_eos(scores, state, o):
-    """ForcedEOSTokenLogitsProcessor (the checkpoint's token)."""
+    """ForcedEOSTokenLogitsProcessor: the token at max_length - 1."""
     return force_token(scores, o.forced_eos_token_id)
 
 
@@ -275,6 +275,49 @@ def top_p_filter(scores, state, o):
     return T.masked_fill(scores, drop, -math.inf)
 
 
+def min_p_filter(scores, state, o):
+    """MinPLogitsWarper: drop tokens less likely than min_p times the best one's
+    probability, but keep the min_keep most likely."""
+    probs = T.softmax(scores, -1)
+    drop = T.lt(probs, T.mul(T.max(probs, -1, keepdim=True), o.min_p))
+    _, best = T.topk(probs, T.minimum(state.min_keep, T.size(scores, 1)))
+    return T.masked_fill(scores, T.scatter(drop, 1, best, False), -math.inf)
+
+
+def typical_filter(scores, state, o):
+    """TypicalLogitsWarper: keep the tokens whose surprisal is closest to the entropy,
+    up to typical_p of the mass (and at least min_keep)."""
+    V = T.size(scores, 1)
+    logp = T.log_softmax(scores, -1)
+    p = T.exp(logp)
+    # the entropy, with 0 * -inf taken as 0 (torch's nansum)
+    ent = T.neg(T.sum(T.where(T.gt(p, 0.0), T.mul(logp, p), 0.0), -1, keepdim=True))
+    shifted = T.abs(T.sub(T.neg(logp), ent))
+    neg_sorted, order = T.topk(T.neg(shifted), V)  # ascending surprisal distance
+    sorted_shift = T.neg(neg_sorted)
+    cum = T.cumsum(T.softmax(T.gather(scores, 1, order), -1), 1)
+    last = T.minimum(T.sum(T.cast(T.lt(cum, o.typical_p), "i64"), -1, keepdim=True), T.sub(V, 1))
+    drop = T.logical_and(T.gt(sorted_shift, T.gather(sorted_shift, 1, last)),
+                         T.ge(T.arange(0, V), state.min_keep))
+    drop = T.scatter(T.full_like(scores, False, dtype="bool"), 1, order, drop)
+    return T.masked_fill(scores, drop, -math.inf)
+
+
+def epsilon_filter(scores, state, o):
+    """EpsilonLogitsWarper: drop tokens with probability below epsilon_cutoff, but keep
+    the min_keep most likely."""
+    k = T.minimum(state.min_keep, T.size(scores, 1))
+    best, _ = T.topk(scores, k)
+    drop = T.logical_and(T.lt(T.softmax(scores, -1), o.epsilon_cutoff),
+                         T.lt(scores, T.slice(best, 1, T.sub(k, 1), k)))
+    return T.masked_fill(scores, drop, -math.inf)
+
+
+def suppress_at_begin(scores, state, o):
+    """SuppressTokensAtBeginLogitsProcessor: banned at the first generated position."""
+    return ban_tokens(scores, o.begin_suppress_tokens)
+
+
 def renormalize(scores, state, o):
     """renormalize_logits: log_softmax after every other processor."""
     return T.log_softmax(scores, -1)
@@ -302,31 +345,68 @@ def _temperature(get, defaults, ctx):
     return {"temperature": v}
 
 
-def _forced_bos(get, defaults, ctx):
-    bos = defaults.get("forced_bos_token_id")
-    v = T.if_none(get("forced_bos_token_id"), -1 if bos is None else bos)
-    T.check(T.lt(v, ctx.ids.vocab_size), "generate: forced_bos_token_id is not in the decoder vocabulary")
-    return {"forced_bos_token_id": v}
-
-
-SUPPRESS_WEIGHT = "generation_config.suppress_tokens"
-
-
-def _suppress(get, defaults, ctx):
-    V = ctx.ids.vocab_size
-    default = T.param(SUPPRESS_WEIGHT) if defaults.get("suppress_tokens") else T.zeros([0], dtype="i64")
-    banned = T.if_none(get("suppress_tokens"), default)
-    return {"suppress_tokens": T.scatter(T.full([V], False, dtype="bool"), 0, banned, True)}
-
-
 def _bad_words(defaults):
     words = defaults.get("bad_words_ids") or []
     return {"bad_words": [w[0] for w in words]} if words else None
 
 
-def _forced_eos(defaults):
-    token = defaults.get("forced_eos_token_id")
-    return None if token is None else {"forced_eos_token_id": token}
+def _optional_token(name):
+    """resolve for a token id option whose None means off (-1 in the program)."""
+    def resolve(get, defaults, ctx):
+        default = defaults.get(name)
+        v = T.if_none(get(name), -1 if default is None else default)
+        T.check(T.lt(v, ctx.ids.vocab_size), f"generate: {name} is not in the decoder vocabulary")
+        return {name: v}
+    return resolve
+
+
+def _token_mask(name):
+    """resolve for a token list option: a [vocab] bool mask (checkpoint default: a weight)."""
+    def resolve(get, defaults, ctx):
+        V = ctx.ids.vocab_size
+        default = T.param(default_weight(name)) if defaults.get(name) else T.zeros([0], dtype="i64")
+        return {name: T.scatter(T.full([V], False, dtype="bool"), 0, T.if_none(get(name), default), True)}
+    return resolve
+
+
+def default_weight(name: str) -> str:
+    """The weight holding a token list option's checkpoint default (written by the importer)."""
+    return f"generation_config.{name}"
+
+
+def token_list_defaults(defaults: dict) -> dict:
+    """{weight name: int64 ids} for the token list options the checkpoint sets."""
+    import numpy as np
+
+    return {default_weight(i.name): np.asarray(defaults[i.name], np.int64) for p in _REGISTRY for i in p.inputs
+            if i.kind == "tokens" and defaults.get(i.name)}
+
+
+def _begin_suppress(get, defaults, ctx):
+    # transformers: the first generated position, one later when a forced BOS takes it
+    bos = defaults.get("forced_bos_token_id")
+    forced = T.ge(T.if_none(get("forced_bos_token_id"), -1 if bos is None else bos), 0)
+    late = T.logical_and(T.eq(ctx.prompt_len, 1), forced)
+    return {**_token_mask("begin_suppress_tokens")(get, defaults, ctx),
+            "begin_index": cond(late, one_later, as_is, ctx.prompt_len)}
+
+
+def one_later(index):
+    return T.add(index, 1)
+
+
+def as_is(index):
+    return index
+
+
+def _float_option(name, off, check, message):
+    """resolve for a float option (None: the checkpoint's value, or `off`)."""
+    def resolve(get, defaults, ctx):
+        default = defaults.get(name)
+        v = T.add(T.if_none(get(name), off if default is None else default), 0.0)
+        T.check(check(v), message)
+        return {name: v}
+    return resolve
 
 
 # Registration order: the warpers' inputs come first so that generate keeps the
@@ -348,6 +428,23 @@ register(Processor("top_p", top_p_filter, stage="warp",
                                   lambda v: T.logical_and(T.ge(v, 0.0), T.le(v, 1.0)),
                                   "generate: top_p must be in [0, 1]", as_float=True),
                    when=lambda s, o: T.lt(o.top_p, 1.0), doc="nucleus sampling"))
+register(Processor("min_p", min_p_filter, stage="warp",
+                   inputs=(float_input("min_p", lambda v: 0.0 <= v <= 1.0, "in [0, 1]", default=None),),
+                   options=("min_p",),
+                   resolve=_float_option("min_p", -1.0, lambda v: T.le(v, 1.0), "generate: min_p must be in [0, 1]"),
+                   when=lambda s, o: T.ge(o.min_p, 0.0), doc="drop tokens below min_p x the best probability"))
+register(Processor("typical_p", typical_filter, stage="warp",
+                   inputs=(float_input("typical_p", lambda v: 0.0 < v <= 1.0, "in (0, 1]", default=1.0),),
+                   options=("typical_p",),
+                   resolve=_float_option("typical_p", 1.0, lambda v: T.logical_and(T.gt(v, 0.0), T.le(v, 1.0)),
+                                         "generate: typical_p must be in (0, 1]"),
+                   when=lambda s, o: T.lt(o.typical_p, 1.0), doc="locally typical sampling"))
+register(Processor("epsilon_cutoff", epsilon_filter, stage="warp",
+                   inputs=(float_input("epsilon_cutoff", lambda v: 0.0 <= v < 1.0, "in [0, 1)", default=0.0),),
+                   options=("epsilon_cutoff",),
+                   resolve=_float_option("epsilon_cutoff", 0.0, lambda v: T.logical_and(T.ge(v, 0.0), T.lt(v, 1.0)),
+                                         "generate: epsilon_cutoff must be in [0, 1)"),
+                   when=lambda s, o: T.gt(o.epsilon_cutoff, 0.0), doc="drop tokens below a probability"))
 register(Processor("repetition_penalty", penalize_repeats,
                    inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0", default=1.0),), options=("repetition_penalty",),
                    resolve=_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0),
@@ -366,14 +463,21 @@ register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, def
                    options=("min_length",), resolve=_min_length,
                    when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))
 register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id", default=None),),
-                   options=("forced_bos_token_id",), resolve=_forced_bos,
+                   options=("forced_bos_token_id",), resolve=_optional_token("forced_bos_token_id"),
                    when=lambda s, o: T.logical_and(T.ge(o.forced_bos_token_id, 0), T.eq(s.cur_len, 1)),
                    doc="the first generated token"))
-register(Processor("forced_eos_token_id", force_eos, import_fields=("forced_eos_token_id",), constants=_forced_eos,
-                   when=lambda s, o: T.eq(s.cur_len, T.sub(s.limit, 1)),
-                   doc="the checkpoint's EOS forced at max_length - 1 (import-time)"))
+register(Processor("forced_eos_token_id", force_eos, inputs=(token_input("forced_eos_token_id", default=None),),
+                   options=("forced_eos_token_id",), resolve=_optional_token("forced_eos_token_id"),
+                   when=lambda s, o: T.logical_and(T.ge(o.forced_eos_token_id, 0), T.eq(s.cur_len, T.sub(s.limit, 1))),
+                   doc="the token forced at max_length - 1"))
 register(Processor("suppress_tokens", suppress, inputs=(token_list_input("suppress_tokens", default=None),),
-                   options=("suppress_tokens",), resolve=_suppress, doc="token ids banned at every step"))
+                   options=("suppress_tokens",), resolve=_token_mask("suppress_tokens"),
+                   doc="token ids banned at every step"))
+register(Processor("begin_suppress_tokens", suppress_at_begin,
+                   inputs=(token_list_input("begin_suppress_tokens", default=None),),
+                   options=("begin_suppress_tokens", "begin_index"), resolve=_begin_suppress,
+                   when=lambda s, o: T.eq(s.cur_len, o.begin_index),
+                   doc="token ids banned at the first generated position"))
 register(Processor("renormalize_logits", renormalize, stage="last", inputs=(bool_input("renormalize_logits", default=False),),
                    options=("renormalize_logits",),
                    resolve=_plain("renormalize_logits", lambda d: d.get("renormalize_logits", False)),

@@ -71,7 +71,8 @@ def test_tiny_sampling_num_return_sequences(root):
 
 @pytest.mark.parametrize("options", [{"max_length": 9}, {"min_new_tokens": 6, "max_new_tokens": 9},
                                      {"min_length": 8}, {"repetition_penalty": 1.8},
-                                     {"no_repeat_ngram_size": 2}, {"length_penalty": 2.0, "early_stopping": "never"}],
+                                     {"no_repeat_ngram_size": 2}, {"length_penalty": 2.0, "early_stopping": "never"},
+                                     {"begin_suppress_tokens": list(range(3, 20))}],
                          ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 @pytest.mark.parametrize("num_beams", [1, 4])
 def test_tiny_lengths_and_processors(root, options, num_beams):

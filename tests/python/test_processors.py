@@ -34,6 +34,9 @@ PROCESSORS = [
     {"suppress_tokens": [3, 7, 11, 20]},
     {"min_new_tokens": 9},
     {"min_length": 7},
+    {"begin_suppress_tokens": list(range(3, 20))},
+    {"begin_suppress_tokens": list(range(3, 20)), "forced_bos_token_id": 5},
+    {"forced_eos_token_id": 7, "max_new_tokens": 5},
 ]
 
 
@@ -68,6 +71,12 @@ WARPERS = [
     {"top_p": 0.8, "top_k": 0},
     {"top_p": 0.5},
     {"temperature": 0.5, "top_k": 12, "top_p": 0.9},
+    {"min_p": 0.1, "top_k": 0},
+    {"min_p": 0.3, "temperature": 1.5},
+    {"typical_p": 0.7, "top_k": 0},
+    {"typical_p": 0.3},
+    {"epsilon_cutoff": 0.02, "top_k": 0},
+    {"epsilon_cutoff": 0.2},
 ]
 
 
@@ -130,6 +139,11 @@ def test_option_errors(root):
         ({"nonsense": 1}, TypeError, "unknown option"),
         ({"suppress_tokens": [99]}, ValueError, "vocabulary"),
         ({"max_new_tokens": 0}, ValueError, "at least 1"),
+        ({"min_p": 1.5}, ValueError, "min_p must be in \\[0, 1\\]"),
+        ({"typical_p": 0.0}, ValueError, "typical_p must be in \\(0, 1\\]"),
+        ({"epsilon_cutoff": 1.0}, ValueError, "epsilon_cutoff must be in \\[0, 1\\)"),
+        ({"forced_eos_token_id": 99}, ValueError, "vocabulary"),
+        ({"begin_suppress_tokens": [99]}, ValueError, "vocabulary"),
     ]
     for kw, exc, match in cases:
         with pytest.raises(exc, match=match):
@@ -148,6 +162,9 @@ def test_program_checks_options_itself(root):
                       ({"early_stopping": "sometimes"}, "early_stopping must be one of"),
                       ({"num_beams": 0}, "num_beams must be at least 1"),
                       ({"max_length": 1}, "max_length must be at least 2"),
+                      ({"typical_p": 0.0}, "typical_p must be in"), ({"min_p": 2.0}, "min_p must be in"),
+                      ({"epsilon_cutoff": -0.5}, "epsilon_cutoff must be in"),
+                      ({"forced_eos_token_id": 400}, "forced_eos_token_id is not in the decoder vocabulary"),
                       ({"suppress_tokens": np.array([3, 400])}, "scatter")]:
         with pytest.raises(_C.VMError, match=match):
             s.run_named("generate", {"input_ids": ids, **kw})
@@ -169,7 +186,8 @@ def test_checkpoint_generation_config_gives_the_defaults(tmp_path):
     shutil.copytree(hf.checkpoint_dir("tiny-untied"), ckpt)
     gen = GenerationConfig.from_pretrained(ckpt)
     gen.update(num_beams=3, length_penalty=0.6, early_stopping="never", repetition_penalty=1.4,
-               no_repeat_ngram_size=2, suppress_tokens=[4, 9], min_length=5, max_length=12)
+               no_repeat_ngram_size=2, suppress_tokens=[4, 9], min_length=5, max_length=12,
+               begin_suppress_tokens=[5, 6, 7], forced_eos_token_id=3)
     gen.save_pretrained(ckpt)
     import_hf(ckpt, tmp_path / "m.tvm")
     prog = tensorvm.load(tmp_path / "m.tvm")
@@ -181,6 +199,16 @@ def test_checkpoint_generation_config_gives_the_defaults(tmp_path):
         np.testing.assert_array_equal(got.sequences, want["sequences"])
         np.testing.assert_allclose(got.sequences_scores, want["sequences_scores"], atol=1e-4)
     assert compare(ckpt, prog, batches, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0) == 0
+    # the sampling warpers of a generation_config, on the first step's processed scores
+    gen.update(do_sample=True, typical_p=0.6, min_p=0.05, epsilon_cutoff=0.01, top_k=0)  # beam sampling
+    gen.save_pretrained(ckpt)
+    import_hf(ckpt, tmp_path / "s.tvm")
+    prog = tensorvm.load(tmp_path / "s.tvm")
+    for ids, mask in batches:
+        want = hf.generate(ckpt, ids, mask, with_scores=True, max_new_tokens=1)["scores"][0]
+        got = generate(prog, ids, mask, max_new_tokens=1, output_scores=True).scores[0]
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+        np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], atol=1e-4, rtol=0)
 
 
 def test_report():
