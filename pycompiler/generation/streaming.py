@@ -9,6 +9,7 @@ streams only tokens that are final, so a sentence may gain none or several).
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -76,9 +77,15 @@ def stream_printer(out=None) -> Callable[[str, Any], bool]:
     return on_emit
 
 
+_EMITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def emits_tokens(program) -> bool:
-    """Whether any function of the program emits (programs imported before streaming do not)."""
-    return any(getattr(s, "callee", None) == "emit" for f in program.module.functions for s in f.body)
+    """Whether any function of the program emits (programs imported before streaming do
+    not); remembered per Program, as a walk of a large program costs a millisecond."""
+    if program not in _EMITS:
+        _EMITS[program] = any(getattr(s, "callee", None) == "emit" for f in program.module.functions for s in f.body)
+    return _EMITS[program]
 
 
 def check_streamer(streamer: Optional[Any], program) -> None:
