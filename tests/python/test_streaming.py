@@ -300,3 +300,15 @@ def test_decoder_prompt_goes_out_first_then_the_new_tokens(tiny, beams):
         seq = tiny.generate(ids, mask, decoder_input_ids=prompt, num_beams=beams, max_new_tokens=8, streamer=s)
         assert s.puts[0] == prompt.tolist()
         assert s.tokens() == seq[0, prompt.shape[1]:].tolist()
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_tensorvm_run_and_replay_stream(tmp_path, capsys, command):
+    from tensorvm.pycompiler.cli import main
+
+    write_program(tmp_path / "p.tvm", COUNTER)
+    np.savez(tmp_path / "in.npz", prompt=np.array([[5], [7]], np.int64))
+    assert main([command, str(tmp_path / "p.tvm"), "generate", "--inputs", str(tmp_path / "in.npz"),
+                 "--arg", "limit=4", "--stream"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("stream: ")] == ["stream: 6; 8", "stream: 7; 9", "stream: 8; 10"]
