@@ -1,7 +1,8 @@
 """The program side of streaming: which tokens a search step makes final, emitted on
 the "tokens" channel (docs/generation.md, "Streaming"; the host side is streaming.py).
 
-Traced inline into the search loops. Greedy search and sampling choose one final
+Traced into search.py's loops (beam_step_tokens as a program function of its own,
+final_beam_tokens). Greedy search and sampling choose one final
 token per row and step. Beam search streams per sentence only what no later step can
 change: the prefix shared by every hypothesis that can still be returned, which is
 every live beam and every finished hypothesis now in the sentence's heap (later

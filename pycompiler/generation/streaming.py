@@ -14,8 +14,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-PROMPT = "prompt"
-TOKENS = "tokens"
+from .final_tokens import PROMPT, TOKENS
 
 
 def token_rows(value: Any) -> list[list[int]]:
