@@ -13,10 +13,6 @@ from typing import Any, Callable, Iterator, Optional
 
 from .. import _C
 
-# The registry's kinds for argument slots, shown as annotations in Python signatures.
-_SCALAR_KINDS = {"int", "int?", "float", "bool", "str"}
-
-
 @dataclass(frozen=True)
 class ParamSpec:
     name: str
