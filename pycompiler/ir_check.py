@@ -18,7 +18,7 @@ import warnings
 from typing import Iterable, Optional
 
 from . import ir
-from .printer import HEADER, INT64_MAX, MAX_LIST_ITEMS
+from .literals import HEADER, INT64_MAX, MAX_LIST_ITEMS
 from .types import VALUE_TYPES
 
 BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond"})

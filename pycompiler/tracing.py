@@ -17,11 +17,10 @@ from contextvars import ContextVar
 from typing import Any, Optional, Union
 
 from . import ir
+from .literals import INT64_MAX, INT64_MIN
 from .types import compatible, infer_any, literal_type
 
 _stack: ContextVar[tuple["Trace", ...]] = ContextVar("tensorvm_trace", default=())
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class TracingError(TypeError):
