@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 from .. import _C
+from .types import NON_TYPES, VALUE_TYPES
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -80,8 +81,6 @@ def find(name: str) -> Optional[OpSpec]:
 
 def object_types() -> set[str]:
     """Object type names (KVCache, ...): every op output that is not a value type."""
-    from .types import VALUE_TYPES, NON_TYPES
-
     out = set()
     for spec in ops().values():
         out.update(t for t in spec.outputs if t not in VALUE_TYPES and t not in NON_TYPES)
