@@ -8,6 +8,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op, registry
+from op_checks import check_error
 
 
 def check(*args, rtol=1e-5, atol=1e-6, **kwargs):
@@ -16,13 +17,6 @@ def check(*args, rtol=1e-5, atol=1e-6, **kwargs):
     assert got.dtype == want.dtype == np.float32 and got.shape == want.shape, (got.shape, want.shape)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     return got
-
-
-def both_raise(*args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^attention: .*{match}"):
-        call_op("attention", *args, **kwargs)
-    with pytest.raises(ref.OpError, match=r"^attention: "):
-        ref.attention(*args, **kwargs)
 
 
 def qkv(rng, b, h, tq, tk, d, dv=None):
@@ -142,16 +136,16 @@ def test_attention_zero_size(rng, b, h, tq, tk, d, dv):
 
 def test_attention_errors(rng):
     q, k, v = qkv(rng, 2, 2, 3, 4, 8)
-    both_raise(q.astype(np.int64), k, v, match="must be f32")
-    both_raise(q[0], k, v, match=r"q must be 4-D")
-    both_raise(q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
-    both_raise(q, k[:1], v, match=r"k must be")
-    both_raise(q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
-    both_raise(q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
-    both_raise(q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
-    both_raise(q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
-    both_raise(q, k, v, np.zeros((3, 4), np.int64), match=r"mask must be f32 \(additive\) or bool")
-    both_raise(q, k, v, None, "x", match=r"scale")
+    check_error("attention", q.astype(np.int64), k, v, match="must be f32")
+    check_error("attention", q[0], k, v, match=r"q must be 4-D")
+    check_error("attention", q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
+    check_error("attention", q, k[:1], v, match=r"k must be")
+    check_error("attention", q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
+    check_error("attention", q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
+    check_error("attention", q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
+    check_error("attention", q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
+    check_error("attention", q, k, v, np.zeros((3, 4), np.int64), match=r"mask must be f32 \(additive\) or bool")
+    check_error("attention", q, k, v, None, "x", match=r"scale")
 
 
 KV_PROGRAM = """# tensorvm ir 1

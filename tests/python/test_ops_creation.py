@@ -8,6 +8,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op, registry
+from op_checks import check_error
 
 F32, I64, I32, BOOL = np.float32, np.int64, np.int32, np.bool_
 DTYPES = {"f32": F32, "i64": I64, "i32": I32, "bool": BOOL}
@@ -21,13 +22,6 @@ def check(name, *args, **kwargs):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
     np.testing.assert_array_equal(got, want)
     return got
-
-
-def check_error(name, *args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
-        call_op(name, *args, **kwargs)
-    with pytest.raises(ref.OpError, match=rf"^{name}: .*{match}"):
-        ref.OPS[name](*args, **kwargs)
 
 
 def test_signatures_match_reference():

@@ -5,6 +5,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op
+from op_checks import check_error
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -107,13 +108,6 @@ def test_linear_few_rows_threads(rng, rows, in_):
 
 # ---------------------------------------------------------------- matmul
 
-def both_raise(name, *args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
-        call_op(name, *args, **kwargs)
-    with pytest.raises(ref.OpError, match=rf"^{name}: "):
-        getattr(ref, name)(*args, **kwargs)
-
-
 @pytest.mark.parametrize("xs, ys", [
     ((3, 4), (4, 5)),
     ((1, 1), (1, 1)),
@@ -156,8 +150,8 @@ def test_matmul_values(rng):
 
 def test_matmul_errors(rng):
     x = rng.standard_normal((3, 4)).astype(np.float32)
-    both_raise("matmul", x, rng.standard_normal((5, 6)).astype(np.float32), match=r"do not match")
-    both_raise("matmul", x, np.ones(4, np.float32), match="at least 2 dimensions")
-    both_raise("matmul", np.ones((), np.float32), x, match="at least 2 dimensions")
-    both_raise("matmul", x.astype(np.int64), x.T.copy(), match="f32")
-    both_raise("matmul", np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32), match="do not broadcast")
+    check_error("matmul", x, rng.standard_normal((5, 6)).astype(np.float32), match=r"do not match")
+    check_error("matmul", x, np.ones(4, np.float32), match="at least 2 dimensions")
+    check_error("matmul", np.ones((), np.float32), x, match="at least 2 dimensions")
+    check_error("matmul", x.astype(np.int64), x.T.copy(), match="f32")
+    check_error("matmul", np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32), match="do not broadcast")

@@ -7,6 +7,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op, registry
+from op_checks import check_error
 
 
 def check(name, *args, rtol=1e-5, atol=1e-6, exact=False, **kwargs):
@@ -18,13 +19,6 @@ def check(name, *args, rtol=1e-5, atol=1e-6, exact=False, **kwargs):
     else:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     return got
-
-
-def both_raise(name, *args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
-        call_op(name, *args, **kwargs)
-    with pytest.raises(ref.OpError, match=rf"^{name}: "):
-        getattr(ref, name)(*args, **kwargs)
 
 
 def f32(rng, *shape, scale=1.0):
@@ -86,12 +80,12 @@ def test_layer_norm_zero_size(rng):
 
 def test_layer_norm_errors(rng):
     x = f32(rng, 3, 4)
-    both_raise("layer_norm", np.ones((), np.float32), match="at least 1 dimension")
-    both_raise("layer_norm", x.astype(np.int64), match="x must be f32")
-    both_raise("layer_norm", x, f32(rng, 5), match=r"weight must be f32\[4\]")
-    both_raise("layer_norm", x, None, f32(rng, 4).astype(np.int32), match=r"bias must be f32\[4\]")
-    both_raise("layer_norm", x, f32(rng, 1, 4), match="weight")
-    both_raise("layer_norm", x, eps=-1.0, match="eps")
+    check_error("layer_norm", np.ones((), np.float32), match="at least 1 dimension")
+    check_error("layer_norm", x.astype(np.int64), match="x must be f32")
+    check_error("layer_norm", x, f32(rng, 5), match=r"weight must be f32\[4\]")
+    check_error("layer_norm", x, None, f32(rng, 4).astype(np.int32), match=r"bias must be f32\[4\]")
+    check_error("layer_norm", x, f32(rng, 1, 4), match="weight")
+    check_error("layer_norm", x, eps=-1.0, match="eps")
 
 
 # ---------------------------------------------------------------- rms_norm
@@ -115,9 +109,9 @@ def test_rms_norm_formula_and_edges(rng):
 
 
 def test_rms_norm_errors(rng):
-    both_raise("rms_norm", np.ones((), np.float32), match="at least 1 dimension")
-    both_raise("rms_norm", np.ones((2, 3), np.int32), match="x must be f32")
-    both_raise("rms_norm", f32(rng, 2, 3), f32(rng, 2), match=r"weight must be f32\[3\]")
+    check_error("rms_norm", np.ones((), np.float32), match="at least 1 dimension")
+    check_error("rms_norm", np.ones((2, 3), np.int32), match="x must be f32")
+    check_error("rms_norm", f32(rng, 2, 3), f32(rng, 2), match=r"weight must be f32\[3\]")
 
 
 # ---------------------------------------------------------------- embedding
@@ -140,9 +134,9 @@ def test_embedding_edge_rows_and_values(rng):
 
 def test_embedding_errors(rng):
     w = f32(rng, 10, 4)
-    both_raise("embedding", np.array([1, 10], np.int64), w, match=r"id 10 out of range \[0, 10\)")
-    both_raise("embedding", np.array([[3, -1]], np.int32), w, match=r"id -1 out of range \[0, 10\)")
-    both_raise("embedding", np.array([1.0], np.float32), w, match="ids must be i64 or i32")
-    both_raise("embedding", np.array([1], np.int64), f32(rng, 10), match=r"weight must be f32 \[V, D\]")
-    both_raise("embedding", np.array([1], np.int64), w.astype(np.int64), match="weight must be f32")
-    both_raise("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")
+    check_error("embedding", np.array([1, 10], np.int64), w, match=r"id 10 out of range \[0, 10\)")
+    check_error("embedding", np.array([[3, -1]], np.int32), w, match=r"id -1 out of range \[0, 10\)")
+    check_error("embedding", np.array([1.0], np.float32), w, match="ids must be i64 or i32")
+    check_error("embedding", np.array([1], np.int64), f32(rng, 10), match=r"weight must be f32 \[V, D\]")
+    check_error("embedding", np.array([1], np.int64), w.astype(np.int64), match="weight must be f32")
+    check_error("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")

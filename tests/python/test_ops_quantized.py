@@ -6,6 +6,7 @@ import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op
 from tensorvm.pycompiler.quantize import quantize_int8
+from op_checks import check_error
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -21,13 +22,6 @@ def check(*args, rtol=1e-5, atol=1e-5, **kwargs):
 
 def qweight(rng, out, inf):
     return quantize_int8(rng.standard_normal((out, inf)).astype(np.float32))
-
-
-def both_raise(*args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^linear_int8: .*{match}"):
-        call_op("linear_int8", *args, **kwargs)
-    with pytest.raises(ref.OpError, match=r"^linear_int8: "):
-        ref.linear_int8(*args, **kwargs)
 
 
 # Row counts 1..8 take the streaming decode path, 9..32 dequantized blocks with the f32
@@ -89,16 +83,16 @@ def test_linear_int8_errors(rng):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     q = np.zeros((5, 4), np.int8)
     s = np.ones(5, np.float32)
-    both_raise(x.astype(np.int64), q, s, match="x must be f32")
-    both_raise(x, q.astype(np.float32), s, match=r"weight must be i8")
-    both_raise(x, q.astype(np.int32), s, match=r"weight must be i8")
-    both_raise(x, np.zeros(4, np.int8), s, match=r"weight must be i8 \[out, in\]")
-    both_raise(x, np.zeros((5, 3), np.int8), s, match="x has 4 features")
-    both_raise(x, q, np.ones(4, np.float32), match=r"scale must be f32\[5\]")
-    both_raise(x, q, np.ones((5, 1), np.float32), match=r"scale must be f32\[5\]")
-    both_raise(x, q, np.ones(5, np.int64), match=r"scale must be f32\[5\]")
-    both_raise(x, q, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
-    both_raise(x, q, s, np.zeros(5, np.int32), match=r"bias must be f32\[5\]")
+    check_error("linear_int8", x.astype(np.int64), q, s, match="x must be f32")
+    check_error("linear_int8", x, q.astype(np.float32), s, match=r"weight must be i8")
+    check_error("linear_int8", x, q.astype(np.int32), s, match=r"weight must be i8")
+    check_error("linear_int8", x, np.zeros(4, np.int8), s, match=r"weight must be i8 \[out, in\]")
+    check_error("linear_int8", x, np.zeros((5, 3), np.int8), s, match="x has 4 features", ref_match="")
+    check_error("linear_int8", x, q, np.ones(4, np.float32), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, np.ones((5, 1), np.float32), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, np.ones(5, np.int64), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
+    check_error("linear_int8", x, q, s, np.zeros(5, np.int32), match=r"bias must be f32\[5\]")
 
 
 # ---------------------------------------------------------------- quantize_int8
