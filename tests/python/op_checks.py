@@ -1,13 +1,67 @@
-"""Helpers the op test files share: an op must fail the same way in C++ and in the
-reference, and random inputs of a dtype."""
+"""Helpers the op test files share: an op's signature, results and errors must be
+the same in C++ and in the reference; random inputs of a dtype."""
+import inspect
+import math
+
 import numpy as np
 import pytest
 
 import tensorvm
 from tensorvm import reference as ref
-from tensorvm._C import call_op
+from tensorvm._C import call_op, registry
 
 F32, BOOL = np.float32, np.bool_
+
+
+def check_signature(name, group):
+    """Op `name` is in `group`, has a doc, and takes the reference's parameters: the same
+    names, defaults and variadic one. Returns its registry entry."""
+    op = next(o for o in registry() if o["name"] == name)
+    assert op["group"] == group and op["doc"], name
+    params = list(inspect.signature(ref.OPS[name]).parameters.values())
+    assert [p["name"] for p in op["params"]] == [q.name for q in params], name
+    for p, q in zip(op["params"], params):
+        assert p["variadic"] == (q.kind is inspect.Parameter.VAR_POSITIONAL), (name, p["name"])
+        if p["has_default"]:
+            assert q.default == p["default"], (name, p["name"])
+        else:
+            assert q.default is inspect.Parameter.empty, (name, p["name"])
+    return op
+
+
+def compare(got, want, rtol=1e-5, atol=1e-6):
+    """A C++ result against the reference's: the same structure, types, dtypes and shapes;
+    integers and bools equal, floats within rtol/atol (0, 0: equal), NaN where NaN is."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            compare(g, w, rtol, atol)
+    elif isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), type(got)
+        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+        if want.dtype.kind in "biu":
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert type(got) is type(want), (got, want)
+        if isinstance(want, float) and math.isnan(want):
+            assert math.isnan(got)
+        else:
+            assert got == want or (isinstance(want, float) and math.isclose(got, want, rel_tol=1e-12)), (got, want)
+
+
+def check(name, *args, rtol=1e-5, atol=1e-6, **kwargs):
+    """Runs op `name` in C++ and in the reference and compares the results; returns C++'s."""
+    got = call_op(name, *args, **kwargs)
+    want = ref.OPS[name](*args, **kwargs)
+    compare(got, want, rtol, atol)
+    return got
+
+
+def check_exact(name, *args, **kwargs):
+    """check() without tolerance, for ops that make or move data without arithmetic."""
+    return check(name, *args, rtol=0, atol=0, **kwargs)
 
 
 def check_error(name, *args, match="", ref_match=None, **kwargs):

@@ -1,24 +1,10 @@
 """nn ops (layer_norm, rms_norm, embedding): C++ kernels against the numpy reference."""
-import inspect
 
 import numpy as np
 import pytest
 
-import tensorvm
-from tensorvm import reference as ref
-from tensorvm._C import call_op, registry
-from op_checks import check_error
-
-
-def check(name, *args, rtol=1e-5, atol=1e-6, exact=False, **kwargs):
-    got = call_op(name, *args, **kwargs)
-    want = getattr(ref, name)(*args, **kwargs)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    if exact:
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    return got
+from tensorvm._C import call_op
+from op_checks import check, check_error, check_exact, check_signature
 
 
 def f32(rng, *shape, scale=1.0):
@@ -27,14 +13,7 @@ def f32(rng, *shape, scale=1.0):
 
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "embedding"])
 def test_signature_matches_reference(name):
-    op = next(o for o in registry() if o["name"] == name)
-    params = list(inspect.signature(getattr(ref, name)).parameters.values())
-    assert [p["name"] for p in op["params"]] == [p.name for p in params]
-    for p, q in zip(op["params"], params):
-        assert p["has_default"] == (q.default is not inspect.Parameter.empty)
-        if p["has_default"]:
-            assert p["default"] == q.default
-    assert op["group"] == "nn" and op["doc"]
+    check_signature(name, "nn")
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -121,15 +100,15 @@ def test_rms_norm_errors(rng):
 def test_embedding_random(rng, ids_shape, dtype):
     w = f32(rng, 11, 6)
     ids = rng.integers(0, 11, size=ids_shape).astype(dtype)
-    got = check("embedding", ids, w, exact=True)
+    got = check_exact("embedding", ids, w)
     assert got.shape == ids_shape + (6,)
 
 
 def test_embedding_edge_rows_and_values(rng):
     w = f32(rng, 4, 3, scale=1e30)
     w[2] = [np.inf, -np.inf, 0.0]
-    check("embedding", np.array([0, 3, 2, 3], np.int64), w, exact=True)
-    check("embedding", np.array([1, 2], np.int64), np.zeros((4, 0), np.float32), exact=True)
+    check_exact("embedding", np.array([0, 3, 2, 3], np.int64), w)
+    check_exact("embedding", np.array([1, 2], np.int64), np.zeros((4, 0), np.float32))
 
 
 def test_embedding_errors(rng):
