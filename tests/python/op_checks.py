@@ -8,7 +8,7 @@ import pytest
 
 import tensorvm
 from tensorvm import reference as ref
-from tensorvm._C import call_op, registry
+from tensorvm._C import Program, Session, call_op, registry
 
 F32, BOOL = np.float32, np.bool_
 
@@ -88,3 +88,16 @@ def arr(rng, *shape, dtype=F32):
     if dtype == F32:
         return np.asarray(rng.standard_normal(shape), F32)
     return np.asarray(rng.integers(-1000, 1000, size=shape), dtype)
+
+
+def one_op_session(op, n_args, num_threads=1):
+    """A VM session over `f(a0, ..., a{n_args-1}) -> Tensor`, whose one instruction is `op(a0, ...)`."""
+    names = [f"a{i}" for i in range(n_args)]
+    text = (f"# tensorvm ir 1\ndef f({', '.join(n + ': Tensor' for n in names)}) -> Tensor:\n"
+            f"    y = {op}({', '.join(names)})\n    return y\n")
+    return Session(Program.from_text(text, ""), num_threads)
+
+
+def vm_call(op, *tensors, num_threads=1):
+    """`op(*tensors)` run by the interpreter, on `num_threads` threads, rather than by call_op."""
+    return np.asarray(one_op_session(op, len(tensors), num_threads).run("f", list(tensors))[0])

@@ -5,7 +5,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op
-from op_checks import check, check_error
+from op_checks import check, check_error, vm_call
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -46,12 +46,6 @@ def test_linear_errors(rng):
 # of `in` that are not a multiple of the vector width, pairs of output features and an odd one.
 # Inputs are scaled by 1/4 so that float32 rounding (summation order differs from numpy's,
 # Eigen's GEMM included) stays well within atol 1e-5 at in = 512.
-LINEAR_PROGRAMS = {
-    False: "# tensorvm ir 1\ndef f(x: Tensor, w: Tensor) -> Tensor:\n    y = linear(x, w)\n    return y\n",
-    True: "# tensorvm ir 1\ndef f(x: Tensor, w: Tensor, b: Tensor) -> Tensor:\n    y = linear(x, w, b)\n    return y\n",
-}
-
-
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("outf", [1, 7, 300])
 @pytest.mark.parametrize("in_", [512, 100, 17, 1])
@@ -62,8 +56,7 @@ def test_linear_few_rows(rng, rows, in_, outf, bias):
     args = [x, w] + ([rng.standard_normal(outf).astype(np.float32)] if bias else [])
     want = ref.linear(*args)
     check("linear", *args, atol=1e-5)
-    session = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[bias], ""), 2)
-    got = np.asarray(session.run("f", args)[0])
+    got = vm_call("linear", *args, num_threads=2)
     assert got.dtype == np.float32 and got.shape == (rows, outf)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -77,11 +70,10 @@ def test_linear_many_rows(rng, rows, in_, outf, threads):
     x = (rng.standard_normal((rows, in_)) / 4).astype(np.float32)
     w = (rng.standard_normal((outf, in_)) / 4).astype(np.float32)
     b = rng.standard_normal(outf).astype(np.float32)
-    session = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[True], ""), threads)
-    got = np.asarray(session.run("f", [x, w, b])[0])
+    got = vm_call("linear", x, w, b, num_threads=threads)
     np.testing.assert_allclose(got, ref.linear(x, w, b), rtol=1e-5, atol=1e-5)
-    nobias = tensorvm._C.Session(tensorvm._C.Program.from_text(LINEAR_PROGRAMS[False], ""), threads)
-    np.testing.assert_allclose(np.asarray(nobias.run("f", [x, w])[0]), ref.linear(x, w), rtol=1e-5, atol=1e-5)
+    nobias = vm_call("linear", x, w, num_threads=threads)
+    np.testing.assert_allclose(nobias, ref.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("rows", [2, 5, 8, 11, 32, 77])
@@ -91,9 +83,8 @@ def test_linear_few_rows_threads(rng, rows, in_):
     x = (rng.standard_normal((1, rows, in_)) / 4).astype(np.float32)
     w = (rng.standard_normal((4001, in_)) / 4).astype(np.float32)
     b = rng.standard_normal(4001).astype(np.float32)
-    prog = tensorvm._C.Program.from_text(LINEAR_PROGRAMS[True], "")
-    y1 = np.asarray(tensorvm._C.Session(prog, 1).run("f", [x, w, b])[0])
-    y2 = np.asarray(tensorvm._C.Session(prog, 2).run("f", [x, w, b])[0])
+    y1 = vm_call("linear", x, w, b, num_threads=1)
+    y2 = vm_call("linear", x, w, b, num_threads=2)
     assert y2.shape == (1, rows, 4001)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear(x, w, b), rtol=1e-5, atol=1e-5)

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from tensorvm import reference as ref
-from tensorvm._C import Program, Session, call_op
+from tensorvm._C import call_op
 from tensorvm.pycompiler.quantize import quantize_int8
-from op_checks import check, check_error
+from op_checks import check, check_error, vm_call
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -113,22 +113,14 @@ def test_quantize_int8_rejects_bad_input():
 
 # ---------------------------------------------------------------- threads
 
-PROGRAM = """# tensorvm ir 1
-def f(x: Tensor, w: Tensor, s: Tensor, b: Tensor) -> Tensor:
-    y = linear_int8(x, w, s, b)
-    return y
-"""
-
-
 @pytest.mark.parametrize("rows", [1, 3, 20, 40])
 def test_linear_int8_threads(rng, rows):
     """Output features split over 2 threads (decode path and block GEMM) give the 1-thread result."""
     q, s = qweight(rng, 3000, 70)
     x = rng.standard_normal((rows, 70)).astype(np.float32)
     b = rng.standard_normal(3000).astype(np.float32)
-    prog = Program.from_text(PROGRAM)
-    y1 = np.asarray(Session(prog, num_threads=1).run("f", [x, q, s, b])[0])
-    y2 = np.asarray(Session(prog, num_threads=2).run("f", [x, q, s, b])[0])
+    y1 = vm_call("linear_int8", x, q, s, b, num_threads=1)
+    y2 = vm_call("linear_int8", x, q, s, b, num_threads=2)
     assert y1.shape == (rows, 3000)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_int8(x, q, s, b), rtol=1e-4, atol=1e-4)

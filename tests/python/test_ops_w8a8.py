@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from tensorvm import reference as ref
-from tensorvm._C import Program, Session, call_op
+from tensorvm._C import call_op
 from tensorvm.pycompiler.quantize import pack_w8a8, quantize_int8, unpack_w8a8
 
 import tensorvm
-from op_checks import check_error
+from op_checks import check_error, one_op_session, vm_call
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -106,22 +106,14 @@ def test_linear_w8a8_extreme_int8_weights(rng):
     check(x, pack_w8a8(q), s)
 
 
-PROGRAM = """# tensorvm ir 1
-def f(x: Tensor, w: Tensor, s: Tensor, b: Tensor) -> Tensor:
-    y = linear_w8a8(x, w, s, b)
-    return y
-"""
-
-
 @pytest.mark.parametrize("rows", [1, 3, 6, 40])
 def test_linear_w8a8_threads(rng, rows):
     """Output blocks split over 2 threads give the 1-thread result."""
     _, p, s = weight(rng, 3001, 70)
     x = rng.standard_normal((rows, 70)).astype(np.float32)
     b = rng.standard_normal(3001).astype(np.float32)
-    prog = Program.from_text(PROGRAM)
-    y1 = np.asarray(Session(prog, num_threads=1).run("f", [x, p, s, b])[0])
-    y2 = np.asarray(Session(prog, num_threads=2).run("f", [x, p, s, b])[0])
+    y1 = vm_call("linear_w8a8", x, p, s, b, num_threads=1)
+    y2 = vm_call("linear_w8a8", x, p, s, b, num_threads=2)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_w8a8(x, p, s, b), rtol=1e-5, atol=1e-5)
 
@@ -160,7 +152,7 @@ def test_profiler_counts_quantized_linears(rng, op):
     w = q if op == "linear_int8" else p
     x = rng.standard_normal((3, 45)).astype(np.float32)
     b = rng.standard_normal(37).astype(np.float32)
-    session = Session(Program.from_text(PROGRAM.replace("linear_w8a8", op)), num_threads=1)
+    session = one_op_session(op, 4)
     prof = tensorvm._C.Profiler()
     session.set_profiler(prof)
     session.run("f", [x, w, s, b])
