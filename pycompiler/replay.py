@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 
 from . import ir, registry, weights_io
 from .inputs import coerce_inputs
-from .ir_check import check_and_parse
+from .ir_check import BUILTIN_CALLEES, check_and_parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, read_meta, read_program_text
 from .types import VALUE_TYPES
 
@@ -51,7 +51,7 @@ def reference_ops(module: ir.Module) -> dict[str, Any]:
     from ..reference import OPS
 
     used = {s.callee for f in module.functions for s in f.body if isinstance(s, ir.Assign)}
-    used -= {"param", "while_loop", "cond"} | set(module.function_names)
+    used -= BUILTIN_CALLEES | set(module.function_names)
     specs = registry.ops()
     found = {}
     for name in sorted(used):
