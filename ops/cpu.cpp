@@ -19,7 +19,7 @@ namespace {
 
 struct Variant {
   const char* name;
-  const kernels::LinearKernels* table;
+  const kernels::KernelTable* table;
   std::vector<const char*> needs;  // cpu_info() features
 };
 
@@ -127,7 +127,7 @@ const Variant& pick(std::string_view name) {
   vm::fail("unknown kernel variant '{}' (built: {}, or auto)", name, known);
 }
 
-std::atomic<const kernels::LinearKernels*> g_active{nullptr};
+std::atomic<const kernels::KernelTable*> g_active{nullptr};
 std::atomic<bool> g_forced{false};  // set_kernel_variant chose the active variant, not TENSORVM_ISA or auto
 
 }  // namespace
@@ -150,8 +150,8 @@ std::vector<std::string> supported_kernel_variants() {
   return out;
 }
 
-const kernels::LinearKernels& linear_kernels() {
-  const kernels::LinearKernels* k = g_active.load(std::memory_order_acquire);
+const kernels::KernelTable& kernel_table() {
+  const kernels::KernelTable* k = g_active.load(std::memory_order_acquire);
   if (k) return *k;
   const char* env = std::getenv("TENSORVM_ISA");
   try {
@@ -173,7 +173,7 @@ std::string describe_cpu() {
   std::string features, supported_list;
   for (const auto& f : info.features) features += (features.empty() ? "" : " ") + f;
   for (const auto& v : supported_kernel_variants()) supported_list += (supported_list.empty() ? "" : " ") + v;
-  const auto& k = linear_kernels();
+  const auto& k = kernel_table();
   const char* env = std::getenv("TENSORVM_ISA");
   return fmt::format(
       "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",

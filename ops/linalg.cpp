@@ -28,7 +28,7 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
                 int64_t outf, float* y) {
   if (rows <= 0 || outf <= 0) return;
-  const kernels::LinearKernels& k = linear_kernels();
+  const kernels::KernelTable& k = kernel_table();
   if (in == 0) {  // empty sums
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;

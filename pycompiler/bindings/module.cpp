@@ -70,8 +70,8 @@ PYBIND11_MODULE(_C, m) {
     d["features"] = c.features;
     d["variants_built"] = ops::built_kernel_variants();
     d["variants_supported"] = ops::supported_kernel_variants();
-    d["active"] = std::string(ops::linear_kernels().name);
-    d["w8a8"] = std::string(ops::linear_kernels().w8a8_name);
+    d["active"] = std::string(ops::kernel_table().name);
+    d["w8a8"] = std::string(ops::kernel_table().w8a8_name);
     return d;
   }, "The CPU, its features, the kernel variants built and supported, and the active one.");
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
