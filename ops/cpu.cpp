@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ops/gemm_library.h"
+#include "ops/linear_kernels.h"
 #include "vm/error.h"
 
 #if defined(__x86_64__)
@@ -176,11 +178,13 @@ std::string describe_cpu() {
   const auto& k = kernel_table();
   const char* env = std::getenv("TENSORVM_ISA");
   return fmt::format(
-      "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",
+      "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}{}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",
       info.model.empty() ? "unknown" : info.model, info.arch, features, supported_list, k.name,
       g_forced.load(std::memory_order_relaxed) ? std::string(" (set_kernel_variant)")
       : env                                     ? fmt::format(" (TENSORVM_ISA={})", env)
-                                                : std::string(" (auto)"), k.name, k.name, k.name, k.w8a8_name);
+                                                : std::string(" (auto)"), k.name,
+      library_gemm_active() ? fmt::format(" ({} past {} rows)", library_gemm_name(), kMaxDotRows) : std::string(),
+      k.name, k.name, k.w8a8_name);
 }
 
 }  // namespace ops

@@ -1,10 +1,11 @@
-// The hot kernels (the linear ops, softmax and the exp maps), in one table per instruction-set variant. Each
-// variant is ops/kernels/variant.cpp compiled with its own flags into its own
-// namespace; ops/cpu.cpp picks one table at load time (CPU detection, or
-// TENSORVM_ISA). The kernels are single-threaded and take plain pointers: the ops
-// (ops/linalg.cpp, ops/quantized*.cpp) check shapes, allocate and split the work over
-// threads, always along output features, and each output is computed by the same
-// arithmetic wherever a split falls, so results do not depend on the thread count.
+// The hot kernels (the linear ops, attention's products, softmax and the exp maps), in
+// one table per instruction-set variant. Each variant is ops/kernels/variant.cpp
+// compiled with its own flags into its own namespace; ops/cpu.cpp picks one table at
+// load time (CPU detection, or TENSORVM_ISA). The kernels are single-threaded and take
+// plain pointers: the ops (ops/linalg.cpp, ops/quantized*.cpp, ops/attention.cpp,
+// ops/reduce.cpp, ops/elementwise_unary.cpp) check shapes, allocate and split the work
+// over threads, and each output is computed by the same arithmetic wherever a split
+// falls, so results do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,10 @@ struct KernelTable {
 
   // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1) or silu (2).
   void (*exp_map)(int kind, const float* x, float* y, int64_t n);
+
+  // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.
+  void (*weighted_rows_f32)(const float* p, int64_t rows, int64_t n, const float* v, int64_t v_stride, int64_t dv,
+                            float* o);
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,

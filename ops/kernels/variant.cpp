@@ -1,6 +1,7 @@
 // One instruction-set variant of the hot kernels: CMakeLists.txt compiles this file
 // once per variant with that variant's flags and -DTENSORVM_VARIANT=<namespace>
 // -DTENSORVM_VARIANT_TABLE=<table> -DTENSORVM_VARIANT_NAME="<name>".
+#include "ops/kernels/attention.h"
 #include "ops/kernels/kernels.h"
 #include "ops/kernels/linear_f32.h"
 #include "ops/kernels/linear_i8.h"
@@ -28,6 +29,7 @@ const KernelTable TENSORVM_VARIANT_TABLE = {
     TENSORVM_W8A8_VNNI ? "vnni" : TENSORVM_W8A8_AVX2 ? "avx2" : "generic",
     TENSORVM_VARIANT::softmax_rows,
     TENSORVM_VARIANT::exp_map,
+    TENSORVM_VARIANT::weighted_rows_f32,
 };
 
 }  // namespace ops::kernels

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "ops/cpu.h"
+#include "ops/gemm_library.h"
 #include "ops/registry.h"
 #include "vm/thread_pool.h"
 
@@ -190,4 +191,39 @@ TEST_CASE("softmax, log_softmax, exp, sigmoid, silu: the same bits on every vari
       }
     }
   }
+}
+
+TEST_CASE("linear through the library GEMM: the same on any thread count, close to the reference", "[kernels][threads]") {
+  if (ops::library_gemm_name().empty()) {
+    WARN("this build has no library GEMM (oneDNN)");
+    return;
+  }
+  struct BackendGuard {
+    ~BackendGuard() { ops::set_gemm_backend("auto"); }
+  } guard;
+  ops::set_gemm_backend("onednn");
+  REQUIRE(ops::library_gemm_active());
+  std::mt19937 g(5);
+  for (int64_t rows : {33, 64, 300}) {
+    for (int64_t outf : {97, 256, 513}) {  // partial chunks of 256 columns, odd split points
+      const int64_t in = 77;
+      INFO("rows " << rows << " outf " << outf);
+      Tensor x = random_tensor(DType::f32, {rows, in}, g);
+      Tensor w = random_tensor(DType::f32, {outf, in}, g);
+      Tensor b = random_tensor(DType::f32, {outf}, g);
+      const Tensor y1 = run_op("linear", {Value(x), Value(w), Value(b)}, 1);
+      for (int threads : {2, 3}) CHECK(same_bits(y1, run_op("linear", {Value(x), Value(w), Value(b)}, threads)));
+      double worst = 0.0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < outf; ++j) {
+          double s = b.data<float>()[j];
+          for (int64_t k = 0; k < in; ++k) s += double(x.data<float>()[r * in + k]) * w.data<float>()[j * in + k];
+          worst = std::max(worst, std::fabs(s - y1.data<float>()[r * outf + j]));
+        }
+      CHECK(worst < 1e-4);
+    }
+  }
+  ops::set_gemm_backend("own");
+  CHECK(!ops::library_gemm_active());
+  CHECK_THROWS_WITH(ops::set_gemm_backend("mkl"), Catch::Contains("unknown GEMM backend 'mkl'"));
 }
