@@ -1,6 +1,5 @@
 """Creation and conversion ops: C++ kernels against the numpy reference and literal
 expectations, including zero-size shapes, dtype rules and errors."""
-
 import numpy as np
 import pytest
 

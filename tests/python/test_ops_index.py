@@ -1,5 +1,4 @@
 """Indexing ops (index_select, gather, scatter): C++ kernels against the numpy reference."""
-
 import numpy as np
 import pytest
 

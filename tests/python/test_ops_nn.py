@@ -1,5 +1,4 @@
 """nn ops (layer_norm, rms_norm, embedding): C++ kernels against the numpy reference."""
-
 import numpy as np
 import pytest
 

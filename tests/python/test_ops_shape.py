@@ -1,5 +1,4 @@
 """Shape ops: C++ kernels against the numpy reference."""
-
 import numpy as np
 import pytest
 
