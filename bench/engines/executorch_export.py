@@ -32,7 +32,7 @@ import json
 import time
 from pathlib import Path
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 MAX_SRC = 512
 MAX_LEN = 64
 METHODS = ("encode", "cross_kv", "decode")  # decoder positions in the static cache: 1 start token + up to 63 new tokens
@@ -180,13 +180,16 @@ def export(checkpoint_dir: str | Path, out_dir: str | Path, quant: str | None = 
             (None, None, None, None, {4: Sd}, {3: Sd}),
         ),
     }
+    delegation = {}
     with torch.no_grad():
         for name, (m, args, dyn) in specs.items():
             ep = torch.export.export(m, args, dynamic_shapes=dyn, strict=False)
             if quant == "8da8w":
                 ep = _quantize(ep, args, dyn, torch)
             # one program per method: each is loaded, checked and timed on its own
-            prog = to_edge_transform_and_lower({name: ep}, partitioner=[XnnpackPartitioner()]).to_executorch()
+            edge = to_edge_transform_and_lower({name: ep}, partitioner=[XnnpackPartitioner()])
+            delegation[name] = _delegation(edge.exported_program(name).graph_module)
+            prog = edge.to_executorch()
             tmp = out_dir / f"{name}.pte.tmp"
             tmp.write_bytes(prog.buffer)
             tmp.replace(out_dir / f"{name}.pte")  # never a half-written program
@@ -206,10 +209,23 @@ def export(checkpoint_dir: str | Path, out_dir: str | Path, quant: str | None = 
         "head_dim": Dh,
         "max_len": T,
         "max_src": max_src,
+        "delegation": delegation,
         "pte_bytes": {n: (out_dir / f"{n}.pte").stat().st_size for n in METHODS},
     }
     (out_dir / "export_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def _delegation(graph_module) -> dict:
+    """How many XNNPACK subgraphs the program has, and the operators left to the portable
+    kernels (counted here: executorch.devtools' own counter imports pandas)."""
+    import operator
+    from collections import Counter
+
+    calls = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+    delegate = [n for n in calls if "call_delegate" in str(n.target)]
+    portable = Counter(str(getattr(n.target, "__name__", n.target)) for n in calls if n not in delegate)
+    return {"xnnpack_subgraphs": len(delegate), "portable_ops": dict(sorted(portable.items()))}
 
 
 def _quantize(ep, args, dyn, torch):
