@@ -100,7 +100,7 @@ class ExecuTorchEngine(OnnxRuntimeEngine):
 
     def _check(self, ids: np.ndarray, mask: np.ndarray) -> None:
         if ids.shape[0] != 1 or not mask.all():
-            raise EngineUnavailable(f"{self.name}: batch 1 without padding only, got {ids.shape} ")
+            raise EngineUnavailable(f"{self.name}: batch 1 without padding only, got ids of shape {ids.shape}")
         if not 2 <= ids.shape[1] <= self.max_src:
             raise EngineUnavailable(f"{self.name}: source length {ids.shape[1]} outside 2..{self.max_src}")
 
