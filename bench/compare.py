@@ -328,6 +328,7 @@ def print_table(report: dict) -> str:
     env = report.get("environment", {})
     k = env.get("tensorvm_kernels", {})
     lines = [f"cpu: {env.get('cpu', '?')} | tensorvm kernels: {k.get('active', '?')} (w8a8 {k.get('w8a8', '?')}; "
+             f"gemm {k.get('gemm', '?')}; "
              f"supported: {' '.join(k.get('variants_supported', []))})"]
     hdr = (
         f"{'src':>4} {'B':>2} {'beam':>4}  {'engine':<20} {'enc ms':>8} {'ms/tok':>8} {'sent/s':>8} "

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   fmt::print("linear on one decode step's weights (opus-mt shapes), {} threads, median of {}\n", threads, reps);
   const ops::CpuInfo& cpu = ops::cpu_info();
   fmt::print("cpu: {} | kernels: {} (w8a8 {}; TENSORVM_ISA=scalar|avx2|avx512|avx512_vnni|neon forces one)\n",
-             cpu.model.empty() ? cpu.arch : cpu.model, ops::linear_kernels().name, ops::linear_kernels().w8a8_name);
+             cpu.model.empty() ? cpu.arch : cpu.model, ops::kernel_table().name, ops::kernel_table().w8a8_name);
   fmt::print("{:>5} {:>6} {:>11} {:>9} {:>11} {:>9} {:>10}\n", "rows", "dtype", "layers ms", "GB/s", "head ms", "GB/s",
              "step ms");
   for (int64_t r : rows) {

@@ -1,14 +1,18 @@
 // Fused scaled-dot-product attention. Per (batch, head): scores = scale * q k^T (+ mask),
 // a max-subtracted softmax over the keys, then scores @ v. k and v may be strided views
 // (a KV cache hands out the filled prefix of preallocated [B, H, Tmax, D] storage), read
-// in place through Eigen maps with an outer stride. One scratch tensor holds the scores
-// of one (batch, head); decoding (Tq = 1) is two GEMVs per head, prefill two GEMMs.
+// in place. One scratch tensor holds the scores of one (batch, head). The products are
+// the active kernel variant's (ops/kernels/): the scores are linear's dot_rows_f32 with
+// the keys as weight rows, o = p v is weighted_rows_f32; Eigen is left only for keys
+// whose rows are not contiguous.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include <Eigen/Core>
 
+#include "ops/cpu.h"
+#include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
 namespace ops {
@@ -138,6 +142,7 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
   // (batch, head) pairs are independent: split them over threads, each chunk with its
   // own score scratch (from the pool, so no malloc in a steady decode loop).
   const int64_t work = std::max<int64_t>(1, Tq * Tk * std::max<int64_t>(1, D + Dv));
+  const kernels::KernelTable& kt = kernel_table();
   ctx.parallel_for(B * H, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t bh0, int64_t bh1) {
     Tensor scratch = ctx.empty(DType::f32, Shape{Tq, Tk});
     float* sp = scratch.data<float>();
@@ -145,22 +150,21 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
       const int64_t b = bh / H, h = bh % H;
       const float* Q = qp + (b * H + h) * Tq * D;
       StridedRows K(kp + b * ks0 + h * ks1, Tk, D, Eigen::OuterStride<>(ks2));
-      StridedRows V(vp + b * vs0 + h * vs1, Tk, Dv, Eigen::OuterStride<>(vs2));
       float* O = op + (b * H + h) * Tq * Dv;
       RowMap S(sp, Tq, Tk);
-      if (D == 0)
+      if (D == 0) {
         S.setZero();
-      else if (Tq == 1)
-        VecMap(sp, Tk).noalias() = K * ConstVecMap(Q, D);
-      else
+      } else if (ks2 == D) {  // one head's keys are contiguous rows (a KV cache, a dense k)
+        for (int64_t i0 = 0; i0 < Tq; i0 += kMaxDotRows)
+          kt.dot_rows_f32(Q + i0 * D, std::min(kMaxDotRows, Tq - i0), D, kp + b * ks0 + h * ks1, nullptr, Tk,
+                          sp + i0 * Tk, Tk);
+      } else {
         S.noalias() = ConstRowMap(Q, Tq, D) * K.transpose();
+      }
       const int64_t mbase = b * m.stride[0] + h * m.stride[1];
       for (int64_t i = 0; i < Tq; ++i) softmax_row(sp + i * Tk, Tk, scale, m, mbase + i * m.stride[2]);
       if (Dv == 0) continue;
-      if (Tq == 1)
-        VecMap(O, Dv).noalias() = V.transpose() * ConstVecMap(sp, Tk);
-      else
-        RowMap(O, Tq, Dv).noalias() = S * V;
+      kt.weighted_rows_f32(sp, Tq, Tk, vp + b * vs0 + h * vs1, vs2, Dv, O);
     }
   });
   out[0] = std::move(o);

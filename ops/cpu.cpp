@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ops/gemm_library.h"
+#include "ops/linear_kernels.h"
 #include "vm/error.h"
 
 #if defined(__x86_64__)
@@ -19,7 +21,7 @@ namespace {
 
 struct Variant {
   const char* name;
-  const kernels::LinearKernels* table;
+  const kernels::KernelTable* table;
   std::vector<const char*> needs;  // cpu_info() features
 };
 
@@ -127,7 +129,7 @@ const Variant& pick(std::string_view name) {
   vm::fail("unknown kernel variant '{}' (built: {}, or auto)", name, known);
 }
 
-std::atomic<const kernels::LinearKernels*> g_active{nullptr};
+std::atomic<const kernels::KernelTable*> g_active{nullptr};
 std::atomic<bool> g_forced{false};  // set_kernel_variant chose the active variant, not TENSORVM_ISA or auto
 
 }  // namespace
@@ -150,8 +152,8 @@ std::vector<std::string> supported_kernel_variants() {
   return out;
 }
 
-const kernels::LinearKernels& linear_kernels() {
-  const kernels::LinearKernels* k = g_active.load(std::memory_order_acquire);
+const kernels::KernelTable& kernel_table() {
+  const kernels::KernelTable* k = g_active.load(std::memory_order_acquire);
   if (k) return *k;
   const char* env = std::getenv("TENSORVM_ISA");
   try {
@@ -173,14 +175,16 @@ std::string describe_cpu() {
   std::string features, supported_list;
   for (const auto& f : info.features) features += (features.empty() ? "" : " ") + f;
   for (const auto& v : supported_kernel_variants()) supported_list += (supported_list.empty() ? "" : " ") + v;
-  const auto& k = linear_kernels();
+  const auto& k = kernel_table();
   const char* env = std::getenv("TENSORVM_ISA");
   return fmt::format(
-      "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",
+      "cpu: {}\narch: {}\nfeatures: {}\nvariants: {}\nactive: {}{}\nlinear: {}{}\nlinear_int8: {}\nlinear_w8a8: {} ({})\n",
       info.model.empty() ? "unknown" : info.model, info.arch, features, supported_list, k.name,
       g_forced.load(std::memory_order_relaxed) ? std::string(" (set_kernel_variant)")
       : env                                     ? fmt::format(" (TENSORVM_ISA={})", env)
-                                                : std::string(" (auto)"), k.name, k.name, k.name, k.w8a8_name);
+                                                : std::string(" (auto)"), k.name,
+      library_gemm_active() ? fmt::format(" ({} past {} rows)", library_gemm_name(), kMaxDotRows) : std::string(),
+      k.name, k.name, k.w8a8_name);
 }
 
 }  // namespace ops

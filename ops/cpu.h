@@ -25,7 +25,7 @@ std::vector<std::string> supported_kernel_variants();
 
 // The active variant's kernels (chosen on first use; vm::Error if TENSORVM_ISA names a
 // variant that is unknown or that this CPU cannot run).
-const kernels::LinearKernels& linear_kernels();
+const kernels::KernelTable& kernel_table();
 
 // Forces a variant by name ("auto": the best supported one) for every Session of the
 // process. vm::Error if unknown or unsupported. Not meant to be called while a kernel runs.

@@ -2,60 +2,32 @@
 // code that GCC/Clang auto-vectorise in a plain `for` loop; libm's expf is not
 // vectorised without -ffast-math. Exact at the edges: exp(-inf) = 0, exp(inf) = inf,
 // exp(NaN) = NaN, results below FLT_MIN are gradual (denormal) like expf.
+//
+// The ops include this in namespace ops. The kernel variants (ops/kernels/variant.cpp)
+// include it again in their own namespace, by defining TENSORVM_MATH_NAMESPACE first, so
+// that a copy compiled with AVX-512 flags never leaves its variant: hence no `#pragma
+// once`, and nothing here but <cstdint> and <cstring>.
+#ifndef TENSORVM_MATH_NAMESPACE
 #pragma once
+#define TENSORVM_MATH_NAMESPACE ops
+#endif
 
 #include <cstdint>
 #include <cstring>
 
-namespace ops {
-
-// exp(x) in float, within ~1 ulp of expf (Cephes polynomial on [-ln2/2, ln2/2]).
-// The clamp bounds are chosen so that no final fix-up is needed: x >= 100 scales by
-// 2^144 and overflows to inf, x <= -120 scales by 2^-173 and underflows to 0. A NaN
-// is clamped to `lo` for the arithmetic (converting NaN to an int is undefined) and
-// returned as is at the end (a select: the loop still vectorises).
-inline float exp_f32(float x) {
-  const float hi = 100.0f;
-  const float lo = -120.0f;
-  float xc = x > hi ? hi : x;
-  xc = xc >= lo ? xc : lo;  // NaN -> lo
-  // n = round(x / ln2) via the 1.5 * 2^23 trick (no call, vectorises).
-  const float shifter = 12582912.0f;
-  const float n = (xc * 1.44269504088896341f + shifter) - shifter;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  // y * 2^n in two steps (n in [-173, 144]: each half is a normal power of two), so
-  // denormal results and overflow to inf come out of the multiplications.
-  const int32_t ni = int32_t(n);
-  const int32_t n1 = ni >> 1;
-  const int32_t n2 = ni - n1;
-  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  const float e = y * s1 * s2;
-  return x != x ? x : e;
-}
-
-// 1 / (1 + exp(-x)), torch's formula.
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
-
-// x * sigmoid(x) = x / (1 + exp(-x)), torch's formula.
-inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
+namespace TENSORVM_MATH_NAMESPACE {
 
 // ---------------------------------------------------------------- row reductions
-// Explicit 16-lane loops with GCC/Clang vector extensions: the auto-vectoriser does not
-// turn max/argmax/sum-in-double reductions over floats into SIMD without -ffast-math.
-// The vectors are generic (lowered to AVX-512, AVX2, SSE or scalars as available).
+// Explicit loops over GCC/Clang vector extensions: the auto-vectoriser does not turn
+// max/argmax/sum-in-double reductions over floats into SIMD without -ffast-math. The
+// vectors are as wide as the registers the compilation targets (16 floats with
+// AVX-512, 8 with AVX, else 4): GCC turns a comparison of a vector wider than its
+// registers into one scalar compare per lane (measured: exp over 2M floats 7x slower
+// with 16-lane vectors on AVX2), so the width must follow the target. Nothing computed
+// here depends on the width: max, argmax and exp are exact per lane, and sum_f32 keeps
+// one fixed order.
 // These inline helpers return vectors by value; GCC warns that such calls have another
-// ABI without AVX/AVX-512, which never matters here (-Wpsabi silenced; parameters are
+// ABI on other targets, which never matters here (-Wpsabi silenced; parameters are
 // passed by reference because GCC's note about their ABI cannot be silenced).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -63,39 +35,38 @@ inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
 #endif
 namespace simd {
 
+#if defined(__AVX512F__)
 constexpr int kLanes = 16;
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-typedef float f32x8 __attribute__((vector_size(32)));
-typedef double f64x8 __attribute__((vector_size(64)));
+#elif defined(__AVX__)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
+typedef float fv __attribute__((vector_size(4 * kLanes)));
+typedef int32_t iv __attribute__((vector_size(4 * kLanes)));
 
-inline f32x16 load16(const float* p) {
-  f32x16 v;
+inline fv load(const float* p) {
+  fv v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline f32x8 load8(const float* p) {
-  f32x8 v;
-  std::memcpy(&v, p, sizeof v);
+inline fv splat(float x) { return fv{} + x; }
+inline iv iota() {
+  iv v = {};
+  for (int j = 0; j < kLanes; ++j) v[j] = j;
   return v;
 }
-inline f32x16 splat(float x) { return f32x16{} + x; }
-// m ? a : b per lane (m is all-ones or zero), as bit operations (portable across compilers).
-inline f32x16 select(const i32x16& m, const f32x16& a, const f32x16& b) {
-  i32x16 ia, ib;
-  std::memcpy(&ia, &a, sizeof ia);
-  std::memcpy(&ib, &b, sizeof ib);
-  const i32x16 r = (m & ia) | (~m & ib);
-  f32x16 out;
-  std::memcpy(&out, &r, sizeof out);
-  return out;
-}
-inline i32x16 select(const i32x16& m, const i32x16& a, const i32x16& b) { return (m & a) | (~m & b); }
+// m ? a : b per lane (m is all-ones or zero), as bit operations (portable across
+// compilers); the casts reinterpret the bits.
+inline fv select(const iv& m, const fv& a, const fv& b) { return (fv)((m & (iv)a) | (~m & (iv)b)); }
+inline iv select(const iv& m, const iv& a, const iv& b) { return (m & a) | (~m & b); }
 // Whether any lane of a mask is set.
-inline bool any(const i32x16& m) {
-  uint64_t w[8];
+inline bool any(const iv& m) {
+  uint64_t w[kLanes / 2];
   std::memcpy(w, &m, sizeof w);
-  return ((w[0] | w[1]) | (w[2] | w[3]) | (w[4] | w[5]) | (w[6] | w[7])) != 0;
+  uint64_t r = 0;
+  for (int j = 0; j < kLanes / 2; ++j) r |= w[j];
+  return r != 0;
 }
 
 }  // namespace simd
@@ -111,16 +82,16 @@ inline float extreme_f32(const float* p, int64_t n, bool& nan) {
   int64_t i = 0;
   if (n >= kLanes) {
     // Two independent accumulators hide the compare+blend latency.
-    f32x16 l0 = splat(init), l1 = l0;
-    i32x16 nanv = {};
+    fv l0 = splat(init), l1 = l0;
+    iv nanv = {};
     for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-      const f32x16 v0 = load16(p + i), v1 = load16(p + i + kLanes);
+      const fv v0 = load(p + i), v1 = load(p + i + kLanes);
       l0 = select(MAX ? (v0 > l0) : (v0 < l0), v0, l0);
       l1 = select(MAX ? (v1 > l1) : (v1 < l1), v1, l1);
       nanv |= (v0 != v0) | (v1 != v1);
     }
     for (; i + kLanes <= n; i += kLanes) {
-      const f32x16 v = load16(p + i);
+      const fv v = load(p + i);
       l0 = select(MAX ? (v > l0) : (v < l0), v, l0);
       nanv |= (v != v);
     }
@@ -148,17 +119,17 @@ inline int64_t arg_extreme_f32(const float* p, int64_t n) {
   bool nan = p[0] != p[0];
   int64_t i = 1;
   if (n >= 2 * kLanes && n < (int64_t(1) << 31)) {
-    // Two sets of lanes (elements [32k, 32k+16) and [32k+16, 32k+32)), each keeping
-    // its first extreme (strict compare); merged by (value, lowest index) at the end.
-    f32x16 lv0 = load16(p), lv1 = load16(p + kLanes);
-    i32x16 li0 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    i32x16 li1 = li0 + kLanes;
-    i32x16 cur = li0 + 2 * kLanes;
-    i32x16 nanv = (lv0 != lv0) | (lv1 != lv1);
+    // Two sets of lanes (elements [2Lk, 2Lk+L) and [2Lk+L, 2Lk+2L) for L lanes), each
+    // keeping its first extreme (strict compare); merged by (value, lowest index) at the end.
+    fv lv0 = load(p), lv1 = load(p + kLanes);
+    iv li0 = iota();
+    iv li1 = li0 + kLanes;
+    iv cur = li0 + 2 * kLanes;
+    iv nanv = (lv0 != lv0) | (lv1 != lv1);
     for (i = 2 * kLanes; i + 2 * kLanes <= n; i += 2 * kLanes, cur += 2 * kLanes) {
-      const f32x16 v0 = load16(p + i), v1 = load16(p + i + kLanes);
-      const i32x16 b0 = MAX ? (v0 > lv0) : (v0 < lv0);
-      const i32x16 b1 = MAX ? (v1 > lv1) : (v1 < lv1);
+      const fv v0 = load(p + i), v1 = load(p + i + kLanes);
+      const iv b0 = MAX ? (v0 > lv0) : (v0 < lv0);
+      const iv b1 = MAX ? (v1 > lv1) : (v1 < lv1);
       lv0 = select(b0, v0, lv0);
       li0 = select(b0, cur, li0);
       lv1 = select(b1, v1, lv1);
@@ -191,33 +162,127 @@ inline int64_t arg_extreme_f32(const float* p, int64_t n) {
   return bi;
 }
 
-// Whether any of p[0..16) could beat `worst` in a top-k heap: greater than it (LARGEST)
-// or smaller, NaN counting as the largest. A superset test; callers check exactly.
+// Whether any of p[0..kLanes) could beat `worst` in a top-k heap: greater than it
+// (LARGEST) or smaller, NaN counting as the largest. A superset test; callers check exactly.
 template <bool LARGEST>
 inline bool any_may_enter_f32(const float* p, float worst) {
   using namespace simd;
   if (worst != worst) return true;
-  const f32x16 v = load16(p), w = splat(worst);
+  const fv v = load(p), w = splat(worst);
   return any(LARGEST ? (v > w) | (v != v) : (v < w));
 }
 
-// sum(p[0..n)) accumulated in double.
+// sum(p[0..n)) accumulated in double, in one order whatever the target: 16 partial sums,
+// partial j adding the elements at 16t + j in order, then (partial j + partial j + 8)
+// for j = 0..7 added in order, then the tail. The partials live in as many native
+// double vectors as it takes (8 on SSE, 4 on AVX, 2 on AVX-512); one 64-byte vector
+// split by GCC over AVX2 registers ran 6x slower.
 inline double sum_f32(const float* p, int64_t n) {
   using namespace simd;
-  f64x8 a = {}, b = {};
+  constexpr int kD = kLanes / 2;  // doubles per native vector
+  typedef double dv __attribute__((vector_size(8 * kD)));
+  typedef float fh __attribute__((vector_size(4 * kD)));
+  dv acc[16 / kD] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    a += __builtin_convertvector(load8(p + i), f64x8);
-    b += __builtin_convertvector(load8(p + i + 8), f64x8);
+  for (; i + 16 <= n; i += 16) {
+    for (int v = 0; v < 16 / kD; ++v) {
+      fh f;
+      std::memcpy(&f, p + i + v * kD, sizeof f);
+      acc[v] += __builtin_convertvector(f, dv);
+    }
   }
-  a += b;
+  double part[16];
+  std::memcpy(part, acc, sizeof part);
   double s = 0;
-  for (int j = 0; j < 8; ++j) s += a[j];
+  for (int j = 0; j < 8; ++j) s += part[j] + part[j + 8];
   for (; i < n; ++i) s += double(p[i]);
   return s;
+}
+
+// out = exp(x) on every lane (out by reference: see -Wpsabi above), within ~1 ulp of
+// expf (Cephes polynomial on [-ln2/2, ln2/2]). The clamp bounds are chosen so that no
+// final fix-up is needed: x >= 100 scales by 2^144 and overflows to inf, x <= -120 scales
+// by 2^-173 and underflows to 0. A NaN is clamped to `lo` for the arithmetic (converting
+// NaN to an int is undefined) and returned as is at the end. Written on vectors because
+// GCC vectorises the scalar form of these selects and conversions only with AVX-512.
+inline void exp_v(const simd::fv& x, simd::fv& out) {
+  using namespace simd;
+  const fv hi = splat(100.0f), lo = splat(-120.0f);
+  fv xc = select(x > hi, hi, x);
+  xc = select(xc >= lo, xc, lo);  // NaN -> lo
+  // n = round(x / ln2) via the 1.5 * 2^23 trick.
+  const fv shifter = splat(12582912.0f);
+  const fv n = (xc * 1.44269504088896341f + shifter) - shifter;
+  fv r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  fv p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const fv y = p * r * r + r + 1.0f;
+  const iv ni = __builtin_convertvector(n, iv);
+  const iv n1 = ni >> 1;
+  const iv n2 = ni - n1;
+  const iv b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  // y * 2^n in two steps (n in [-173, 144]: each half is a normal power of two), so
+  // denormal results and overflow to inf come out of the multiplications.
+  const fv e = y * (fv)b1 * (fv)b2;
+  out = select(x != x, x, e);
+}
+
+// exp of one float: exp_v on a vector holding it, so that a loop's scalar tail computes
+// exactly what its vector lanes do, from one copy of the arithmetic.
+inline float exp_f32(float x) {
+  simd::fv r;
+  exp_v(simd::splat(x), r);
+  return r[0];
+}
+
+// 1 / (1 + exp(-x)), torch's formula.
+inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// x * sigmoid(x) = x / (1 + exp(-x)), torch's formula.
+inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
+
+// y[i] = f(x[i]) for n floats, a vector at a time: F is exp, sigmoid or silu, the
+// vector form built on exp_v and the scalar one (the tail) on exp_f32.
+enum class ExpMap { exp = 0, sigmoid = 1, silu = 2 };  // the numbers are the kernel table's exp_map kinds
+
+template <ExpMap F>
+inline void exp_map_f32(const float* x, float* y, int64_t n) {
+  using namespace simd;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const fv v = load(x + i);
+    fv r;
+    exp_v(F == ExpMap::exp ? v : -v, r);
+    if constexpr (F == ExpMap::sigmoid) r = 1.0f / (1.0f + r);
+    if constexpr (F == ExpMap::silu) r = v / (1.0f + r);
+    std::memcpy(y + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) {
+    if constexpr (F == ExpMap::exp) y[i] = exp_f32(x[i]);
+    if constexpr (F == ExpMap::sigmoid) y[i] = sigmoid_f32(x[i]);
+    if constexpr (F == ExpMap::silu) y[i] = silu_f32(x[i]);
+  }
+}
+
+// e[i] = exp(x[i] - m) for n floats (softmax's numerator).
+inline void exp_shifted_f32(const float* x, float m, float* e, int64_t n) {
+  using namespace simd;
+  int64_t i = 0;
+  const fv mv = splat(m);
+  for (; i + kLanes <= n; i += kLanes) {
+    fv r;
+    exp_v(load(x + i) - mv, r);
+    std::memcpy(e + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) e[i] = exp_f32(x[i] - m);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 
-}  // namespace ops
+}  // namespace TENSORVM_MATH_NAMESPACE

@@ -2,14 +2,21 @@
 // erf) takes f32 tensors; neg, abs and relu also i64/i32. exp/sigmoid/silu use the
 // vectorised exp of elementwise_math.h; log, tanh, erf and sqrt call libm per element
 // (exact; Eigen's AVX-512 packet sqrt is an approximation, and sqrtf does not
-// vectorise with errno semantics). None of these is hot in the Marian model.
+// vectorise with errno semantics). silu is Marian's activation, on every FFN row.
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "ops/broadcast.h"
+#include "ops/cpu.h"
 #include "ops/elementwise_math.h"
 #include "ops/registry.h"
+
+// As in reduce.cpp: GCC notes at the end of the file, where the templates are emitted,
+// that the SIMD helpers' vector values have another ABI without AVX; they never cross one.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 namespace ops {
 
@@ -44,15 +51,31 @@ Tensor map_f32(OpContext& ctx, const Tensor& x, F f) {
     out[0] = map_f32(ctx, f32_input(a), [](float v) -> float { return expr; }); \
   }
 
-TVM_UNARY_F32(exp_op, exp_f32(v))
 TVM_UNARY_F32(log_op, std::log(v))
 TVM_UNARY_F32(tanh_op, std::tanh(v))
-TVM_UNARY_F32(sigmoid_op, sigmoid_f32(v))
-TVM_UNARY_F32(silu_op, silu_f32(v))
 TVM_UNARY_F32(erf_op, std::erf(v))
 TVM_UNARY_F32(sqrt_op, std::sqrt(v))
 TVM_UNARY_F32(rsqrt_op, 1.0f / std::sqrt(v))
 #undef TVM_UNARY_F32
+
+// exp, sigmoid and silu: the active variant's 16-lane loops (ops/kernels/softmax.h).
+// Each lane's arithmetic is fixed, so where a thread's range starts does not matter.
+template <ExpMap F>
+void exp_map_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = f32_input(a);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  const int64_t n = x.numel();
+  const auto map = kernel_table().exp_map;
+  const int kind = int(F);
+  if (n >= kParallelElements) {
+    ctx.parallel_for(n, kParallelElements / 2, [&](int64_t b, int64_t e) { map(kind, px + b, py + b, e - b); });
+  } else {
+    map(kind, px, py, n);
+  }
+  out[0] = std::move(y);
+}
 
 void gelu_op(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = f32_input(a);
@@ -139,13 +162,13 @@ void add_unary(Registry& r, const char* name, Kernel k, const char* doc) {
 }  // namespace
 
 void register_elementwise_unary_ops(Registry& r) {
-  add_unary(r, "exp", exp_op, "e ** x (f32 tensor, same shape).");
+  add_unary(r, "exp", exp_map_op<ExpMap::exp>, "e ** x (f32 tensor, same shape).");
   add_unary(r, "log", log_op, "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
   add_unary(r, "sqrt", sqrt_op, "Square root (f32 tensor): sqrt(x < 0) = NaN.");
   add_unary(r, "rsqrt", rsqrt_op, "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
   add_unary(r, "tanh", tanh_op, "Hyperbolic tangent (f32 tensor).");
-  add_unary(r, "sigmoid", sigmoid_op, "1 / (1 + exp(-x)) (f32 tensor).");
-  add_unary(r, "silu", silu_op, "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
+  add_unary(r, "sigmoid", exp_map_op<ExpMap::sigmoid>, "1 / (1 + exp(-x)) (f32 tensor).");
+  add_unary(r, "silu", exp_map_op<ExpMap::silu>, "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
   add_unary(r, "erf", erf_op, "The error function (f32 tensor).");
   add_unary(r, "relu", relu_op, "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
   {

@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "ops/cpu.h"
+#include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
@@ -28,7 +29,7 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
                 int64_t outf, float* y) {
   if (rows <= 0 || outf <= 0) return;
-  const kernels::LinearKernels& k = linear_kernels();
+  const kernels::KernelTable& k = kernel_table();
   if (in == 0) {  // empty sums
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;
@@ -38,6 +39,14 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
     const int64_t grain = rows <= 8 ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
       k.dot_rows_f32(x, rows, in, w + j0 * in, bias ? bias + j0 : nullptr, j1 - j0, y + j0, outf);
+    });
+  } else if (library_gemm_active()) {
+    // Many rows, through oneDNN: fixed column chunks, so every call has the same shape
+    // whatever the thread count.
+    const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
+    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
     });
   } else {
     // Many rows: the tiled GEMM over blocks of output features, each thread with its own

@@ -42,7 +42,7 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   const int8_t* qp = w.data<int8_t>();
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
-  const kernels::LinearKernels& k = linear_kernels();
+  const kernels::KernelTable& k = kernel_table();
   if (in == 0) {  // empty sums
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) yp[r * outf + j] = bp ? bp[j] : 0.0f;

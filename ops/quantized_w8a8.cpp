@@ -101,7 +101,7 @@ void linear_w8a8(OpContext& ctx, const Args& a, Value* out) {
   });
   const int64_t kb = (in + kIn - 1) / kIn;
   const kernels::W8A8Problem p{qp, padded, sxp, w.data<int8_t>(), kb, sc.data<float>(), bp, yp, outf};
-  const kernels::LinearKernels& k = linear_kernels();
+  const kernels::KernelTable& k = kernel_table();
   const int64_t blocks = (outf + kOut - 1) / kOut;
   const int64_t grain = std::max<int64_t>(4, (int64_t(1) << 14) / (std::min<int64_t>(rows, 16) * in));
   ctx.parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) { k.w8a8_blocks(p, rows, b0, b1); });

@@ -9,12 +9,14 @@
 // Float sums (sum, mean, softmax's denominator, cumsum) accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "ops/broadcast.h"
 #include "ops/elementwise_math.h"
+#include "ops/cpu.h"
 #include "ops/registry.h"
 
 // The SIMD row helpers of elementwise_math.h pass GCC vector types between inline
@@ -390,34 +392,6 @@ void argext_op(OpContext& ctx, const Args& a, Value* out) {
 
 // ---------------------------------------------------------------- softmax
 
-// One contiguous row of softmax / log_softmax.
-template <bool LOG>
-void softmax_row(const float* xo, float* yo, int64_t R) {
-  // Row max; a NaN, +inf or an all -inf row makes the whole row NaN, like torch.
-  bool nan = false;
-  float m = extreme_f32<true>(xo, R, nan);
-  if (nan) m = std::numeric_limits<float>::quiet_NaN();
-  // exp(x - m) and its sum a chunk at a time, so the sum reads from L1; softmax
-  // keeps the exps in y, log_softmax only needs their sum (a stack chunk).
-  constexpr int64_t kChunk = 1024;
-  double s = 0;
-  for (int64_t c0 = 0; c0 < R; c0 += kChunk) {
-    const int64_t nc = std::min(kChunk, R - c0);
-    float tmp[LOG ? kChunk : 1];
-    float* __restrict e = LOG ? tmp : yo + c0;
-    const float* __restrict xc = xo + c0;
-    for (int64_t i = 0; i < nc; ++i) e[i] = exp_f32(xc[i] - m);
-    s += sum_f32(e, nc);
-  }
-  if constexpr (LOG) {
-    const float ls = std::log(float(s));
-    for (int64_t k = 0; k < R; ++k) yo[k] = (xo[k] - m) - ls;
-  } else {
-    const float inv = float(1.0 / s);
-    for (int64_t k = 0; k < R; ++k) yo[k] *= inv;
-  }
-}
-
 template <bool LOG>
 void softmax_op(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = a.tensor(0);
@@ -433,8 +407,10 @@ void softmax_op(OpContext& ctx, const Args& a, Value* out) {
   }
   if (inner == 1) {
     // Rows are independent (beam search: [batch x beams, vocab]); split them over threads.
+    // The row kernel is the active variant's (ops/kernels/softmax.h).
+    const auto rows = kernel_table().softmax_rows;
     ctx.parallel_for(L.outer, std::max<int64_t>(1, kParallelElements / R), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) softmax_row<LOG>(px + o * R, py + o * R, R);
+      rows(px + o0 * R, py + o0 * R, o1 - o0, R, LOG);
     });
     out[0] = std::move(y);
     return;
@@ -454,7 +430,13 @@ void softmax_op(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t r = 0; r < R; ++r) {
         const float* row = xo + r * inner + i0;
         float* orow = yo + r * inner + i0;
-        for (int64_t i = 0; i < nb; ++i) orow[i] = exp_f32(row[i] - m[i]);
+        int64_t i = 0;
+        for (; i + simd::kLanes <= nb; i += simd::kLanes) {
+          simd::fv e;
+          exp_v(simd::load(row + i) - simd::load(m + i), e);
+          std::memcpy(orow + i, &e, sizeof e);
+        }
+        for (; i < nb; ++i) orow[i] = exp_f32(row[i] - m[i]);
         for (int64_t i = 0; i < nb; ++i) s[i] += double(orow[i]);
       }
       float f[kBlock];

@@ -1,6 +1,8 @@
 #include "vm/kvcache.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -67,16 +69,50 @@ void KVCache::reorder(const Tensor& index, Pool* pool) {
     rows[size_t(b)] = index.dtype() == DType::i64 ? index.data<int64_t>()[b] : index.data<int32_t>()[b];
     if (rows[size_t(b)] < 0 || rows[size_t(b)] >= batch_) fail("index {} out of range [0, {})", rows[size_t(b)], batch_);
   }
+  // Rows that keep their own history (most, in a beam search) need no copy. Rows that
+  // are overwritten while another row still needs their history are saved first.
+  std::vector<int64_t> saved_slot(size_t(batch_), -1);
+  int64_t saved = 0, moved = 0;
+  for (int64_t b = 0; b < batch_; ++b) {
+    const int64_t src = rows[size_t(b)];
+    if (src == b) continue;
+    ++moved;
+    if (rows[size_t(src)] != src && saved_slot[size_t(src)] < 0) saved_slot[size_t(src)] = saved++;
+  }
+  if (moved == 0) return;
+  const int64_t row_floats = heads_ * max_len_ * head_dim_;  // one cache row of one layer
   for (int64_t l = 0; l < layers_; ++l) {
     const int64_t n = len_[size_t(l)];
+    const size_t run = size_t(n * head_dim_) * sizeof(float);
     for (Tensor* store : {&k_[size_t(l)], &v_[size_t(l)]}) {
-      Tensor fresh = Tensor::empty(DType::f32, store->shape(), pool);
-      const size_t run = size_t(n * head_dim_) * sizeof(float);
+      float* d = store->data<float>();
+      // A view handed out by append() or views() that is still alive must keep what it
+      // showed: then the rows go to fresh storage, as a functional op would.
+      if (store->buffer()->use_count() > 1) {
+        Tensor fresh = Tensor::empty(DType::f32, store->shape(), pool);
+        for (int64_t b = 0; b < batch_; ++b)
+          for (int64_t h = 0; h < heads_; ++h)
+            std::memcpy(fresh.data<float>() + (b * heads_ + h) * max_len_ * head_dim_,
+                        d + (rows[size_t(b)] * heads_ + h) * max_len_ * head_dim_, run);
+        *store = std::move(fresh);
+        continue;
+      }
+      Tensor keep = Tensor::empty(DType::f32, {std::max<int64_t>(saved, 1), heads_, n, head_dim_}, pool);
+      float* kp = keep.data<float>();
       for (int64_t b = 0; b < batch_; ++b)
-        for (int64_t h = 0; h < heads_; ++h)
-          std::memcpy(fresh.data<float>() + ((b * heads_ + h) * max_len_) * head_dim_,
-                      store->data<float>() + ((rows[size_t(b)] * heads_ + h) * max_len_) * head_dim_, run);
-      *store = std::move(fresh);
+        if (saved_slot[size_t(b)] >= 0)
+          for (int64_t h = 0; h < heads_; ++h)
+            std::memcpy(kp + (saved_slot[size_t(b)] * heads_ + h) * n * head_dim_,
+                        d + b * row_floats + h * max_len_ * head_dim_, run);
+      for (int64_t b = 0; b < batch_; ++b) {
+        const int64_t src = rows[size_t(b)];
+        if (src == b) continue;
+        for (int64_t h = 0; h < heads_; ++h) {
+          const float* from = saved_slot[size_t(src)] >= 0 ? kp + (saved_slot[size_t(src)] * heads_ + h) * n * head_dim_
+                                                           : d + src * row_floats + h * max_len_ * head_dim_;
+          std::memcpy(d + b * row_floats + h * max_len_ * head_dim_, from, run);
+        }
+      }
     }
   }
 }

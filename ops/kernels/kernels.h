@@ -1,10 +1,11 @@
-// The hot kernels of the linear ops, in one table per instruction-set variant. Each
-// variant is ops/kernels/variant.cpp compiled with its own flags into its own
-// namespace; ops/cpu.cpp picks one table at load time (CPU detection, or
-// TENSORVM_ISA). The kernels are single-threaded and take plain pointers: the ops
-// (ops/linalg.cpp, ops/quantized*.cpp) check shapes, allocate and split the work over
-// threads, always along output features, and each output is computed by the same
-// arithmetic wherever a split falls, so results do not depend on the thread count.
+// The hot kernels (the linear ops, attention's products, softmax and the exp maps), in
+// one table per instruction-set variant. Each variant is ops/kernels/variant.cpp
+// compiled with its own flags into its own namespace; ops/cpu.cpp picks one table at
+// load time (CPU detection, or TENSORVM_ISA). The kernels are single-threaded and take
+// plain pointers: the ops (ops/linalg.cpp, ops/quantized*.cpp, ops/attention.cpp,
+// ops/reduce.cpp, ops/elementwise_unary.cpp) check shapes, allocate and split the work
+// over threads, and each output is computed by the same arithmetic wherever a split
+// falls, so results do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ struct W8A8Problem {
   int64_t outf;
 };
 
-struct LinearKernels {
+struct KernelTable {
   const char* name;  // "scalar", "avx2", "avx512", "avx512_vnni", "neon"
 
   // y[r * y_stride + j] = dot(x[r, :], w[j, :]) + bias[j] (bias may be null) for r < rows,
@@ -52,17 +53,27 @@ struct LinearKernels {
   // linear_w8a8: every row for output blocks [b0, b1) of 16 features.
   void (*w8a8_blocks)(const W8A8Problem& p, int64_t rows, int64_t b0, int64_t b1);
   const char* w8a8_name;  // which arithmetic linear_w8a8 runs: "vnni", "avx2" or "generic"
+
+  // y = softmax (log = false) or log_softmax of each of `rows` contiguous rows of R floats.
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t R, bool log);
+
+  // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1) or silu (2).
+  void (*exp_map)(int kind, const float* x, float* y, int64_t n);
+
+  // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.
+  void (*weighted_rows_f32)(const float* p, int64_t rows, int64_t n, const float* v, int64_t v_stride, int64_t dv,
+                            float* o);
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,
 // avx2 / avx512 / avx512_vnni on x86-64, neon on AArch64.
-extern const LinearKernels kScalarKernels;
+extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
-extern const LinearKernels kAvx2Kernels;
-extern const LinearKernels kAvx512Kernels;
-extern const LinearKernels kAvx512VnniKernels;
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+extern const KernelTable kAvx512VnniKernels;
 #elif defined(__aarch64__)
-extern const LinearKernels kNeonKernels;
+extern const KernelTable kNeonKernels;
 #endif
 
 }  // namespace ops::kernels

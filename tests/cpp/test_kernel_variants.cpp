@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 #include <random>
 
 #include "ops/cpu.h"
+#include "ops/gemm_library.h"
 #include "ops/registry.h"
 #include "vm/thread_pool.h"
 
@@ -46,9 +49,17 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0;
 }
 
+// got == ref within tol, where ref is rounded to float first for the values float cannot
+// hold (overflow to inf) and NaN must meet NaN (silu(-inf) is -inf / inf, as in torch).
+bool close(float got, double ref, double tol) {
+  const float rf = float(ref);
+  if (std::isnan(rf) || std::isinf(rf)) return std::isnan(rf) ? std::isnan(got) : got == rf;
+  return std::fabs(got - ref) <= tol;
+}
+
 // Restores the variant chosen before the test.
 struct VariantGuard {
-  std::string before = ops::linear_kernels().name;
+  std::string before = ops::kernel_table().name;
   ~VariantGuard() { ops::set_kernel_variant(before); }
 };
 
@@ -61,7 +72,7 @@ TEST_CASE("cpu detection names the variants this CPU runs", "[kernels]") {
   CHECK_THROWS_WITH(ops::set_kernel_variant("avx3"), Catch::Contains("unknown kernel variant 'avx3'"));
   VariantGuard guard;
   ops::set_kernel_variant("auto");
-  CHECK(std::string(ops::linear_kernels().name) == supported.back());
+  CHECK(std::string(ops::kernel_table().name) == supported.back());
   CHECK(ops::describe_cpu().find("active: " + supported.back()) != std::string::npos);
 }
 
@@ -105,4 +116,114 @@ TEST_CASE("linear, linear_int8: every variant matches the reference on any threa
       }
     }
   }
+}
+
+TEST_CASE("softmax, log_softmax, exp, sigmoid, silu: the same bits on every variant and thread count", "[kernels][threads]") {
+  // Their lanes' arithmetic is fixed (elementwise_math.h), so unlike linear the variants
+  // agree with each other exactly; the reference is libm in double.
+  VariantGuard guard;
+  std::mt19937 g(11);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {1, 15, 16, 17, 1000, 1025, 70000}) {
+    const int64_t rows = cols > 1000 ? 3 : 5;
+    Tensor x = random_tensor(DType::f32, {rows, cols}, g);
+    float* xp = x.data<float>();
+    for (int64_t i = 0; i < rows * cols; ++i) xp[i] *= 30.0f;  // past exp's clamp both ways
+    if (cols >= 17) {  // edge values, in a vector's body and in its tail
+      xp[3] = -inf, xp[5] = 89.0f, xp[7] = -104.0f, xp[16] = -inf;
+      xp[cols + 2] = std::numeric_limits<float>::quiet_NaN();  // row 1 becomes NaN
+    }
+    std::vector<Tensor> first;
+    for (const std::string& variant : ops::supported_kernel_variants()) {
+      ops::set_kernel_variant(variant);
+      size_t k = 0;
+      for (const char* name : {"softmax", "log_softmax", "exp", "sigmoid", "silu"}) {
+        INFO(variant << " " << name << " cols " << cols);
+        const bool reduce = std::string(name).find("softmax") != std::string::npos;
+        std::vector<Value> args{Value(x)};
+        if (reduce) args.push_back(Value::from_int(-1));
+        const Tensor y = run_op(name, args, 1);
+        for (int threads : {2, 3}) CHECK(same_bits(y, run_op(name, args, threads)));
+        if (first.size() <= k) {
+          first.push_back(y);
+        } else {
+          CHECK(same_bits(first[k], y));
+        }
+        ++k;
+      }
+    }
+    // The first variant (scalar) against libm in double.
+    const float* s = first[0].data<float>();
+    const float* ls = first[1].data<float>();
+    const float* e = first[2].data<float>();
+    const float* sg = first[3].data<float>();
+    const float* sl = first[4].data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = xp + r * cols;
+      double m = -HUGE_VAL, sum = 0;
+      bool nan = false;
+      for (int64_t c = 0; c < cols; ++c) {
+        nan = nan || std::isnan(xr[c]);
+        m = std::max(m, double(xr[c]));
+      }
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(xr[c]) - m);
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t i = r * cols + c;
+        INFO("row " << r << " col " << c << " x " << xr[c]);
+        const double v = xr[c];
+        if (nan) {
+          CHECK(std::isnan(s[i]));
+          CHECK(std::isnan(ls[i]));
+        } else {
+          // x - m is rounded to float first: relative error ~|x - m| * 2^-24 in exp.
+          const double ref = std::exp(v - m) / sum;
+          CHECK(close(s[i], ref, std::isinf(v) ? 0.0 : 4e-7 * (1 + std::fabs(v - m)) * ref + 1e-37));  // + denormals
+          CHECK(close(ls[i], v - m - std::log(sum), 1e-5 * (1 + std::fabs(v - m))));
+        }
+        if (std::isnan(v)) {
+          CHECK((std::isnan(e[i]) && std::isnan(sg[i]) && std::isnan(sl[i])));
+          continue;
+        }
+        const double ev = std::exp(v);
+        CHECK(close(e[i], ev, 2e-7 * ev + 1e-44));
+        CHECK(close(sg[i], 1 / (1 + std::exp(-v)), 2e-7));
+        CHECK(close(sl[i], v / (1 + std::exp(-v)), 2e-7 * std::max(1.0, std::fabs(v))));
+      }
+    }
+  }
+}
+
+TEST_CASE("linear through the library GEMM: the same on any thread count, close to the reference", "[kernels][threads]") {
+  if (ops::library_gemm_name().empty()) {
+    WARN("this build has no library GEMM (oneDNN)");
+    return;
+  }
+  struct BackendGuard {
+    ~BackendGuard() { ops::set_gemm_backend("auto"); }
+  } guard;
+  ops::set_gemm_backend("onednn");
+  REQUIRE(ops::library_gemm_active());
+  std::mt19937 g(5);
+  for (int64_t rows : {33, 64, 300}) {
+    for (int64_t outf : {97, 256, 513}) {  // partial chunks of 256 columns, odd split points
+      const int64_t in = 77;
+      INFO("rows " << rows << " outf " << outf);
+      Tensor x = random_tensor(DType::f32, {rows, in}, g);
+      Tensor w = random_tensor(DType::f32, {outf, in}, g);
+      Tensor b = random_tensor(DType::f32, {outf}, g);
+      const Tensor y1 = run_op("linear", {Value(x), Value(w), Value(b)}, 1);
+      for (int threads : {2, 3}) CHECK(same_bits(y1, run_op("linear", {Value(x), Value(w), Value(b)}, threads)));
+      double worst = 0.0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < outf; ++j) {
+          double s = b.data<float>()[j];
+          for (int64_t k = 0; k < in; ++k) s += double(x.data<float>()[r * in + k]) * w.data<float>()[j * in + k];
+          worst = std::max(worst, std::fabs(s - y1.data<float>()[r * outf + j]));
+        }
+      CHECK(worst < 1e-4);
+    }
+  }
+  ops::set_gemm_backend("own");
+  CHECK(!ops::library_gemm_active());
+  CHECK_THROWS_WITH(ops::set_gemm_backend("mkl"), Catch::Contains("unknown GEMM backend 'mkl'"));
 }

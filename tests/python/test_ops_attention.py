@@ -9,6 +9,9 @@ import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op, registry
 
+# The products are the kernel variants' (ops/kernels/): every test runs on each of them.
+pytestmark = pytest.mark.usefixtures("kernel_variant")
+
 
 def check(*args, rtol=1e-5, atol=1e-6, **kwargs):
     got = call_op("attention", *args, **kwargs)
@@ -179,3 +182,23 @@ def test_attention_reads_strided_kv_cache_views(rng):
     np.testing.assert_array_equal(kb, k_all)
     np.testing.assert_allclose(o1, ref.attention(q, k, v), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(o2, ref.attention(q2, k_all, v_all, mask, scale=0.5), rtol=1e-5, atol=1e-6)
+
+
+TRANSPOSED_PROGRAM = """# tensorvm ir 1
+def f(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    kt = transpose(k, 1, 2)
+    vt = transpose(v, 1, 2)
+    o = attention(q, kt, vt)
+    return o
+"""
+
+
+def test_attention_reads_keys_whose_rows_are_not_contiguous(rng):
+    """k and v as [B, T, H, D] transposed to [B, H, T, D]: one head's rows are H * D
+    apart, which takes the kernel's path for strided keys."""
+    q = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 7, 3, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 7, 3, 8)).astype(np.float32)
+    (o,) = Session(Program.from_text(TRANSPOSED_PROGRAM)).run("f", [q, k, v])
+    want = naive(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), 1 / np.sqrt(8))
+    np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)

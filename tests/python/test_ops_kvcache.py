@@ -74,3 +74,44 @@ def test_reference_errors():
 def test_if_none():
     assert call_op("if_none", None, 3) == ref.if_none(None, 3) == 3
     assert call_op("if_none", 5, 3) == ref.if_none(5, 3) == 5
+
+
+@pytest.mark.parametrize("batch", [1, 4, 7])
+def test_reorder_against_reference_with_views_released_or_held(rng, batch):
+    """kv_reorder moves only the rows that change, in place, unless a view from kv_append
+    is still alive: that view keeps showing what it showed (the rows go to fresh storage).
+    Indices cover identity rows, cycles (a row overwritten while another needs it) and
+    repeats."""
+    c, r = both("kv_cache", (2, batch, 3, 4, 12), (2, batch, 3, 4, 12))
+    held = []
+    for step in range(8):
+        t = 2 if step == 0 else 1
+        k = rng.standard_normal((batch, 3, t, 4)).astype(np.float32)
+        v = rng.standard_normal((batch, 3, t, 4)).astype(np.float32)
+        for layer in range(2):
+            got = call_op("kv_append", c, layer, k, v)
+            want = ref.kv_append(r, layer, k, v)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+            if step % 3 == 0:
+                held.append((got, [w.copy() for w in want]))
+            del got
+        kind = step % 4
+        if kind == 0:
+            idx = np.arange(batch)
+        elif kind == 1:
+            idx = np.roll(np.arange(batch), 1)  # one cycle through every row
+        elif kind == 2:
+            idx = rng.integers(0, batch, size=batch)  # repeats
+        else:
+            idx = np.arange(batch)
+            idx[rng.integers(0, batch)] = rng.integers(0, batch)  # one row changes
+        call_op("kv_reorder", c, idx)
+        ref.kv_reorder(r, idx)
+        for views, shown in held:
+            for g, w in zip(views, shown):
+                np.testing.assert_array_equal(g, w)
+    for layer in range(2):
+        empty = np.zeros((batch, 3, 0, 4), np.float32)
+        for g, w in zip(call_op("kv_append", c, layer, empty, empty), ref.kv_append(r, layer, empty, empty)):
+            np.testing.assert_array_equal(g, w)
