@@ -571,9 +571,10 @@ def main(argv=None) -> int:
             print(f"[{name}] prepare ...", file=sys.stderr, flush=True)
             try:  # an engine with a venv of its own makes it here (once; it stays in the cache)
                 pythons[name] = make_engine(name).interpreter(checkpoint.cache_root(args.cache))
-            except EngineUnavailable as e:
-                report["engines"][name] = {"status": "unavailable", "error": str(e)}
-                print(f"[{name}] unavailable: {e}", file=sys.stderr)
+            except Exception as e:  # noqa: BLE001 - the report says why; the other engines still run
+                status = "unavailable" if isinstance(e, EngineUnavailable) else "error"
+                report["engines"][name] = {"status": status, "error": f"{e}" if status == "unavailable" else f"{type(e).__name__}: {e}"}
+                print(f"[{name}] {status}: {e}", file=sys.stderr)
                 continue
             _spawn("--prepare", name, run_dir, args.threads, log, pythons[name])
             prep_file = run_dir / f"{name}.prepare.json"
