@@ -10,9 +10,9 @@ it applies Marian's default processors (the ONNX Runtime engine's, which this
 class extends), so its tokens can be compared with transformers' exactly.
 
 What it cannot do: batch > 1 (the programs are exported for batch 1, so there
-is no padding mask either), beam search (no cache reorder in the programs; the
-host would have to run one program per beam), the loop inside the program
-(ExecuTorch has no while loop / control flow on CPU), more than
+is no padding mask either), beam search (no cache reorder in the programs, and
+no batch of beams), the loop inside the program (one step per program, as
+optimum-executorch exports seq2seq models; not attempted), more than
 ``max_len - 1`` new tokens or a source longer than ``max_src``.
 """
 
