@@ -36,7 +36,9 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench import bandwidth, checkpoint  # noqa: E402
-from bench.engines import DEFAULT_ENGINES, ENGINES, REFERENCE, EngineUnavailable, MarianIds, make_engine  # noqa: E402
+from bench.engines import (  # noqa: E402
+    DEFAULT_ENGINES, ENGINES, QUICK_DEFAULT_ENGINES, REFERENCE, EngineUnavailable, MarianIds, make_engine,
+)
 
 FULL = dict(
     checkpoint="opus-mt-en-fr-random", lengths=[8, 32, 128], batches=[1, 8], beams=[1, 4], new_tokens=32,
@@ -117,6 +119,15 @@ def run_worker(name: str, run_dir: Path) -> None:
             for B in cfg["batches"]:
                 ids = np.ascontiguousarray(data[f"L{L}"][:B])
                 mask = np.ones_like(ids)
+                beams = []
+                for K in sorted(cfg["beams"]):
+                    why = eng.supports(B, K)
+                    if why:
+                        res.setdefault("skipped_cases", {})[f"L{L}_B{B}_K{K}"] = why
+                    else:
+                        beams.append(K)
+                if not beams:
+                    continue
                 enc_ms, enc_note = None, None
                 if eng.encode_is_separate:
                     for _ in range(cfg["warmup"]):
@@ -129,7 +140,7 @@ def run_worker(name: str, run_dir: Path) -> None:
                     enc_ms, enc_note = 1e3 * median(ts), "measured"
                     enc_all = [round(1e3 * t, 3) for t in ts]
                 derived_enc = None  # (ms, runs) from greedy, reused for the beam rows
-                for K in sorted(cfg["beams"]):
+                for K in beams:
                     if not eng.encode_is_separate and derived_enc is None:
                         # a call decoding one token (encoder + cross K/V + one step); the encoder
                         # is that minus one step (derived below, from greedy when it is run: the
@@ -262,12 +273,12 @@ def merge_rounds(results: list[dict], new_tokens: int) -> dict:
     return merged
 
 
-def _spawn(mode: str, name: str, run_dir: Path, threads: int, log) -> int:
+def _spawn(mode: str, name: str, run_dir: Path, threads: int, log, python: str = sys.executable) -> int:
     env = dict(os.environ)
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[v] = str(threads)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    cmd = [sys.executable, str(Path(__file__).resolve()), mode, name, "--run-dir", str(run_dir)]
+    cmd = [python, str(Path(__file__).resolve()), mode, name, "--run-dir", str(run_dir)]
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
     # the worker's output goes straight to the log, so `tail -f` shows its progress
@@ -317,6 +328,7 @@ def print_table(report: dict) -> str:
     env = report.get("environment", {})
     k = env.get("tensorvm_kernels", {})
     lines = [f"cpu: {env.get('cpu', '?')} | tensorvm kernels: {k.get('active', '?')} (w8a8 {k.get('w8a8', '?')}; "
+             f"gemm {k.get('gemm', '?')}; "
              f"supported: {' '.join(k.get('variants_supported', []))})"]
     hdr = (
         f"{'src':>4} {'B':>2} {'beam':>4}  {'engine':<20} {'enc ms':>8} {'ms/tok':>8} {'sent/s':>8} "
@@ -346,6 +358,9 @@ def print_table(report: dict) -> str:
     for name, e in engines.items():
         if e.get("status") != "ok":
             lines.append(f"{name:<20} {e.get('status', '?').upper()}: {e.get('error', '')}")
+        elif e.get("skipped_cases"):
+            why = sorted(set(e["skipped_cases"].values()))
+            lines.append(f"{name:<20} skipped {len(e['skipped_cases'])} case(s): {'; '.join(why)}")
     return "\n".join(lines)
 
 
@@ -469,7 +484,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="results.json", help="JSON report path (the PNG goes beside it)")
     ap.add_argument("--png", help="chart path (default: --out with .png)")
     ap.add_argument("--quick", action="store_true", help="tiny checkpoint, small sizes: a smoke run of seconds")
-    ap.add_argument("--engines", help=f"comma list (default {','.join(DEFAULT_ENGINES)}; known: {','.join(ENGINES)})")
+    ap.add_argument("--engines", help=f"comma list (default {','.join(DEFAULT_ENGINES)}; --quick: without the "
+                    f"executorch ones; known: {','.join(ENGINES)})")
     ap.add_argument("--lengths", help="source lengths, comma list")
     ap.add_argument("--batches", help="batch sizes, comma list")
     ap.add_argument("--beams", help="beam sizes, comma list (1 = greedy)")
@@ -509,7 +525,7 @@ def main(argv=None) -> int:
         "seed": args.seed,
         "quick": args.quick,
     }
-    engines = args.engines.split(",") if args.engines else list(DEFAULT_ENGINES)
+    engines = args.engines.split(",") if args.engines else list(QUICK_DEFAULT_ENGINES if args.quick else DEFAULT_ENGINES)
     for n in engines:
         if n not in ENGINES:
             ap.error(f"unknown engine {n}")
@@ -548,11 +564,19 @@ def main(argv=None) -> int:
     log_path = run_dir / "workers.log"
     print(f"run dir {run_dir} (worker output: {log_path})", file=sys.stderr)
     prepared: dict[str, dict] = {}
+    pythons: dict[str, str] = {}
     rounds: dict[str, list[dict]] = {}
     with open(log_path, "w") as log:
         for name in engines:
             print(f"[{name}] prepare ...", file=sys.stderr, flush=True)
-            _spawn("--prepare", name, run_dir, args.threads, log)
+            try:  # an engine with a venv of its own makes it here (once; it stays in the cache)
+                pythons[name] = make_engine(name).interpreter(checkpoint.cache_root(args.cache))
+            except Exception as e:  # noqa: BLE001 - the report says why; the other engines still run
+                status = "unavailable" if isinstance(e, EngineUnavailable) else "error"
+                report["engines"][name] = {"status": status, "error": f"{e}" if status == "unavailable" else f"{type(e).__name__}: {e}"}
+                print(f"[{name}] {status}: {e}", file=sys.stderr)
+                continue
+            _spawn("--prepare", name, run_dir, args.threads, log, pythons[name])
             prep_file = run_dir / f"{name}.prepare.json"
             prep = json.loads(prep_file.read_text()) if prep_file.exists() else {"status": "error", "error": "prepare crashed"}
             if prep.get("status") != "ok":
@@ -567,7 +591,7 @@ def main(argv=None) -> int:
                 of = f" (round {rnd + 1}/{settings['rounds']})" if settings["rounds"] > 1 else ""
                 print(f"[{name}] run{of} ...", file=sys.stderr, flush=True)
                 la0 = os.getloadavg()
-                rc = _spawn("--worker", name, run_dir, args.threads, log)
+                rc = _spawn("--worker", name, run_dir, args.threads, log, pythons[name])
                 res_file = run_dir / f"{name}.json"
                 res = json.loads(res_file.read_text()) if res_file.exists() else {"status": "error", "error": f"worker exit {rc}"}
                 res_file.unlink(missing_ok=True)

@@ -17,47 +17,6 @@
 
 namespace TENSORVM_MATH_NAMESPACE {
 
-// exp(x) in float, within ~1 ulp of expf (Cephes polynomial on [-ln2/2, ln2/2]).
-// The clamp bounds are chosen so that no final fix-up is needed: x >= 100 scales by
-// 2^144 and overflows to inf, x <= -120 scales by 2^-173 and underflows to 0. A NaN
-// is clamped to `lo` for the arithmetic (converting NaN to an int is undefined) and
-// returned as is at the end (a select: the loop still vectorises).
-inline float exp_f32(float x) {
-  const float hi = 100.0f;
-  const float lo = -120.0f;
-  float xc = x > hi ? hi : x;
-  xc = xc >= lo ? xc : lo;  // NaN -> lo
-  // n = round(x / ln2) via the 1.5 * 2^23 trick (no call, vectorises).
-  const float shifter = 12582912.0f;
-  const float n = (xc * 1.44269504088896341f + shifter) - shifter;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  // y * 2^n in two steps (n in [-173, 144]: each half is a normal power of two), so
-  // denormal results and overflow to inf come out of the multiplications.
-  const int32_t ni = int32_t(n);
-  const int32_t n1 = ni >> 1;
-  const int32_t n2 = ni - n1;
-  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  const float e = y * s1 * s2;
-  return x != x ? x : e;
-}
-
-// 1 / (1 + exp(-x)), torch's formula.
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
-
-// x * sigmoid(x) = x / (1 + exp(-x)), torch's formula.
-inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
-
 // ---------------------------------------------------------------- row reductions
 // Explicit loops over GCC/Clang vector extensions: the auto-vectoriser does not turn
 // max/argmax/sum-in-double reductions over floats into SIMD without -ffast-math. The
@@ -240,16 +199,18 @@ inline double sum_f32(const float* p, int64_t n) {
   return s;
 }
 
-// out = exp_f32 on every lane (out by reference: see -Wpsabi above): the same operations
-// in the same order, so every lane equals exp_f32 of it bit for bit and a loop may mix
-// this and its scalar tail anywhere. The scalar function's selects and float/int
-// conversions stop GCC from vectorising it without AVX-512's masks, so the hot loops
-// call this instead.
+// out = exp(x) on every lane (out by reference: see -Wpsabi above), within ~1 ulp of
+// expf (Cephes polynomial on [-ln2/2, ln2/2]). The clamp bounds are chosen so that no
+// final fix-up is needed: x >= 100 scales by 2^144 and overflows to inf, x <= -120 scales
+// by 2^-173 and underflows to 0. A NaN is clamped to `lo` for the arithmetic (converting
+// NaN to an int is undefined) and returned as is at the end. Written on vectors because
+// GCC vectorises the scalar form of these selects and conversions only with AVX-512.
 inline void exp_v(const simd::fv& x, simd::fv& out) {
   using namespace simd;
   const fv hi = splat(100.0f), lo = splat(-120.0f);
   fv xc = select(x > hi, hi, x);
   xc = select(xc >= lo, xc, lo);  // NaN -> lo
+  // n = round(x / ln2) via the 1.5 * 2^23 trick.
   const fv shifter = splat(12582912.0f);
   const fv n = (xc * 1.44269504088896341f + shifter) - shifter;
   fv r = xc - n * 0.693359375f;
@@ -265,9 +226,25 @@ inline void exp_v(const simd::fv& x, simd::fv& out) {
   const iv n1 = ni >> 1;
   const iv n2 = ni - n1;
   const iv b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  // y * 2^n in two steps (n in [-173, 144]: each half is a normal power of two), so
+  // denormal results and overflow to inf come out of the multiplications.
   const fv e = y * (fv)b1 * (fv)b2;
   out = select(x != x, x, e);
 }
+
+// exp of one float: exp_v on a vector holding it, so that a loop's scalar tail computes
+// exactly what its vector lanes do, from one copy of the arithmetic.
+inline float exp_f32(float x) {
+  simd::fv r;
+  exp_v(simd::splat(x), r);
+  return r[0];
+}
+
+// 1 / (1 + exp(-x)), torch's formula.
+inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// x * sigmoid(x) = x / (1 + exp(-x)), torch's formula.
+inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
 
 // y[i] = f(x[i]) for n floats, a vector at a time: F is exp, sigmoid or silu, the
 // vector form built on exp_v and the scalar one (the tail) on exp_f32.

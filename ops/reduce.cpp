@@ -9,6 +9,7 @@
 // Float sums (sum, mean, softmax's denominator, cumsum) accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -429,7 +430,13 @@ void softmax_op(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t r = 0; r < R; ++r) {
         const float* row = xo + r * inner + i0;
         float* orow = yo + r * inner + i0;
-        for (int64_t i = 0; i < nb; ++i) orow[i] = exp_f32(row[i] - m[i]);
+        int64_t i = 0;
+        for (; i + simd::kLanes <= nb; i += simd::kLanes) {
+          simd::fv e;
+          exp_v(simd::load(row + i) - simd::load(m + i), e);
+          std::memcpy(orow + i, &e, sizeof e);
+        }
+        for (; i < nb; ++i) orow[i] = exp_f32(row[i] - m[i]);
         for (int64_t i = 0; i < nb; ++i) s[i] += double(orow[i]);
       }
       float f[kBlock];

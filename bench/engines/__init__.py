@@ -17,10 +17,15 @@ ENGINES: dict[str, tuple[str, str, dict]] = {
     "ctranslate2-float32": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "float32"}),
     "ctranslate2-int8": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "int8"}),
     "onnxruntime": ("onnxruntime_engine", "OnnxRuntimeEngine", {}),
+    "executorch-float32": ("executorch_engine", "ExecuTorchEngine", {}),
+    "executorch-8da8w": ("executorch_engine", "ExecuTorchEngine", {"quant": "8da8w"}),
 }
 
 REFERENCE = "transformers"  # parity reference (tokens)
-DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8", "onnxruntime"]
+DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8",
+                   "onnxruntime", "executorch-float32", "executorch-8da8w"]
+# --quick (the CI smoke run) leaves out the engines that install a venv of their own: opt in with --engines
+QUICK_DEFAULT_ENGINES = [e for e in DEFAULT_ENGINES if not e.startswith("executorch")]
 
 
 def make_engine(name: str) -> Engine:

@@ -29,6 +29,7 @@ estimate (see compare.py).
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,15 @@ class Engine:
     precision: str = "float32"  # "float32" rows must match transformers exactly
     encode_is_separate: bool = True  # False: encoder time is derived by the harness
     decode_steps_offset: int = 0  # decoder steps actually run = max_new_tokens + offset
+
+    def interpreter(self, cache_root: Path) -> str:
+        """The Python that runs this engine's prepare and worker processes (an engine
+        needing its own virtual environment makes it here, or raises EngineUnavailable)."""
+        return sys.executable
+
+    def supports(self, batch: int, num_beams: int) -> str | None:
+        """None, or why the engine cannot run that case (the harness then skips it)."""
+        return None
 
     def prepare(self, checkpoint_dir: Path, cache_dir: Path) -> dict:
         """One-off, untimed work (conversion, export) into ``cache_dir``.

@@ -3,6 +3,7 @@
 
 #include "convert.h"
 #include "ops/cpu.h"
+#include "ops/gemm_library.h"
 #include "ops/registry.h"
 
 namespace py = pybind11;
@@ -72,8 +73,12 @@ PYBIND11_MODULE(_C, m) {
     d["variants_supported"] = ops::supported_kernel_variants();
     d["active"] = std::string(ops::kernel_table().name);
     d["w8a8"] = std::string(ops::kernel_table().w8a8_name);
+    d["gemm"] = ops::library_gemm_active() ? ops::library_gemm_name() : std::string("own");
     return d;
-  }, "The CPU, its features, the kernel variants built and supported, and the active one.");
+  }, "The CPU, its features, the kernel variants built and supported, the active one, and linear's GEMM backend "
+     "past 32 rows (own, or the library's name).");
+  m.def("set_gemm_backend", [](const std::string& name) { ops::set_gemm_backend(name); },
+        "linear's GEMM past 32 rows: auto (oneDNN with the CPU's best variant, when built with it), own or onednn.");
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
   m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
         "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");
