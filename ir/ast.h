@@ -1,6 +1,6 @@
 // The parsed form of an IR program: exactly what the text says, nothing resolved.
 // The parser (parser.cpp) builds it, the printer (printer.cpp) prints it back
-// byte-identically, and the loader (vm/program.cpp) resolves it into instructions.
+// byte-identically, and the loader (vm/loader.cpp) resolves it into instructions.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Canonical printing. pycompiler/printer.py must produce the same bytes, so the
-// rules for literals are spelled out here exactly:
+// Canonical printing. pycompiler/ir.py (with pycompiler/literals.py) must produce
+// the same bytes, so the rules for literals are spelled out here exactly:
 //
 // format_float(v) == Python's repr(v):
 //   - nan (any sign, any payload) -> "nan"; +inf -> "inf"; -inf -> "-inf".

@@ -106,11 +106,6 @@ int OpDef::variadic_index() const {
 
 int OpDef::num_fixed() const { return int(params.size()) - (variadic_index() >= 0 ? 1 : 0); }
 
-int OpDef::slot_of(int param_index) const {
-  int v = variadic_index();
-  return (v >= 0 && param_index > v) ? param_index - 1 : param_index;
-}
-
 static std::string literal_text(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::None: return "None";

@@ -111,7 +111,6 @@ struct OpDef {
 
   int num_fixed() const;        // non-variadic params
   int variadic_index() const;   // index of the variadic param in `params`, or -1
-  int slot_of(int param_index) const;  // argument slot of a non-variadic param
   std::string signature() const;  // "linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor"
 };
 

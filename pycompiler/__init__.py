@@ -3,7 +3,8 @@
 Model code: `from tensorvm import ops as T` (one function per op), `tensorvm.while_loop`,
 `tensorvm.cond`; run it eagerly (`tensorvm.mode("cpp" | "reference")`,
 `tensorvm.weights(mapping)`) or trace it with a ProgramBuilder and save a program
-directory; `tensorvm.load` runs it in the C++ VM, `tensorvm.replay` in Python.
+directory; `tensorvm.load` runs it in the C++ VM, `tensorvm.replay` in Python, and
+`tensorvm.check` checks program text as replay would run it.
 """
 from .. import _C
 from .._C import VMError
@@ -11,10 +12,11 @@ from .._C import VMError
 from . import ops
 from .builder import ProgramBuilder, ProgramFunction
 from .control import cond, while_loop
-from .export import Program, export, load
+from .export import export
 from .ir_check import IRCheckError
 from .modes import current_mode, mode, weights
-from .replay import replay
+from .program import Program, load
+from .replay import check, replay
 from .tracing import TracingError, Var
 from .types import Tensor
 
@@ -23,5 +25,5 @@ __all__ = [
     "ops", "mode", "current_mode", "weights",
     "ProgramBuilder", "ProgramFunction", "Var", "Tensor",
     "while_loop", "cond",
-    "export", "load", "Program", "replay",
+    "export", "load", "Program", "replay", "check",
 ]

@@ -22,22 +22,20 @@ import keyword
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from . import ir, modes, tracing
-from .tracing import Trace, TracingError
-from .types import return_type_names, type_name
+from . import ir, modes, registry, tracing
+from .export import export
+from .ir_check import RESERVED
+from .tracing import TraceableFunction, Trace, TracingError
+from .types import VALUE_TYPES, return_type_names, type_name
 
 
 def reserved_names() -> set[str]:
     """Names no function or local of a program may take (docs/ir.md, NAME)."""
-    from . import registry
-    from .ir_check import RESERVED
-    from .types import VALUE_TYPES
-
     return (set(registry.ops()) | set(RESERVED) | set(VALUE_TYPES) | registry.object_types()
             | set(keyword.kwlist) | {"tuple", "Tensor"})
 
 
-class ProgramFunction:
+class ProgramFunction(TraceableFunction):
     """A Python function registered with a builder (see the module doc)."""
 
     def __init__(self, builder: "ProgramBuilder", fn: Callable, arg_types=None, name: Optional[str] = None):
@@ -315,6 +313,4 @@ class ProgramBuilder:
 
     def save(self, path) -> "Any":
         """Writes the program directory (program.py, weights.safetensors, meta.json) atomically."""
-        from .export import export
-
         return export(self, path)

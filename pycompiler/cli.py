@@ -33,7 +33,7 @@ from .quantize import QUANTIZATIONS
 def cmd_run(args, replay: bool) -> int:
     import time
 
-    from .export import load
+    from .program import load
 
     check_output_name(args.outputs)
     program = load(args.program, num_threads=getattr(args, "threads", 1))
@@ -60,7 +60,7 @@ def _human(n: int) -> str:
 
 
 def cmd_inspect(args) -> int:
-    from .export import load
+    from .program import load
 
     program = load(args.program)
     if args.ir:

@@ -15,6 +15,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import weights_io
+
 ARRAY_SUFFIXES = (".npz", ".safetensors")
 
 
@@ -23,8 +25,6 @@ class CLIError(Exception):
 
 
 def read_arrays(path: str) -> dict:
-    from . import weights_io
-
     try:
         with open(path, "rb") as f:
             head = f.read(9)
@@ -187,8 +187,6 @@ def save_outputs(path: Optional[str], values: list) -> None:
         if path.endswith(".npz"):
             _savez_atomic(path, arrays)
         else:
-            from . import weights_io
-
             weights_io.write(path, arrays, alignment=1)
     except (OSError, ValueError) as e:
         raise CLIError(f"{path}: cannot write outputs: {e}") from None

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from . import registry
+
 HEADER = """# Op reference
 
 <!-- Generated from the op registry by `python -m tensorvm.pycompiler.docgen`; do not edit. -->
@@ -59,8 +61,6 @@ def default_path() -> Path:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from . import registry
-
     p = argparse.ArgumentParser(prog="python -m tensorvm.pycompiler.docgen", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
     p.add_argument("--output", help="where docs/ops.md is (default: the repository's)")

@@ -1,13 +1,16 @@
-"""The IR as Python data: the same shape as the C++ AST (ir/ast.h).
+"""The IR as Python data: the same shape as the C++ AST (ir/ast.h), and its canonical text.
 
-The builder produces it, the printer prints it, and `parse()` (from a checked
-Python AST) reads it back, so a program round-trips through text.
+The builder produces it, `str(module)` prints it (print_module, the Python twin of
+ir/printer.cpp), and `ir_check.parse()` (from a checked Python AST) reads it back,
+so a program round-trips through text.
 Expressions are plain Python values (None, bool, int, float, str) plus Name and IntList.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional, Union
+
+from .literals import HEADER, INDENT, MAX_LIST_ITEMS, PrintError, format_float, format_int, quote_string
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,6 @@ class Function:
     line: int = 0
 
     def signature(self) -> str:
-        from .printer import print_signature
-
         return print_signature(self)
 
     def op_counts(self) -> dict[str, int]:
@@ -75,8 +76,6 @@ class Module:
     functions: list[Function] = field(default_factory=list)
 
     def __str__(self) -> str:
-        from .printer import print_module
-
         return print_module(self)
 
     @property
@@ -99,3 +98,58 @@ class Module:
     @property
     def function_names(self) -> list[str]:
         return [f.name for f in self.functions]
+
+
+# ---------------------------------------------------------------- printing
+
+
+def print_expr(e: Expr) -> str:
+    # bool before int: True is an int in Python.
+    if e is None:
+        return "None"
+    if isinstance(e, bool):
+        return "True" if e else "False"
+    if isinstance(e, int):
+        return format_int(e)
+    if isinstance(e, float):
+        return format_float(e)
+    if isinstance(e, str):
+        return quote_string(e)
+    if isinstance(e, Name):
+        return e.id
+    if isinstance(e, IntList):
+        if len(e.items) > MAX_LIST_ITEMS:
+            raise PrintError(f"list {list(e.items)} has more than {MAX_LIST_ITEMS} items")
+        return "[" + ", ".join(i.id if isinstance(i, Name) else format_int(i) for i in e.items) + "]"
+    raise PrintError(f"cannot print {e!r} as an IR expression")
+
+
+def print_stmt(s) -> str:
+    if isinstance(s, Return):
+        return "return" + (" " + ", ".join(print_expr(v) for v in s.values) if s.values else "")
+    if isinstance(s, Assign):
+        targets = ", ".join(s.targets) + ("," if s.unpack and len(s.targets) == 1 else "")
+        args = [print_expr(a) for a in s.args] + [f"{k}={print_expr(v)}" for k, v in s.kwargs]
+        return f"{targets} = {s.callee}({', '.join(args)})"
+    raise PrintError(f"not a statement: {s!r}")
+
+
+def print_signature(f: Function) -> str:
+    params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
+    if not f.return_types:
+        ret = "None"
+    elif f.returns_tuple or len(f.return_types) > 1:
+        ret = "tuple[" + ", ".join(f.return_types) + "]"
+    else:
+        ret = f.return_types[0]
+    return f"def {f.name}({params}) -> {ret}:"
+
+
+def print_module(m: Module) -> str:
+    lines = [HEADER]
+    for i, f in enumerate(m.functions):
+        if i:
+            lines.append("")
+        lines.append(print_signature(f))
+        lines.extend(INDENT + print_stmt(s) for s in f.body)
+    return "\n".join(lines) + "\n"

@@ -15,10 +15,10 @@ import keyword
 import re
 import tokenize
 import warnings
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
-from . import ir
-from .printer import HEADER, INT64_MAX, MAX_LIST_ITEMS
+from . import ir, registry
+from .literals import HEADER, INT64_MAX, MAX_LIST_ITEMS
 from .types import VALUE_TYPES
 
 BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond"})
@@ -110,8 +110,6 @@ def _is_dunder(name: str) -> bool:
 
 class _Checker:
     def __init__(self, text: str, filename: str, ops: Optional[Iterable[str]], types: Optional[Iterable[str]]):
-        from . import registry
-
         self.text = text
         self.filename = filename
         self.lines = text.split("\n")
@@ -597,8 +595,13 @@ def _decode(text, filename: str) -> str:
     return text
 
 
-def check(text, *, ops=None, types=None, filename: str = "program.py") -> ast.Module:
-    """Checks IR text; returns its Python AST (what replay compiles) or raises IRCheckError.
+class Checked(NamedTuple):
+    tree: ast.Module  # the Python AST, what replay compiles
+    module: ir.Module  # the same program as IR data
+
+
+def check_and_parse(text, *, ops=None, types=None, filename: str = "program.py") -> Checked:
+    """Checks IR text (str or UTF-8 bytes); returns its AST and its ir.Module, or raises IRCheckError.
 
     `ops`: the op names callable besides program functions and builtins (default:
     the registry). "*" allows any callee and skips the checks of how builtins are
@@ -606,11 +609,14 @@ def check(text, *, ops=None, types=None, filename: str = "program.py") -> ast.Mo
     type names allowed in annotations besides the value types (default: the
     registry's object types; "*" allows any name).
     """
-    tree, _ = _Checker(_decode(text, filename), filename, ops, types).run()
-    return tree
+    return Checked(*_Checker(_decode(text, filename), filename, ops, types).run())
+
+
+def check(text, *, ops=None, types=None, filename: str = "program.py") -> ast.Module:
+    """Checks IR text; returns its Python AST (see check_and_parse)."""
+    return check_and_parse(text, ops=ops, types=types, filename=filename).tree
 
 
 def parse(text, *, ops=None, types=None, filename: str = "program.py") -> ir.Module:
     """Checks IR text and returns it as an ir.Module (print(parse(t)) is canonical)."""
-    _, module = _Checker(_decode(text, filename), filename, ops, types).run()
-    return module
+    return check_and_parse(text, ops=ops, types=types, filename=filename).module

@@ -41,10 +41,6 @@ def weights(mapping: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         _weights.reset(token)
 
 
-def bound_weights() -> tuple[Mapping[str, Any], ...]:
-    return _weights.get()
-
-
 def lookup_weight(name: str) -> Any:
     stack = _weights.get()
     for mapping in reversed(stack):

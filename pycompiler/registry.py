@@ -12,10 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 from .. import _C
-
-# The registry's kinds for argument slots, shown as annotations in Python signatures.
-_SCALAR_KINDS = {"int", "int?", "float", "bool", "str"}
-
+from .types import NON_TYPES, VALUE_TYPES
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -84,8 +81,6 @@ def find(name: str) -> Optional[OpSpec]:
 
 def object_types() -> set[str]:
     """Object type names (KVCache, ...): every op output that is not a value type."""
-    from .types import VALUE_TYPES, NON_TYPES
-
     out = set()
     for spec in ops().values():
         out.update(t for t in spec.outputs if t not in VALUE_TYPES and t not in NON_TYPES)

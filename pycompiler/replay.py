@@ -4,7 +4,7 @@ The text is checked against the grammar first (ir_check), then the checked AST i
 compiled and executed in a namespace holding only the ops, `param`, the control
 flow builtins of reference/runtime.py, inf/nan and type markers; Python's own
 builtins are not reachable. Each IR line is then one line of Python: set a
-breakpoint or print anywhere to debug.
+breakpoint or print anywhere to debug. `check(text)` does the checking alone.
 """
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ import __future__
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from . import registry, weights_io
-from .export import PROGRAM_FILE, WEIGHTS_FILE, coerce_inputs, read_meta, read_regular_file
+from . import ir, registry, weights_io
+from .inputs import coerce_inputs
+from .ir_check import BUILTIN_CALLEES, check_and_parse
+from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, read_meta, read_program_text
+from .types import VALUE_TYPES
 
 
 class TypeMarker:
@@ -43,21 +46,42 @@ class _Param:
             raise KeyError(f"param: no weight named {name!r} in the weights file") from None
 
 
-def namespace(weights: Mapping[str, Any], used_ops) -> dict:
+def reference_ops(module: ir.Module) -> dict[str, Any]:
+    """The reference implementation of each op `module` calls; NotImplementedError names one that has none."""
     from ..reference import OPS
-    from ..reference.runtime import BUILTINS
-    from .types import VALUE_TYPES
 
-    ns: dict[str, Any] = {"__builtins__": {}}
+    used = {s.callee for f in module.functions for s in f.body if isinstance(s, ir.Assign)}
+    used -= BUILTIN_CALLEES | set(module.function_names)
     specs = registry.ops()
-    for name in used_ops:
+    found = {}
+    for name in sorted(used):
         fn = OPS.get(name)
         if fn is None and name in specs:
             fn = specs[name].reference
         if fn is None:
             raise NotImplementedError(f"op '{name}' has no reference implementation in tensorvm.reference; "
                                       "the program cannot be replayed")
-        ns[name] = fn
+        found[name] = fn
+    return found
+
+
+def check(text, *, filename: str = "program.py") -> ir.Module:
+    """Checks program text (str or UTF-8 bytes) as replay would run it; returns it as an ir.Module.
+
+    The text must pass ir_check over the registry's ops and object types
+    (IRCheckError names the line), and every op it calls must have a reference
+    implementation (NotImplementedError names the op). Nothing is executed.
+    """
+    module = check_and_parse(text, filename=filename).module
+    reference_ops(module)
+    return module
+
+
+def namespace(weights: Mapping[str, Any], ops: Mapping[str, Any]) -> dict:
+    from ..reference.runtime import BUILTINS
+
+    ns: dict[str, Any] = {"__builtins__": {}}
+    ns.update(ops)
     ns.update(BUILTINS)
     ns["param"] = _Param(weights)
     ns["inf"] = float("inf")
@@ -72,22 +96,18 @@ class Replayer:
 
     def __init__(self, path=None, *, text: Optional[str] = None, weights: Optional[Mapping[str, Any]] = None,
                  filename: Optional[str] = None):
-        from .ir_check import _Checker, _decode
-
         self.path = Path(path) if path is not None else None
         if text is None:
             if self.path is None:
                 raise TypeError("Replayer needs a program directory or text")
             read_meta(self.path)
-            text = read_regular_file(self.path / PROGRAM_FILE).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            text = read_program_text(self.path)
         filename = filename or (str(self.path / PROGRAM_FILE) if self.path else "program.py")
-        checker = _Checker(_decode(text, filename), filename, None, None)
-        tree, self.module = checker.run()
+        tree, self.module = check_and_parse(text, filename=filename)
+        ops = reference_ops(self.module)
         if weights is None:
             weights = weights_io.read(self.path / WEIGHTS_FILE)[0] if self.path is not None else {}
-        used = {s.callee for f in self.module.functions for s in f.body if hasattr(s, "callee")}
-        used -= {"param", "while_loop", "cond"} | set(self.module.function_names)
-        self.namespace = namespace(weights, sorted(used))
+        self.namespace = namespace(weights, ops)
         # Annotations stay unevaluated strings: nothing but the checked calls runs.
         code = compile(tree, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
         exec(code, self.namespace)

@@ -16,12 +16,11 @@ import re
 from contextvars import ContextVar
 from typing import Any, Optional, Union
 
-from . import ir
+from . import ir, registry
+from .literals import INT64_MAX, INT64_MIN
 from .types import compatible, infer_any, literal_type
 
 _stack: ContextVar[tuple["Trace", ...]] = ContextVar("tensorvm_trace", default=())
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class TracingError(TypeError):
@@ -113,12 +112,19 @@ class Var:
 
 
 def _operator(op: str, *args):
-    from . import frontend, registry
-
+    # An operand is a Var, so the call is always recorded, never run eagerly.
     spec = registry.find(op)
     if spec is None:
         raise TracingError(f"operator needs the op '{op}', which the registry does not have")
-    return frontend.call(spec, args, {})
+    return trace_op(spec, args, {})
+
+
+class TraceableFunction:
+    """A Python function that becomes a function of the program (the builder's
+    ProgramFunction); passed as an argument it stands for that function."""
+
+    def ensure_traced(self, call_types: Optional[list[str]] = None) -> "Trace":
+        raise NotImplementedError
 
 
 class FuncRef:
@@ -267,12 +273,10 @@ def sanitize(name: str) -> str:
 
 def to_arg(trace: "Trace", value: Any, what: str):
     """A recordable argument: a Var of this trace, a literal, an int list or a function."""
-    from .builder import ProgramFunction
-
     if isinstance(value, Var):
         check_owner(trace, value, what)
         return value
-    if isinstance(value, ProgramFunction):
+    if isinstance(value, TraceableFunction):
         return FuncRef(value.ensure_traced())
     if isinstance(value, FuncRef):
         return value

@@ -17,6 +17,8 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from .modes import as_array
+
 ALIGNMENT = 64
 MAX_HEADER = 100_000_000  # as the C++ reader (and the reference safetensors library)
 
@@ -50,8 +52,6 @@ def _align(v: int, a: int) -> int:
 def write(path, tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None,
           alignment: int = ALIGNMENT) -> None:
     """Writes `tensors` (name -> array, in mapping order) atomically: temp file, fsync, rename."""
-    from .modes import as_array
-
     path = os.fspath(path)
     alignment = max(int(alignment), 1)
     arrays = []

@@ -31,9 +31,6 @@ constexpr std::string_view dtype_name(DType t) {
   return "?";
 }
 
-// Parses "f32", "i64", "i32", "bool", "i8"; throws vm::Error otherwise.
-DType parse_dtype(std::string_view name);
-
 template <typename T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };

@@ -6,15 +6,6 @@
 
 namespace vm {
 
-DType parse_dtype(std::string_view name) {
-  if (name == "f32" || name == "float32") return DType::f32;
-  if (name == "i64" || name == "int64") return DType::i64;
-  if (name == "i32" || name == "int32") return DType::i32;
-  if (name == "bool") return DType::boolean;
-  if (name == "i8" || name == "int8") return DType::i8;
-  fail("unknown dtype '{}' (expected f32, i64, i32, bool or i8)", name);
-}
-
 Shape::Shape(std::initializer_list<int64_t> dims) {
   for (int64_t d : dims) push_back(d);
 }

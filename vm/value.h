@@ -90,13 +90,4 @@ class Value {
       v_;
 };
 
-// Object downcast with a clear error.
-template <typename T>
-T& object_as(const Value& v, std::string_view what) {
-  if (v.is_object()) {
-    if (auto* p = dynamic_cast<T*>(v.as_object().get())) return *p;
-  }
-  fail("{} must be a {}, got {}", what, T::kTypeName, v.describe());
-}
-
 }  // namespace vm

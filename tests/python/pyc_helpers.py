@@ -27,15 +27,6 @@ def requires_ops(*names):
     return pytest.mark.skipif(bool(missing), reason=f"ops not in the registry yet: {', '.join(missing)}")
 
 
-def missing_reference(*names):
-    return [n for n in names if n not in reference.OPS]
-
-
-def requires_reference(*names):
-    missing = missing_reference(*names)
-    return pytest.mark.skipif(bool(missing), reason=f"reference ops missing: {', '.join(missing)}")
-
-
 def _binary(fn):
     def op(x, y):
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):

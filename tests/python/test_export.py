@@ -10,7 +10,7 @@ import tensorvm
 from tensorvm import Tensor
 from tensorvm import ops as T
 from tensorvm.pycompiler import weights_io
-from tensorvm.pycompiler.export import ProgramError, write_program_dir
+from tensorvm.pycompiler.program_dir import ProgramError, write_program_dir
 
 from pyc_helpers import reference_fallbacks, requires_vm  # noqa: F401 (fixture)
 

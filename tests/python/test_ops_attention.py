@@ -1,31 +1,14 @@
 """Fused attention: C++ kernel against the numpy reference (masks, all-masked rows,
 strided K/V views from a KV cache, errors)."""
-import inspect
-
 import numpy as np
 import pytest
 
-import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op, registry
+from op_checks import check, check_error, check_signature
 
 # The products are the kernel variants' (ops/kernels/): every test runs on each of them.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
-
-
-def check(*args, rtol=1e-5, atol=1e-6, **kwargs):
-    got = call_op("attention", *args, **kwargs)
-    want = ref.attention(*args, **kwargs)
-    assert got.dtype == want.dtype == np.float32 and got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    return got
-
-
-def both_raise(*args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^attention: .*{match}"):
-        call_op("attention", *args, **kwargs)
-    with pytest.raises(ref.OpError, match=r"^attention: "):
-        ref.attention(*args, **kwargs)
 
 
 def qkv(rng, b, h, tq, tk, d, dv=None):
@@ -46,11 +29,8 @@ def naive(q, k, v, scale, additive=None):
 
 
 def test_signature_matches_reference():
-    op = next(o for o in registry() if o["name"] == "attention")
-    params = list(inspect.signature(ref.attention).parameters.values())
-    assert [p["name"] for p in op["params"]] == [p.name for p in params]
+    op = check_signature("attention", "attention")
     assert [p["default"] for p in op["params"][3:]] == [None, None]
-    assert op["group"] == "attention" and op["doc"]
 
 
 @pytest.mark.parametrize("b, h, tq, tk, d, dv", [
@@ -62,12 +42,12 @@ def test_signature_matches_reference():
 ])
 def test_attention_random(rng, b, h, tq, tk, d, dv):
     q, k, v = qkv(rng, b, h, tq, tk, d, dv)
-    got = check(q, k, v)
+    got = check("attention", q, k, v)
     np.testing.assert_allclose(got, naive(q, k, v, 1 / np.sqrt(d)), rtol=1e-4, atol=1e-5)
-    check(q, k, v, scale=0.125)
+    check("attention", q, k, v, scale=0.125)
     # An int scale; with scale 1 the scores reach ~30, so f32 rounding of a score (~4e-6)
     # moves the probabilities by that much relative: compare at that precision.
-    check(q, k, v, scale=1, rtol=1e-4, atol=5e-5)
+    check("attention", q, k, v, scale=1, rtol=1e-4, atol=5e-5)
 
 
 def test_attention_default_scale_is_inverse_sqrt_d(rng):
@@ -80,7 +60,7 @@ def test_attention_bool_padding_mask(rng):
     q, k, v = qkv(rng, 3, 4, 2, 6, 8)
     lengths = np.array([6, 3, 1])
     mask = (np.arange(6)[None, :] < lengths[:, None])[:, None, None, :]  # [B, 1, 1, Tk]
-    got = check(q, k, v, mask)
+    got = check("attention", q, k, v, mask)
     # Equivalent to attending only to the unpadded prefix.
     for i, n in enumerate(lengths):
         np.testing.assert_allclose(got[i], call_op("attention", q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n])[0],
@@ -91,43 +71,43 @@ def test_attention_causal_masks(rng):
     q, k, v = qkv(rng, 2, 2, 5, 5, 8)
     causal = np.tril(np.ones((5, 5), bool))
     additive = np.where(causal, 0.0, -np.inf).astype(np.float32)
-    got = check(q, k, v, causal[None, None])
+    got = check("attention", q, k, v, causal[None, None])
     np.testing.assert_allclose(call_op("attention", q, k, v, additive[None, None]), got, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got, naive(q, k, v, 1 / np.sqrt(8), np.where(causal, 0, -1e300)), rtol=1e-4, atol=1e-5)
-    check(q, k, v, additive)          # rank-2 mask [Tq, Tk]
-    check(q, k, v, causal[None])      # rank-3 mask [1, Tq, Tk]
-    check(q, k, v, np.float32(-1e30) * ~causal)  # large finite additive mask
+    check("attention", q, k, v, additive)          # rank-2 mask [Tq, Tk]
+    check("attention", q, k, v, causal[None])      # rank-3 mask [1, Tq, Tk]
+    check("attention", q, k, v, np.float32(-1e30) * ~causal)  # large finite additive mask
 
 
 @pytest.mark.parametrize("mshape", [(2, 1, 3, 4), (1, 3, 1, 1), (4,), (1, 1, 3, 1), (2, 3, 3, 4), ()])
 def test_attention_mask_broadcasting(rng, mshape):
     q, k, v = qkv(rng, 2, 3, 3, 4, 8)
     fm = np.asarray(rng.standard_normal(mshape) * 3, np.float32)
-    check(q, k, v, fm)
-    check(q, k, v, np.asarray(rng.random(mshape) < 0.7))
+    check("attention", q, k, v, fm)
+    check("attention", q, k, v, np.asarray(rng.random(mshape) < 0.7))
 
 
 def test_attention_all_masked_rows_give_zeros(rng):
     q, k, v = qkv(rng, 2, 2, 3, 4, 8)
     mask = np.ones((2, 1, 3, 4), bool)
     mask[0, :, 1] = False  # batch 0, query 1: nothing to attend to
-    got = check(q, k, v, mask)
+    got = check("attention", q, k, v, mask)
     assert np.isfinite(got).all()
     np.testing.assert_array_equal(got[0, :, 1], 0)
     assert (got[0, :, 0] != 0).any() and (got[1] != 0).any()
     additive = np.where(mask, 0, -np.inf).astype(np.float32)
-    got2 = check(q, k, v, additive)
+    got2 = check("attention", q, k, v, additive)
     np.testing.assert_array_equal(got2[0, :, 1], 0)
     # finfo.min masks (as Hugging Face builds them) stay finite: a uniform average, like torch.
     fmin = np.where(mask, 0, np.finfo(np.float32).min).astype(np.float32)
-    got3 = check(q, k, v, fmin)
+    got3 = check("attention", q, k, v, fmin)
     np.testing.assert_allclose(got3[0, :, 1], v[0].mean(1), rtol=1e-5, atol=1e-6)
 
 
 def test_attention_inf_scores(rng):
     q, k, v = qkv(rng, 1, 1, 2, 3, 4)
     mask = np.array([[0, -np.inf, -np.inf], [0, 0, -np.inf]], np.float32)
-    got = check(q, k, v, mask)
+    got = check("attention", q, k, v, mask)
     np.testing.assert_allclose(got[0, 0, 0], v[0, 0, 0], rtol=1e-6)  # one key left: its value
 
 
@@ -137,24 +117,24 @@ def test_attention_inf_scores(rng):
 ])
 def test_attention_zero_size(rng, b, h, tq, tk, d, dv):
     q, k, v = qkv(rng, b, h, tq, tk, d, dv)
-    got = check(q, k, v)
+    got = check("attention", q, k, v)
     if tk == 0:
         assert (got == 0).all()
-    check(q, k, v, np.ones((1, 1, tq, tk), bool))
+    check("attention", q, k, v, np.ones((1, 1, tq, tk), bool))
 
 
 def test_attention_errors(rng):
     q, k, v = qkv(rng, 2, 2, 3, 4, 8)
-    both_raise(q.astype(np.int64), k, v, match="must be f32")
-    both_raise(q[0], k, v, match=r"q must be 4-D")
-    both_raise(q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
-    both_raise(q, k[:1], v, match=r"k must be")
-    both_raise(q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
-    both_raise(q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
-    both_raise(q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
-    both_raise(q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
-    both_raise(q, k, v, np.zeros((3, 4), np.int64), match=r"mask must be f32 \(additive\) or bool")
-    both_raise(q, k, v, None, "x", match=r"scale")
+    check_error("attention", q.astype(np.int64), k, v, match="must be f32")
+    check_error("attention", q[0], k, v, match=r"q must be 4-D")
+    check_error("attention", q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
+    check_error("attention", q, k[:1], v, match=r"k must be")
+    check_error("attention", q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
+    check_error("attention", q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
+    check_error("attention", q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
+    check_error("attention", q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
+    check_error("attention", q, k, v, np.zeros((3, 4), np.int64), match=r"mask must be f32 \(additive\) or bool")
+    check_error("attention", q, k, v, None, "x", match=r"scale")
 
 
 KV_PROGRAM = """# tensorvm ir 1

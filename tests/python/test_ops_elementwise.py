@@ -1,6 +1,5 @@
 """Elementwise ops: C++ kernels against the numpy reference (and hand-computed values),
 broadcasting, scalars, special values, int dtypes, errors."""
-import inspect
 import math
 
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import Program, Session, call_op, registry
-from op_checks import check_error, rand  # noqa: E402,F401
+from op_checks import check, check_error, check_signature, compare, rand  # noqa: E402,F401
 
 F32, I64, I32, BOOL = np.float32, np.int64, np.int32, np.bool_
 
@@ -23,35 +22,6 @@ SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, -1e-30, 1e30, -1e30, 80.0,
                     np.inf, -np.inf, np.nan, 3.0, -3.0, 20.0, -20.0], F32)
 
 
-def compare(got, want, rtol=1e-5, atol=1e-6):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            compare(g, w, rtol, atol)
-    elif isinstance(want, np.ndarray):
-        assert isinstance(got, np.ndarray), type(got)
-        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-        if want.dtype.kind in "biu":
-            np.testing.assert_array_equal(got, want)
-        else:
-            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        assert type(got) is type(want), (got, want)
-        if isinstance(want, float) and math.isnan(want):
-            assert math.isnan(got)
-        else:
-            assert got == want or (isinstance(want, float) and math.isclose(got, want, rel_tol=1e-12)), (got, want)
-
-
-def check(name, *args, rtol=1e-5, atol=1e-6, **kwargs):
-    got = call_op(name, *args, **kwargs)
-    want = ref.OPS[name](*args, **kwargs)
-    compare(got, want, rtol, atol)
-    return got
-
-
-
-
 def nonzero(rng, shape, dtype):
     y = rand(rng, shape, dtype, -6, 6)
     return np.where(y == 0, dtype(3), y).astype(dtype)
@@ -63,15 +33,7 @@ def nonzero(rng, shape, dtype):
 def test_signatures_match_reference():
     reg = {d["name"]: d for d in registry()}
     for name in ALL:
-        d = reg[name]
-        assert d["group"] == "elementwise" and d["doc"], name
-        params = list(inspect.signature(ref.OPS[name]).parameters.values())
-        assert [p["name"] for p in d["params"]] == [p.name for p in params], name
-        for p, rp in zip(d["params"], params):
-            if p["has_default"]:
-                assert rp.default == p["default"], (name, p["name"])
-            else:
-                assert rp.default is inspect.Parameter.empty, (name, p["name"])
+        check_signature(name, "elementwise")
     for name in ARITH + CMP + LOGIC + ["logical_not", "neg", "abs"]:
         assert reg[name]["outputs"] == ["Any"], name
     for name in UNARY_F32 + ["relu", "where", "masked_fill", "clamp"]:

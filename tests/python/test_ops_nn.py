@@ -1,30 +1,9 @@
 """nn ops (layer_norm, rms_norm, embedding): C++ kernels against the numpy reference."""
-import inspect
-
 import numpy as np
 import pytest
 
-import tensorvm
-from tensorvm import reference as ref
-from tensorvm._C import call_op, registry
-
-
-def check(name, *args, rtol=1e-5, atol=1e-6, exact=False, **kwargs):
-    got = call_op(name, *args, **kwargs)
-    want = getattr(ref, name)(*args, **kwargs)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    if exact:
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    return got
-
-
-def both_raise(name, *args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^{name}: .*{match}"):
-        call_op(name, *args, **kwargs)
-    with pytest.raises(ref.OpError, match=rf"^{name}: "):
-        getattr(ref, name)(*args, **kwargs)
+from tensorvm._C import call_op
+from op_checks import check, check_error, check_exact, check_signature
 
 
 def f32(rng, *shape, scale=1.0):
@@ -33,14 +12,7 @@ def f32(rng, *shape, scale=1.0):
 
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "embedding"])
 def test_signature_matches_reference(name):
-    op = next(o for o in registry() if o["name"] == name)
-    params = list(inspect.signature(getattr(ref, name)).parameters.values())
-    assert [p["name"] for p in op["params"]] == [p.name for p in params]
-    for p, q in zip(op["params"], params):
-        assert p["has_default"] == (q.default is not inspect.Parameter.empty)
-        if p["has_default"]:
-            assert p["default"] == q.default
-    assert op["group"] == "nn" and op["doc"]
+    check_signature(name, "nn")
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -86,12 +58,12 @@ def test_layer_norm_zero_size(rng):
 
 def test_layer_norm_errors(rng):
     x = f32(rng, 3, 4)
-    both_raise("layer_norm", np.ones((), np.float32), match="at least 1 dimension")
-    both_raise("layer_norm", x.astype(np.int64), match="x must be f32")
-    both_raise("layer_norm", x, f32(rng, 5), match=r"weight must be f32\[4\]")
-    both_raise("layer_norm", x, None, f32(rng, 4).astype(np.int32), match=r"bias must be f32\[4\]")
-    both_raise("layer_norm", x, f32(rng, 1, 4), match="weight")
-    both_raise("layer_norm", x, eps=-1.0, match="eps")
+    check_error("layer_norm", np.ones((), np.float32), match="at least 1 dimension")
+    check_error("layer_norm", x.astype(np.int64), match="x must be f32")
+    check_error("layer_norm", x, f32(rng, 5), match=r"weight must be f32\[4\]")
+    check_error("layer_norm", x, None, f32(rng, 4).astype(np.int32), match=r"bias must be f32\[4\]")
+    check_error("layer_norm", x, f32(rng, 1, 4), match="weight")
+    check_error("layer_norm", x, eps=-1.0, match="eps")
 
 
 # ---------------------------------------------------------------- rms_norm
@@ -115,9 +87,9 @@ def test_rms_norm_formula_and_edges(rng):
 
 
 def test_rms_norm_errors(rng):
-    both_raise("rms_norm", np.ones((), np.float32), match="at least 1 dimension")
-    both_raise("rms_norm", np.ones((2, 3), np.int32), match="x must be f32")
-    both_raise("rms_norm", f32(rng, 2, 3), f32(rng, 2), match=r"weight must be f32\[3\]")
+    check_error("rms_norm", np.ones((), np.float32), match="at least 1 dimension")
+    check_error("rms_norm", np.ones((2, 3), np.int32), match="x must be f32")
+    check_error("rms_norm", f32(rng, 2, 3), f32(rng, 2), match=r"weight must be f32\[3\]")
 
 
 # ---------------------------------------------------------------- embedding
@@ -127,22 +99,22 @@ def test_rms_norm_errors(rng):
 def test_embedding_random(rng, ids_shape, dtype):
     w = f32(rng, 11, 6)
     ids = rng.integers(0, 11, size=ids_shape).astype(dtype)
-    got = check("embedding", ids, w, exact=True)
+    got = check_exact("embedding", ids, w)
     assert got.shape == ids_shape + (6,)
 
 
 def test_embedding_edge_rows_and_values(rng):
     w = f32(rng, 4, 3, scale=1e30)
     w[2] = [np.inf, -np.inf, 0.0]
-    check("embedding", np.array([0, 3, 2, 3], np.int64), w, exact=True)
-    check("embedding", np.array([1, 2], np.int64), np.zeros((4, 0), np.float32), exact=True)
+    check_exact("embedding", np.array([0, 3, 2, 3], np.int64), w)
+    check_exact("embedding", np.array([1, 2], np.int64), np.zeros((4, 0), np.float32))
 
 
 def test_embedding_errors(rng):
     w = f32(rng, 10, 4)
-    both_raise("embedding", np.array([1, 10], np.int64), w, match=r"id 10 out of range \[0, 10\)")
-    both_raise("embedding", np.array([[3, -1]], np.int32), w, match=r"id -1 out of range \[0, 10\)")
-    both_raise("embedding", np.array([1.0], np.float32), w, match="ids must be i64 or i32")
-    both_raise("embedding", np.array([1], np.int64), f32(rng, 10), match=r"weight must be f32 \[V, D\]")
-    both_raise("embedding", np.array([1], np.int64), w.astype(np.int64), match="weight must be f32")
-    both_raise("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")
+    check_error("embedding", np.array([1, 10], np.int64), w, match=r"id 10 out of range \[0, 10\)")
+    check_error("embedding", np.array([[3, -1]], np.int32), w, match=r"id -1 out of range \[0, 10\)")
+    check_error("embedding", np.array([1.0], np.float32), w, match="ids must be i64 or i32")
+    check_error("embedding", np.array([1], np.int64), f32(rng, 10), match=r"weight must be f32 \[V, D\]")
+    check_error("embedding", np.array([1], np.int64), w.astype(np.int64), match="weight must be f32")
+    check_error("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")

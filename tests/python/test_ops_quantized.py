@@ -2,32 +2,17 @@
 import numpy as np
 import pytest
 
-import tensorvm
 from tensorvm import reference as ref
-from tensorvm._C import Program, Session, call_op
+from tensorvm._C import call_op
 from tensorvm.pycompiler.quantize import quantize_int8
+from op_checks import check, check_error, vm_call
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
 
 
-def check(*args, rtol=1e-5, atol=1e-5, **kwargs):
-    got = call_op("linear_int8", *args, **kwargs)
-    want = ref.linear_int8(*args, **kwargs)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    return got
-
-
 def qweight(rng, out, inf):
     return quantize_int8(rng.standard_normal((out, inf)).astype(np.float32))
-
-
-def both_raise(*args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^linear_int8: .*{match}"):
-        call_op("linear_int8", *args, **kwargs)
-    with pytest.raises(ref.OpError, match=r"^linear_int8: "):
-        ref.linear_int8(*args, **kwargs)
 
 
 # Row counts 1..8 take the streaming decode path, 9..32 dequantized blocks with the f32
@@ -39,10 +24,10 @@ def test_linear_int8_random(rng, shape):
     q, s = qweight(rng, 150, shape[-1])
     x = rng.standard_normal(shape).astype(np.float32)
     b = rng.standard_normal(150).astype(np.float32)
-    y = check(x, q, s, b, rtol=1e-4, atol=1e-4)
+    y = check("linear_int8", x, q, s, b, rtol=1e-4, atol=1e-4)
     assert y.shape == shape[:-1] + (150,)
-    check(x, q, s, rtol=1e-4, atol=1e-4)
-    check(x, q, s, bias=b, rtol=1e-4, atol=1e-4)
+    check("linear_int8", x, q, s, rtol=1e-4, atol=1e-4)
+    check("linear_int8", x, q, s, bias=b, rtol=1e-4, atol=1e-4)
 
 
 def test_linear_int8_many_blocks(rng):
@@ -50,7 +35,7 @@ def test_linear_int8_many_blocks(rng):
     q, s = qweight(rng, 200, 48)
     for rows in (30, 50):
         x = rng.standard_normal((rows, 48)).astype(np.float32)
-        check(x, q, s, rng.standard_normal(200).astype(np.float32), rtol=1e-4, atol=1e-4)
+        check("linear_int8", x, q, s, rng.standard_normal(200).astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("xs, out", [((0, 8), 5), ((2, 0, 8), 5), ((3, 8), 0), ((3, 0), 4), ((20, 0), 4), ((0,), 3)])
@@ -59,11 +44,11 @@ def test_linear_int8_zero_size(rng, xs, out):
     q = rng.integers(-127, 128, (out, xs[-1])).astype(np.int8)
     s = rng.random(out).astype(np.float32)
     b = rng.standard_normal(out).astype(np.float32)
-    y = check(x, q, s, b)
+    y = check("linear_int8", x, q, s, b, atol=1e-5)
     assert y.shape == xs[:-1] + (out,)
     if xs[-1] == 0 and y.size:  # an empty sum: just the bias
         np.testing.assert_array_equal(y, np.broadcast_to(b, y.shape))
-    check(x, q, s)
+    check("linear_int8", x, q, s, atol=1e-5)
 
 
 def test_linear_int8_large_values(rng):
@@ -71,7 +56,7 @@ def test_linear_int8_large_values(rng):
         x = (rng.standard_normal((rows, 40)) * 1e18).astype(np.float32)
         q, s = qweight(rng, 7, 40)
         s = s * np.float32(1e10)
-        check(x, q, s, rtol=1e-4, atol=1e25)
+        check("linear_int8", x, q, s, rtol=1e-4, atol=1e25)
 
 
 def test_linear_int8_matches_f32_linear_on_dequantized(rng):
@@ -89,16 +74,16 @@ def test_linear_int8_errors(rng):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     q = np.zeros((5, 4), np.int8)
     s = np.ones(5, np.float32)
-    both_raise(x.astype(np.int64), q, s, match="x must be f32")
-    both_raise(x, q.astype(np.float32), s, match=r"weight must be i8")
-    both_raise(x, q.astype(np.int32), s, match=r"weight must be i8")
-    both_raise(x, np.zeros(4, np.int8), s, match=r"weight must be i8 \[out, in\]")
-    both_raise(x, np.zeros((5, 3), np.int8), s, match="x has 4 features")
-    both_raise(x, q, np.ones(4, np.float32), match=r"scale must be f32\[5\]")
-    both_raise(x, q, np.ones((5, 1), np.float32), match=r"scale must be f32\[5\]")
-    both_raise(x, q, np.ones(5, np.int64), match=r"scale must be f32\[5\]")
-    both_raise(x, q, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
-    both_raise(x, q, s, np.zeros(5, np.int32), match=r"bias must be f32\[5\]")
+    check_error("linear_int8", x.astype(np.int64), q, s, match="x must be f32")
+    check_error("linear_int8", x, q.astype(np.float32), s, match=r"weight must be i8")
+    check_error("linear_int8", x, q.astype(np.int32), s, match=r"weight must be i8")
+    check_error("linear_int8", x, np.zeros(4, np.int8), s, match=r"weight must be i8 \[out, in\]")
+    check_error("linear_int8", x, np.zeros((5, 3), np.int8), s, match="x has 4 features", ref_match="")
+    check_error("linear_int8", x, q, np.ones(4, np.float32), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, np.ones((5, 1), np.float32), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, np.ones(5, np.int64), match=r"scale must be f32\[5\]")
+    check_error("linear_int8", x, q, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
+    check_error("linear_int8", x, q, s, np.zeros(5, np.int32), match=r"bias must be f32\[5\]")
 
 
 # ---------------------------------------------------------------- quantize_int8
@@ -128,22 +113,14 @@ def test_quantize_int8_rejects_bad_input():
 
 # ---------------------------------------------------------------- threads
 
-PROGRAM = """# tensorvm ir 1
-def f(x: Tensor, w: Tensor, s: Tensor, b: Tensor) -> Tensor:
-    y = linear_int8(x, w, s, b)
-    return y
-"""
-
-
 @pytest.mark.parametrize("rows", [1, 3, 20, 40])
 def test_linear_int8_threads(rng, rows):
     """Output features split over 2 threads (decode path and block GEMM) give the 1-thread result."""
     q, s = qweight(rng, 3000, 70)
     x = rng.standard_normal((rows, 70)).astype(np.float32)
     b = rng.standard_normal(3000).astype(np.float32)
-    prog = Program.from_text(PROGRAM)
-    y1 = np.asarray(Session(prog, num_threads=1).run("f", [x, q, s, b])[0])
-    y2 = np.asarray(Session(prog, num_threads=2).run("f", [x, q, s, b])[0])
+    y1 = vm_call("linear_int8", x, q, s, b, num_threads=1)
+    y2 = vm_call("linear_int8", x, q, s, b, num_threads=2)
     assert y1.shape == (rows, 3000)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_int8(x, q, s, b), rtol=1e-4, atol=1e-4)

@@ -1,57 +1,23 @@
 """Reductions, softmax, topk, cumsum, item: C++ kernels against the numpy reference and
 hand-computed values (ties, NaN, -inf rows, zero-size dims), and errors."""
-import inspect
 import math
 
 import numpy as np
 import pytest
 
-import tensorvm
 from tensorvm import reference as ref
 from tensorvm._C import call_op, registry
-from op_checks import check_error, rand  # noqa: E402,F401
+from op_checks import check, check_error, check_signature, compare, rand  # noqa: E402,F401
 
 F32, I64, I32, BOOL = np.float32, np.int64, np.int32, np.bool_
 
 ALL = ["sum", "mean", "max", "min", "any", "all", "argmax", "argmin", "softmax", "log_softmax", "topk", "cumsum", "item"]
 
 
-def compare(got, want, rtol=1e-5, atol=1e-6):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            compare(g, w, rtol, atol)
-    elif isinstance(want, np.ndarray):
-        assert isinstance(got, np.ndarray), type(got)
-        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-        if want.dtype.kind in "biu":
-            np.testing.assert_array_equal(got, want)
-        else:
-            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        assert type(got) is type(want) and (got == want or (got != got and want != want)), (got, want)
-
-
-def check(name, *args, rtol=1e-5, atol=1e-6, **kwargs):
-    got = call_op(name, *args, **kwargs)
-    want = ref.OPS[name](*args, **kwargs)
-    compare(got, want, rtol, atol)
-    return got
-
-
-
-
 def test_signatures_match_reference():
-    reg = {d["name"]: d for d in registry()}
     for name in ALL:
-        d = reg[name]
-        assert d["group"] == "reduction" and d["doc"], name
-        params = list(inspect.signature(ref.OPS[name]).parameters.values())
-        assert [p["name"] for p in d["params"]] == [p.name for p in params], name
-        for p, rp in zip(d["params"], params):
-            assert (rp.default is inspect.Parameter.empty) == (not p["has_default"]), (name, p["name"])
-            if p["has_default"]:
-                assert rp.default == p["default"], (name, p["name"])
+        check_signature(name, "reduction")
+    reg = {d["name"]: d for d in registry()}
     assert reg["topk"]["outputs"] == ["Tensor", "Tensor"] and reg["item"]["outputs"] == ["Any"]
 
 

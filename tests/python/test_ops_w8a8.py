@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tensorvm import reference as ref
-from tensorvm._C import Program, Session, call_op
+from tensorvm._C import call_op
 from tensorvm.pycompiler.quantize import pack_w8a8, quantize_int8, unpack_w8a8
 
 import tensorvm
+from op_checks import check_error, one_op_session, vm_call
 
 # Every kernel variant this CPU runs (conftest.py), not only the one it would pick.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
@@ -105,46 +106,31 @@ def test_linear_w8a8_extreme_int8_weights(rng):
     check(x, pack_w8a8(q), s)
 
 
-PROGRAM = """# tensorvm ir 1
-def f(x: Tensor, w: Tensor, s: Tensor, b: Tensor) -> Tensor:
-    y = linear_w8a8(x, w, s, b)
-    return y
-"""
-
-
 @pytest.mark.parametrize("rows", [1, 3, 6, 40])
 def test_linear_w8a8_threads(rng, rows):
     """Output blocks split over 2 threads give the 1-thread result."""
     _, p, s = weight(rng, 3001, 70)
     x = rng.standard_normal((rows, 70)).astype(np.float32)
     b = rng.standard_normal(3001).astype(np.float32)
-    prog = Program.from_text(PROGRAM)
-    y1 = np.asarray(Session(prog, num_threads=1).run("f", [x, p, s, b])[0])
-    y2 = np.asarray(Session(prog, num_threads=2).run("f", [x, p, s, b])[0])
+    y1 = vm_call("linear_w8a8", x, p, s, b, num_threads=1)
+    y2 = vm_call("linear_w8a8", x, p, s, b, num_threads=2)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_w8a8(x, p, s, b), rtol=1e-5, atol=1e-5)
-
-
-def both_raise(*args, match="", **kwargs):
-    with pytest.raises(tensorvm.VMError, match=rf"^linear_w8a8: .*{match}"):
-        call_op("linear_w8a8", *args, **kwargs)
-    with pytest.raises(ref.OpError, match=r"^linear_w8a8: "):
-        ref.linear_w8a8(*args, **kwargs)
 
 
 def test_linear_w8a8_errors(rng):
     x = rng.standard_normal((3, 8)).astype(np.float32)
     q = np.zeros((5, 8), np.int8)
     p, s = pack_w8a8(q), np.ones(5, np.float32)
-    both_raise(x.astype(np.int64), p, s, match="x must be f32")
-    both_raise(x, q, s, match=r"weight must be the packed i8\[1, 2, 64\] of a \[5, 8\] weight")
-    both_raise(x, p.astype(np.int32), s, match="weight must be the packed")
-    both_raise(x[:, :4], p, s, match=r"weight must be the packed i8\[1, 1, 64\] of a \[5, 4\]")
-    both_raise(x, p, np.ones((5, 1), np.float32), match=r"scale must be f32 \[out\]")
-    both_raise(x, p, np.ones(17, np.float32), match=r"of a \[17, 8\] weight")
-    both_raise(x, p, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
+    check_error("linear_w8a8", x.astype(np.int64), p, s, match="x must be f32")
+    check_error("linear_w8a8", x, q, s, match=r"weight must be the packed i8\[1, 2, 64\] of a \[5, 8\] weight")
+    check_error("linear_w8a8", x, p.astype(np.int32), s, match="weight must be the packed")
+    check_error("linear_w8a8", x[:, :4], p, s, match=r"weight must be the packed i8\[1, 1, 64\] of a \[5, 4\]")
+    check_error("linear_w8a8", x, p, np.ones((5, 1), np.float32), match=r"scale must be f32 \[out\]")
+    check_error("linear_w8a8", x, p, np.ones(17, np.float32), match=r"of a \[17, 8\] weight")
+    check_error("linear_w8a8", x, p, s, np.zeros(4, np.float32), match=r"bias must be f32\[5\]")
     big = np.zeros((1, 40000), np.float32)
-    both_raise(big, pack_w8a8(np.zeros((2, 40000), np.int8)), np.ones(2, np.float32), match="at most 32768 input")
+    check_error("linear_w8a8", big, pack_w8a8(np.zeros((2, 40000), np.int8)), np.ones(2, np.float32), match="at most 32768 input")
 
 
 def test_pack_w8a8_layout(rng):
@@ -166,7 +152,7 @@ def test_profiler_counts_quantized_linears(rng, op):
     w = q if op == "linear_int8" else p
     x = rng.standard_normal((3, 45)).astype(np.float32)
     b = rng.standard_normal(37).astype(np.float32)
-    session = Session(Program.from_text(PROGRAM.replace("linear_w8a8", op)), num_threads=1)
+    session = one_op_session(op, 4)
     prof = tensorvm._C.Profiler()
     session.set_profiler(prof)
     session.run("f", [x, w, s, b])

@@ -10,7 +10,8 @@ import tensorvm
 from tensorvm import ops as T
 from tensorvm.pycompiler import ir
 from tensorvm.pycompiler.ir_check import parse
-from tensorvm.pycompiler.printer import PrintError, format_float, print_module, quote_string
+from tensorvm.pycompiler.ir import print_module
+from tensorvm.pycompiler.literals import PrintError, format_float, quote_string
 
 from pyc_helpers import HAS_PARSE_AND_PRINT, REPO, requires_parse_and_print
 

@@ -145,6 +145,29 @@ def test_replay_missing_weight_and_reference(tmp_path):
             tensorvm.replay(path, "f", np.ones(1, np.float32))
 
 
+def test_check_is_the_replay_check_without_running(tmp_path):
+    text = H + "def f(x: Tensor) -> Tensor:\n    y = neg(x)\n    return y\n"
+    module = tensorvm.check(text)
+    assert module.function_names == ["f"] and str(module) == text
+    assert str(tensorvm.check(text.encode())) == text
+    marker = tmp_path / "pwned"
+    with pytest.raises(IRCheckError) as e:
+        tensorvm.check(H + f'def f(x: Tensor) -> Tensor:\n    y = open("{marker}", "w")\n    return x\n',
+                       filename="mine.py")
+    assert (e.value.filename, e.value.line) == ("mine.py", 3) and "unknown op or function 'open'" in e.value.message
+    with pytest.raises(IRCheckError, match="invalid UTF-8"):
+        tensorvm.check(H.encode() + b"\xff\n")
+    assert not marker.exists()
+    from dataclasses import replace
+
+    from tensorvm.pycompiler import registry
+
+    spec = replace(registry.make_stand_in("no_reference_op(x: Tensor) -> Tensor", None), reference=None)
+    with registry.stand_ins([spec]):
+        with pytest.raises(NotImplementedError, match="op 'no_reference_op' has no reference implementation"):
+            tensorvm.check(H + "def f(x: Tensor) -> Tensor:\n    y = no_reference_op(x)\n    return y\n")
+
+
 def test_replay_input_checks(tmp_path):
     text = H + "def f(x: Tensor, n: int) -> Tensor:\n    return x\n"
     path = write_program(tmp_path / "p.tvm", text)

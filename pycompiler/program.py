@@ -1,0 +1,106 @@
+"""A program directory opened from Python: `Program.run` in the C++ VM, `.replay` in
+Python, `.generate` over its `generate` function. Reading the directory is
+program_dir.py's job; this module only runs what it reads."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import _C
+from . import generation, ir, weights_io
+from .inputs import coerce_inputs
+from .ir_check import parse
+from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
+from .replay import Replayer
+
+
+def shape_result(fn: ir.Function, outs: list) -> Any:
+    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
+
+    A one-value function returns its value bare even if declared "-> tuple[T]",
+    because its Python `return a` does.
+    """
+    outs = list(outs)
+    if len(fn.return_types) > 1:
+        return tuple(outs)
+    if not fn.return_types:
+        return None
+    if len(outs) != 1:
+        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
+    return outs[0]
+
+
+class Program:
+    """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python."""
+
+    def __init__(self, path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False):
+        """`max_instructions` bounds one run (0: no limit; see SessionOptions); with
+        `copy_weights` the weights are read into memory instead of mapped, so a file
+        truncated in place later cannot raise SIGBUS (docs/runtime.md)."""
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise ProgramError(f"{self.path}: not a program directory (expected a directory with {PROGRAM_FILE})")
+        try:
+            self.ir = read_program_text(self.path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise ProgramError(f"{self.path / PROGRAM_FILE}: {e}") from None
+        self.meta = read_meta(self.path)
+        self.num_threads = num_threads
+        self.max_instructions = max_instructions
+        self.copy_weights = copy_weights
+        self._module: Optional[ir.Module] = None
+        self._vm_program = None
+        self._session = None
+        self._replayer = None
+
+    def __repr__(self) -> str:
+        return f"<tensorvm.Program {self.path} functions={self.functions}>"
+
+    @property
+    def module(self) -> ir.Module:
+        if self._module is None:
+            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE))
+        return self._module
+
+    @property
+    def functions(self) -> list[str]:
+        return self.module.function_names
+
+    def signature(self, function: str) -> str:
+        return self.module.function(function).signature()
+
+    @property
+    def session(self):
+        """The C++ session, created on first use."""
+        if self._session is None:
+            if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
+                raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
+            self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
+            self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
+        return self._session
+
+    def run(self, function: str, *inputs: Any) -> Any:
+        """Runs `function` in the C++ VM; returns a value, a tuple of values, or None."""
+        fn = self.module.function(function)
+        args = coerce_inputs(fn, inputs)
+        return shape_result(fn, self.session.run(function, args))
+
+    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+        """transformers-style `generate` over the program's `generate` function, in the
+        C++ VM (see tensorvm.pycompiler.generation)."""
+        return generation.generate(self, input_ids, attention_mask, **kwargs)
+
+    def replay(self, function: str, *inputs: Any) -> Any:
+        """Runs `function` line by line in Python with the reference ops."""
+        if self._replayer is None:
+            self._replayer = Replayer(self.path, text=self.ir)
+        return self._replayer.run(function, *inputs)
+
+    def weights_info(self) -> list[tuple[str, str, tuple, int]]:
+        entries, _, _ = weights_io.read_header(self.path / WEIGHTS_FILE)
+        return [(e.name, e.dtype, e.shape, e.nbytes) for e in entries.values()]
+
+
+def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False) -> Program:
+    """Opens a program directory written by export()."""
+    return Program(path, num_threads=num_threads, max_instructions=max_instructions, copy_weights=copy_weights)
