@@ -472,6 +472,9 @@ register(Processor("forced_eos_token_id", force_eos, inputs=(token_input("forced
                    doc="the token forced at max_length - 1"))
 register(Processor("suppress_tokens", suppress, inputs=(token_list_input("suppress_tokens", default=None),),
                    options=("suppress_tokens",), resolve=_token_mask("suppress_tokens"),
+                   # Skipped when the list is empty (most checkpoints): the ban is a pass over
+                   # every score of every row, [batch x beams, vocab], at every step.
+                   when=lambda s, o: T.any(o.suppress_tokens),
                    doc="token ids banned at every step"))
 register(Processor("begin_suppress_tokens", suppress_at_begin,
                    inputs=(token_list_input("begin_suppress_tokens", default=None),),
