@@ -13,7 +13,6 @@ forced EOS, bad words, renormalize_logits) with --threads intra-op threads. Medi
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -22,14 +21,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from side_by_side import median_s, program_and_model  # noqa: E402
+from side_by_side import common_args, median_s, program_and_model  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap = common_args(__doc__)
     ap.add_argument("--num-beams", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=24)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 4])

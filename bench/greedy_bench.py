@@ -9,14 +9,13 @@ of generated positions (the longest row; finished rows are padded, as in transfo
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from side_by_side import median_s, program_and_model  # noqa: E402
+from side_by_side import common_args, median_s, program_and_model  # noqa: E402
 
 
 def median_ms(fn, repeats: int) -> float:
@@ -24,10 +23,7 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap = common_args(__doc__)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--source-len", type=int, nargs="+", default=[8, 32])
     args = ap.parse_args()
