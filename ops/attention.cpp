@@ -5,6 +5,7 @@
 // the active kernel variant's (ops/kernels/): the scores are linear's dot_rows_f32 with
 // the keys as weight rows, o = p v is weighted_rows_f32; Eigen is left only for keys
 // whose rows are not contiguous.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -23,8 +24,6 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 using ConstRowMap = Eigen::Map<const RowMatrix>;
 using RowMap = Eigen::Map<RowMatrix>;
 using StridedRows = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
-using VecMap = Eigen::Map<Eigen::VectorXf>;
-using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
 using ArrMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrMap = Eigen::Map<const Eigen::ArrayXf>;
 
@@ -149,17 +148,15 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
     for (int64_t bh = bh0; bh < bh1; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       const float* Q = qp + (b * H + h) * Tq * D;
-      StridedRows K(kp + b * ks0 + h * ks1, Tk, D, Eigen::OuterStride<>(ks2));
+      const float* K = kp + b * ks0 + h * ks1;
       float* O = op + (b * H + h) * Tq * Dv;
-      RowMap S(sp, Tq, Tk);
       if (D == 0) {
-        S.setZero();
+        std::fill(sp, sp + Tq * Tk, 0.0f);
       } else if (ks2 == D) {  // one head's keys are contiguous rows (a KV cache, a dense k)
         for (int64_t i0 = 0; i0 < Tq; i0 += kMaxDotRows)
-          kt.dot_rows_f32(Q + i0 * D, std::min(kMaxDotRows, Tq - i0), D, kp + b * ks0 + h * ks1, nullptr, Tk,
-                          sp + i0 * Tk, Tk);
+          kt.dot_rows_f32(Q + i0 * D, std::min(kMaxDotRows, Tq - i0), D, K, nullptr, Tk, sp + i0 * Tk, Tk);
       } else {
-        S.noalias() = ConstRowMap(Q, Tq, D) * K.transpose();
+        RowMap(sp, Tq, Tk).noalias() = ConstRowMap(Q, Tq, D) * StridedRows(K, Tk, D, Eigen::OuterStride<>(ks2)).transpose();
       }
       const int64_t mbase = b * m.stride[0] + h * m.stride[1];
       for (int64_t i = 0; i < Tq; ++i) softmax_row(sp + i * Tk, Tk, scale, m, mbase + i * m.stride[2]);

@@ -1,6 +1,5 @@
 #include "vm/kvcache.h"
 
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -80,7 +79,8 @@ void KVCache::reorder(const Tensor& index, Pool* pool) {
     if (rows[size_t(src)] != src && saved_slot[size_t(src)] < 0) saved_slot[size_t(src)] = saved++;
   }
   if (moved == 0) return;
-  const int64_t row_floats = heads_ * max_len_ * head_dim_;  // one cache row of one layer
+  // Where head h of cache row b starts in a layer's [batch, heads, max_len, head_dim] store.
+  const auto at = [this](float* store, int64_t b, int64_t h) { return store + (b * heads_ + h) * max_len_ * head_dim_; };
   for (int64_t l = 0; l < layers_; ++l) {
     const int64_t n = len_[size_t(l)];
     const size_t run = size_t(n * head_dim_) * sizeof(float);
@@ -91,27 +91,21 @@ void KVCache::reorder(const Tensor& index, Pool* pool) {
       if (store->buffer()->use_count() > 1) {
         Tensor fresh = Tensor::empty(DType::f32, store->shape(), pool);
         for (int64_t b = 0; b < batch_; ++b)
-          for (int64_t h = 0; h < heads_; ++h)
-            std::memcpy(fresh.data<float>() + (b * heads_ + h) * max_len_ * head_dim_,
-                        d + (rows[size_t(b)] * heads_ + h) * max_len_ * head_dim_, run);
+          for (int64_t h = 0; h < heads_; ++h) std::memcpy(at(fresh.data<float>(), b, h), at(d, rows[size_t(b)], h), run);
         *store = std::move(fresh);
         continue;
       }
-      Tensor keep = Tensor::empty(DType::f32, {std::max<int64_t>(saved, 1), heads_, n, head_dim_}, pool);
-      float* kp = keep.data<float>();
+      // The saved rows, [saved, heads, n, head_dim] (none: nothing to allocate).
+      Tensor keep = saved > 0 ? Tensor::empty(DType::f32, {saved, heads_, n, head_dim_}, pool) : Tensor();
+      const auto kept = [&](int64_t slot, int64_t h) { return keep.data<float>() + (slot * heads_ + h) * n * head_dim_; };
       for (int64_t b = 0; b < batch_; ++b)
         if (saved_slot[size_t(b)] >= 0)
-          for (int64_t h = 0; h < heads_; ++h)
-            std::memcpy(kp + (saved_slot[size_t(b)] * heads_ + h) * n * head_dim_,
-                        d + b * row_floats + h * max_len_ * head_dim_, run);
+          for (int64_t h = 0; h < heads_; ++h) std::memcpy(kept(saved_slot[size_t(b)], h), at(d, b, h), run);
       for (int64_t b = 0; b < batch_; ++b) {
         const int64_t src = rows[size_t(b)];
         if (src == b) continue;
-        for (int64_t h = 0; h < heads_; ++h) {
-          const float* from = saved_slot[size_t(src)] >= 0 ? kp + (saved_slot[size_t(src)] * heads_ + h) * n * head_dim_
-                                                           : d + src * row_floats + h * max_len_ * head_dim_;
-          std::memcpy(d + b * row_floats + h * max_len_ * head_dim_, from, run);
-        }
+        for (int64_t h = 0; h < heads_; ++h)
+          std::memcpy(at(d, b, h), saved_slot[size_t(src)] >= 0 ? kept(saved_slot[size_t(src)], h) : at(d, src, h), run);
       }
     }
   }
