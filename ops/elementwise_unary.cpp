@@ -58,7 +58,7 @@ TVM_UNARY_F32(sqrt_op, std::sqrt(v))
 TVM_UNARY_F32(rsqrt_op, 1.0f / std::sqrt(v))
 #undef TVM_UNARY_F32
 
-// exp, sigmoid and silu: the active variant's 16-lane loops (ops/kernels/softmax.h).
+// exp, sigmoid and silu: the active variant's vector loops (ops/kernels/softmax.h).
 // Each lane's arithmetic is fixed, so where a thread's range starts does not matter.
 template <ExpMap F>
 void exp_map_op(OpContext& ctx, const Args& a, Value* out) {
@@ -168,7 +168,8 @@ void register_elementwise_unary_ops(Registry& r) {
   add_unary(r, "rsqrt", rsqrt_op, "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
   add_unary(r, "tanh", tanh_op, "Hyperbolic tangent (f32 tensor).");
   add_unary(r, "sigmoid", exp_map_op<ExpMap::sigmoid>, "1 / (1 + exp(-x)) (f32 tensor).");
-  add_unary(r, "silu", exp_map_op<ExpMap::silu>, "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
+  add_unary(r, "silu", exp_map_op<ExpMap::silu>,
+            "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
   add_unary(r, "erf", erf_op, "The error function (f32 tensor).");
   add_unary(r, "relu", relu_op, "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
   {

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "ops/broadcast.h"
-#include "ops/elementwise_math.h"
 #include "ops/cpu.h"
+#include "ops/elementwise_math.h"
 #include "ops/registry.h"
 
 // The SIMD row helpers of elementwise_math.h pass GCC vector types between inline

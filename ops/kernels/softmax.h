@@ -1,5 +1,5 @@
 // The exp-bound row kernels (softmax, log_softmax, exp / sigmoid / silu), compiled per
-// variant so that elementwise_math.h's 16-lane loops run on the variant's registers: one
+// variant so that elementwise_math.h's loops use the variant's full vector width: one
 // AVX-512 instruction per 16 floats instead of four SSE ones at the x86-64 baseline.
 // Beam search runs two log_softmax over [batch x beams, vocab] every step, and at int8
 // they cost as much as the linear layers. Every lane's arithmetic is the same on every
