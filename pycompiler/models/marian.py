@@ -40,10 +40,6 @@ ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu", 
                "gelu_pytorch_tanh": "gelu_tanh", "tanh": "tanh"}
 
 
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this importer does not compute."""
-
-
 @dataclass
 class MarianSpec:
     """Everything in a Marian config that changes the computation."""
