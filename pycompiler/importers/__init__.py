@@ -17,11 +17,12 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import marian
+from . import gpt2, marian
 from .common import UnsupportedConfig
 
 ARCHITECTURES = {
     "marian": marian,
+    "gpt2": gpt2,
 }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import marian
-from ..models.marian import ACTIVATIONS, MarianSpec
+from ..models.layers import ACTIVATIONS
+from ..models.marian import MarianSpec
 from .common import UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
 
 MODEL_CLASS = "MarianMTModel"
