@@ -38,9 +38,9 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
     path = Path(checkpoint_dir)
     arch = architecture(_model_type(path))
-    config, gen, state, model = load_checkpoint(path, arch.MODEL_CLASS)
+    config, gen, state, model = load_checkpoint(path, arch.model_class)
     spec = arch.spec_from_config(config, gen)
-    if hasattr(arch, "from_model"):  # buffers the state dict does not hold (rotary inv_freq)
+    if arch.from_model is not None:  # buffers the state dict does not hold (rotary inv_freq)
         arch.from_model(spec, model)
     tied = {n: c for n, (c, _) in state.items() if n != c}
     weights = arch.weights(spec, state)

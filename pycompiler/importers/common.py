@@ -8,7 +8,9 @@ importers/__init__.py maps model_type to it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 from ..generation.processors import import_fields
 from ..generation.search import generate_inputs, generation_config_defaults
@@ -16,6 +18,18 @@ from ..generation.search import generate_inputs, generation_config_defaults
 
 class UnsupportedConfig(ValueError):
     """The checkpoint asks for something this importer does not compute."""
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """How one model_type is imported (an entry of importers.ARCHITECTURES)."""
+    model_class: str  # the transformers class that loads the checkpoint
+    spec_from_config: Callable  # (config, generation_config) -> the model file's spec, or UnsupportedConfig
+    weights: Callable  # (spec, state) -> {name: array} under the names the model file reads
+    linear_weights: Callable  # (spec, weights) -> [name]: what quantize= turns into int8
+    meta: Callable  # spec -> this architecture's meta.json entries
+    build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
+    from_model: Optional[Callable] = None  # (spec, loaded model): what the state dict lacks (buffers)
 
 
 # generation_config fields that change results, with the value that means "off".

@@ -7,9 +7,8 @@ import numpy as np
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
 from ..models.layers import ACTIVATIONS
-from .common import UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
 
-MODEL_CLASS = "GPT2LMHeadModel"
 LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
 
 
@@ -71,4 +70,4 @@ def meta(spec: GPT2Spec) -> dict:
             "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
 
 
-build = gpt2.build
+ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)

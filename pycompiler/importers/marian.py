@@ -7,9 +7,8 @@ import numpy as np
 from ..models import marian
 from ..models.layers import ACTIVATIONS
 from ..models.marian import MarianSpec
-from .common import UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
 
-MODEL_CLASS = "MarianMTModel"
 LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
 
 
@@ -69,4 +68,4 @@ def meta(spec: MarianSpec) -> dict:
     }
 
 
-build = marian.build
+ARCH = Architecture("MarianMTModel", spec_from_config, weights, linear_weights, meta, marian.build)
