@@ -78,13 +78,15 @@ def spec_from_config(config, gen) -> MarianSpec:
     shared = getattr(config, "share_encoder_decoder_embeddings", True)
     dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
     eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
-    if isinstance(eos, (list, tuple)):
-        if len(eos) != 1:
-            raise UnsupportedConfig(f"import_hf: several eos_token_ids {eos} are not supported")
-        eos = eos[0]
+    # several end tokens (a row ends on any): kept as transformers gives them, an int or a list
+    eos = [int(e) for e in eos] if isinstance(eos, (list, tuple)) else [int(eos)]
+    if not eos or min(eos) < 0 or max(eos) >= dec_vocab:
+        raise UnsupportedConfig(f"import_hf: eos_token_id {eos} is not a list of decoder token ids")
+    eos = eos[0] if len(eos) == 1 else tuple(eos)
     bad = []
     for ids in getattr(gen, "bad_words_ids", None) or []:
-        if list(ids) == [eos]:  # transformers drops a bad word equal to the EOS token
+        if len(ids) == 1 and ids[0] in (eos if isinstance(eos, tuple) else (eos,)):
+            # transformers drops a bad word equal to an EOS token
             continue
         if len(ids) != 1:
             raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
@@ -128,7 +130,7 @@ def spec_from_config(config, gen) -> MarianSpec:
         encoder_ffn_dim=config.encoder_ffn_dim, decoder_ffn_dim=config.decoder_ffn_dim,
         vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
         activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=int(pad), eos_token_id=int(eos), decoder_start_token_id=int(decoder_start),
+        pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
         max_position_embeddings=config.max_position_embeddings, generation=opts,
     )
 
