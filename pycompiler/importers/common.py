@@ -101,15 +101,32 @@ def single_id(value, what: str):
     return None if value is None else int(value)
 
 
-def generation_options(config, gen, *, vocab_size: int, eos: int, default_max_length) -> dict:
+def eos_ids(config, gen, vocab_size: int):
+    """The checkpoint's end tokens (generation_config over config): an int, or a tuple
+    when it lists several (a row ends on any; Llama 3 ships several)."""
+    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
+    if eos is None:
+        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
+    eos = [int(e) for e in eos] if isinstance(eos, (list, tuple)) else [int(eos)]
+    if not eos or min(eos) < 0 or max(eos) >= vocab_size:
+        raise UnsupportedConfig(f"import_hf: eos_token_id {eos} is not a list of token ids below {vocab_size}")
+    return eos[0] if len(eos) == 1 else tuple(eos)
+
+
+def first(ids) -> int:
+    """The first of one id or a tuple of them (transformers pads with eos_token_id[0])."""
+    return int(ids[0]) if isinstance(ids, tuple) else int(ids)
+
+
+def generation_options(config, gen, *, vocab_size: int, eos, default_max_length) -> dict:
     """generate's defaults by transformers' names, from the checkpoint's generation
     config over transformers' global defaults, checked as generate checks a keyword.
     `default_max_length` is used when the checkpoint sets no max_length (None: 20 new
     tokens after the prompt, as transformers does for decoder-only models)."""
     bad = []
     for ids in getattr(gen, "bad_words_ids", None) or []:
-        if list(ids) == [eos]:  # transformers drops a bad word equal to the EOS token
-            continue
+        if len(ids) == 1 and ids[0] in (eos if isinstance(eos, tuple) else (eos,)):
+            continue  # transformers drops a bad word equal to an EOS token
         if len(ids) != 1:
             raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
                                     "bans are supported")
