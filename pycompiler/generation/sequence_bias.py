@@ -92,6 +92,7 @@ def ban_bad_words(scores, state, o):
 def resolve_sequence_bias(table, ctx):
     """Options of add_sequence_bias from the f32 [n, 1 + L] table."""
     V = ctx.ids.vocab_size
+    table = T.cast(table, "f32")  # a C++ caller may hand int biases
     n = T.size(table, 0)
     bias = T.reshape(T.slice(table, 1, 0, 1), [n])
     prefix, last, single = split(T.cast(T.slice(table, 1, 1, T.size(table, 1)), "i64"), V, "sequence_bias")

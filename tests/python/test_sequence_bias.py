@@ -117,3 +117,15 @@ def test_errors(root):
     a = generate(prog, ids, bad_words_ids=np.array([[-1, 7], [5, 6]]), sequence_bias=np.array([[1.5, -1, 4]], "f4"))
     b = generate(prog, ids, bad_words_ids=[[7], [5, 6]], sequence_bias={(4,): 1.5})
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_replay_matches_vm(root, num_beams):
+    """The Python replay runs the same program text: same tokens, logits within 1e-4."""
+    _, prog = imported("tiny-marian", root)
+    ids, mask = source_batches(prog, 11, 2, 1)[0]
+    kw = dict(num_beams=num_beams, bad_words_ids=[[13, 26], [4], [26, 28, 36]], max_new_tokens=8,
+              sequence_bias={(35, 9): 2.0, (7,): -1.0, (3, 5, 7): 0.5}, eos_token_id=[0, 22], output_logits=True)
+    a, b = generate(prog, ids, mask, **kw), generate(prog, ids, mask, engine="replay", **kw)
+    np.testing.assert_array_equal(a.sequences, b.sequences)
+    np.testing.assert_allclose(np.stack(a.logits), np.stack(b.logits), atol=1e-4, rtol=0)
