@@ -101,22 +101,21 @@ def single_id(value, what: str):
     return None if value is None else int(value)
 
 
-def end_token_ids(value, vocab_size: int):
-    """eos_token_id as transformers gives it (an int or a list: a row ends on any),
-    checked against the vocabulary: an int, or a tuple when there are several
-    (TokenIds.eos takes either). None stays None."""
-    if value is None:
-        return None
-    ids = [int(e) for e in value] if isinstance(value, (list, tuple)) else [int(value)]
-    if not ids or min(ids) < 0 or max(ids) >= vocab_size:
-        raise UnsupportedConfig(f"import_hf: eos_token_id {value} is not a list of token ids of the vocabulary "
-                                f"({vocab_size})")
-    return ids[0] if len(ids) == 1 else tuple(ids)
+def eos_ids(config, gen, vocab_size: int):
+    """The checkpoint's end tokens (generation_config over config): an int, or a tuple
+    when it lists several (a row ends on any; Llama 3 ships several)."""
+    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
+    if eos is None:
+        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
+    eos = [int(e) for e in eos] if isinstance(eos, (list, tuple)) else [int(eos)]
+    if not eos or min(eos) < 0 or max(eos) >= vocab_size:
+        raise UnsupportedConfig(f"import_hf: eos_token_id {eos} is not a list of token ids below {vocab_size}")
+    return eos[0] if len(eos) == 1 else tuple(eos)
 
 
-def first_id(eos) -> int:
-    """The first end token (transformers' pad_token_id when the checkpoint has none)."""
-    return eos[0] if isinstance(eos, tuple) else eos
+def first(ids) -> int:
+    """The first of one id or a tuple of them (transformers pads with eos_token_id[0])."""
+    return int(ids[0]) if isinstance(ids, tuple) else int(ids)
 
 
 def generation_options(config, gen, *, vocab_size: int, eos, default_max_length) -> dict:

@@ -7,8 +7,8 @@ import numpy as np
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
 from ..models.layers import ACTIVATIONS
-from .common import (Architecture, UnsupportedConfig, canonical_name, end_token_ids, first_id, generation_options,
-                     single_id, stored_weights)
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
 
@@ -23,9 +23,7 @@ def spec_from_config(config, gen) -> GPT2Spec:
         if getattr(config, flag, False):
             raise UnsupportedConfig(f"import_hf: GPT-2 with {flag}=True is not supported")
     # reorder_and_upcast_attn only changes fp16 rounding: every product here is f32 already
-    eos = end_token_ids(gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id, config.vocab_size)
-    if eos is None:
-        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
+    eos = eos_ids(config, gen, config.vocab_size)
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return GPT2Spec(
@@ -33,7 +31,7 @@ def spec_from_config(config, gen) -> GPT2Spec:
         ffn_dim=config.n_inner if config.n_inner is not None else 4 * config.n_embd,
         vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
         eps=config.layer_norm_epsilon, activation=act,
-        eos_token_id=eos, pad_token_id=int(first_id(eos) if pad is None else single_id(pad, "pad_token_id")),
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
         scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)
 
 

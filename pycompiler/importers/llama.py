@@ -9,8 +9,8 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, end_token_ids, first_id, generation_options,
-                     single_id, stored_weights)
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight",)
 # rope types whose frequencies do not change with the sequence length
@@ -37,17 +37,14 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool) -> LlamaSpec:
     if getattr(config, "use_sliding_window", False) and any(
             t == "sliding_attention" for t in (getattr(config, "layer_types", None) or [])):
         raise UnsupportedConfig("import_hf: sliding-window attention layers are not supported")
-    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
-    if eos is None:
-        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
-    eos = end_token_ids(eos, config.vocab_size)
+    eos = eos_ids(config, gen, config.vocab_size)
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return LlamaSpec(
         d_model=config.hidden_size, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
         max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
-        eos_token_id=eos, pad_token_id=int(first_id(eos) if pad is None else single_id(pad, "pad_token_id")),
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
         qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts)
 
 

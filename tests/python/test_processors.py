@@ -161,7 +161,7 @@ def test_program_checks_options_itself(root):
                       ({"num_beams": 1, "num_return_sequences": 2}, "greedy search"),
                       ({"early_stopping": "sometimes"}, "early_stopping must be one of"),
                       ({"num_beams": 0}, "num_beams must be at least 1"),
-                      ({"max_length": 1}, "max_length must be greater than the length of decoder_input_ids"),
+                      ({"max_length": 1}, "max_length must be at least 2"),
                       ({"typical_p": 0.0}, "typical_p must be in"), ({"min_p": 2.0}, "min_p must be in"),
                       ({"epsilon_cutoff": -0.5}, "epsilon_cutoff must be in"),
                       ({"forced_eos_token_id": 400}, "forced_eos_token_id is not in the decoder vocabulary"),
