@@ -454,8 +454,7 @@ register(Processor("sequence_bias", SB.add_sequence_bias,
                    inputs=(sequence_bias_input("sequence_bias", "bias the last token of token sequences: a dict "
                                                "{(ids): bias} or list [[ids], bias]", default=None),),
                    options=("sequence_bias_single", "sequence_bias_prefix", "sequence_bias_values",
-                            "sequence_bias_onehot", "sequence_bias_multi", "sequence_bias_multi_on",
-                            "sequence_bias_on"),
+                            "sequence_bias_onehot", "sequence_bias_multi_on", "sequence_bias_on"),
                    resolve=_sequence_bias, when=lambda s, o: o.sequence_bias_on,
                    doc="bias a token that completes a sequence (before the other processors, as transformers)"))
 register(Processor("repetition_penalty", penalize_repeats,
@@ -472,9 +471,9 @@ register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_rep
                    doc="ban tokens that would repeat an n-gram of the row"))
 register(Processor("bad_words_ids", SB.ban_bad_words,
                    inputs=(token_sequences_input("bad_words_ids", "token sequences never generated", default=None),),
-                   options=("bad_words_banned", "bad_words_prefix", "bad_words_last", "bad_words_multi", "bad_words_on",
+                   options=("bad_words_banned", "bad_words_prefix", "bad_words_last", "bad_words_on",
                             "bad_words_multi_on"),
-                   resolve=_bad_words, when=lambda s, o: T.logical_or(o.bad_words_on, o.bad_words_multi_on),
+                   resolve=_bad_words, when=lambda s, o: o.bad_words_on,
                    doc="ban token sequences (one-token entries at every step)"))
 register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0)),
                    options=("min_length",), resolve=_min_length,

@@ -58,19 +58,16 @@ def resolve_bad_words(words, ctx):
     multi = T.logical_not(single)
     single = T.logical_and(single, T.logical_not(T.index_select(ctx.eos, 0, last)))
     banned = spread(T.where(single, last, V), True, V, False)
-    return {"bad_words_banned": banned, "bad_words_prefix": prefix, "bad_words_last": last,
-            "bad_words_multi": multi, "bad_words_on": T.any(banned), "bad_words_multi_on": T.any(multi)}
+    # a one-token entry's last token is V in the table of longer ones: it bans nothing there
+    return {"bad_words_banned": banned, "bad_words_prefix": prefix, "bad_words_last": T.where(multi, last, V),
+            "bad_words_on": T.logical_or(T.any(banned), T.any(multi)), "bad_words_multi_on": T.any(multi)}
 
 
-def ban_always(scores, banned, seq, cur_len, prefix, last, multi):
-    return T.masked_fill(scores, banned, -math.inf)
-
-
-def ban_completions(scores, banned, seq, cur_len, prefix, last, multi):
-    """The last token of every multi-token entry whose prefix ends the row."""
+def ban_completions(scores, seq, cur_len, prefix, last):
+    """The last token of every multi-token entry whose prefix ends the row (last = V
+    for the others)."""
     V = T.size(scores, 1)
-    hit = T.logical_and(matches(seq, cur_len, prefix), T.unsqueeze(multi, 0))
-    index = T.where(hit, T.unsqueeze(last, 0), V)
+    index = T.where(matches(seq, cur_len, prefix), T.unsqueeze(last, 0), V)
     mask = T.scatter(T.full([T.size(scores, 0), T.add(V, 1)], False, dtype="bool"), 1, index, True)
     return T.masked_fill(scores, T.slice(mask, 1, 0, V), -math.inf)
 
@@ -80,11 +77,12 @@ def keep(scores, *rest):
 
 
 def ban_bad_words(scores, state, o):
-    """NoBadWordsLogitsProcessor: one-token bad words always -inf, the last token of a
-    longer one -inf when its other tokens end the row."""
-    args = (o.bad_words_banned, state.seq, state.cur_len, o.bad_words_prefix, o.bad_words_last, o.bad_words_multi)
-    scores = cond(o.bad_words_on, ban_always, keep, scores, *args)
-    return cond(o.bad_words_multi_on, ban_completions, keep, scores, *args)
+    """NoBadWordsLogitsProcessor: one-token bad words always -inf (one pass, as the
+    checkpoints' usual single bad word), the last token of a longer one -inf when its
+    other tokens end the row."""
+    scores = T.masked_fill(scores, o.bad_words_banned, -math.inf)
+    return cond(o.bad_words_multi_on, ban_completions, keep, scores, state.seq, state.cur_len, o.bad_words_prefix,
+                o.bad_words_last)
 
 
 # ---------------------------------------------------------------- sequence_bias
@@ -103,25 +101,24 @@ def resolve_sequence_bias(table, ctx):
     # biases are then one matmul of the [rows, n] matched biases with it (sums repeats)
     onehot = T.cast(T.logical_and(T.eq(T.unsqueeze(last, 1), T.unsqueeze(T.arange(0, V), 0)),
                                   T.unsqueeze(multi, 1)), "f32")
+    # a one-token entry's value is 0 among the longer ones (its one-hot row is 0 too)
     return {"sequence_bias_single": spread(T.where(single, last, V), T.where(single, bias, 0.0), V, 0.0),
-            "sequence_bias_prefix": prefix, "sequence_bias_values": bias, "sequence_bias_onehot": onehot,
-            "sequence_bias_multi": multi, "sequence_bias_multi_on": T.any(multi), "sequence_bias_on": T.gt(n, 0)}
+            "sequence_bias_prefix": prefix, "sequence_bias_values": T.where(multi, bias, 0.0),
+            "sequence_bias_onehot": onehot, "sequence_bias_multi_on": T.any(multi), "sequence_bias_on": T.gt(n, 0)}
 
 
-def add_single(scores, single, seq, cur_len, prefix, values, onehot, multi):
+def add_single(scores, single, seq, cur_len, prefix, values, onehot):
     return T.add(scores, single)
 
 
-def add_matched(scores, single, seq, cur_len, prefix, values, onehot, multi):
+def add_matched(scores, single, seq, cur_len, prefix, values, onehot):
     """transformers: bias = one-token biases + the biases of the matched longer
     entries summed per last token; scores + bias."""
-    hit = T.logical_and(matches(seq, cur_len, prefix), T.unsqueeze(multi, 0))
-    matched = T.where(hit, T.unsqueeze(values, 0), 0.0)
+    matched = T.where(matches(seq, cur_len, prefix), T.unsqueeze(values, 0), 0.0)
     return T.add(scores, T.add(single, T.matmul(matched, onehot)))
 
 
 def add_sequence_bias(scores, state, o):
     """SequenceBiasLogitsProcessor."""
     return cond(o.sequence_bias_multi_on, add_matched, add_single, scores, o.sequence_bias_single, state.seq,
-                state.cur_len, o.sequence_bias_prefix, o.sequence_bias_values, o.sequence_bias_onehot,
-                o.sequence_bias_multi)
+                state.cur_len, o.sequence_bias_prefix, o.sequence_bias_values, o.sequence_bias_onehot)
