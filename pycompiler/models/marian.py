@@ -63,9 +63,8 @@ class MarianSpec:
     # None (f32) or "int8": every linear weight stored as int8 rows with one f32 scale per row
     quantize: str | None = None
     # generate's defaults by transformers' names: the checkpoint's generation_config
-    # over transformers' global defaults, plus the import-time processors' fields
-    # (bad_words_ids as single-token lists, forced_eos_token_id). The generation
-    # library reads it (pycompiler/generation/), meta.json lists it.
+    # over transformers' global defaults. The generation library reads it
+    # (pycompiler/generation/), meta.json lists it.
     generation: dict = field(default_factory=dict)
 
     @property
