@@ -195,7 +195,11 @@ def table(rows: dict) -> list[str]:
 
 
 def model_header(m: dict) -> str:
-    return (f"**{m['model']}** ({m['weights_MB']:.0f} MB of float32 weights; prompt {m['prompt_len']} tokens, "
+    floor = ""
+    if m.get("floor_ms_per_token"):
+        floor = (f"; a float32 step reads {m['bytes_per_step'] / 1e6:.0f} MB: {m['floor_ms_per_token']:.1f} ms/token "
+                 f"at the {m['streaming_GBps']:.1f} GB/s streaming read measured in the same run")
+    return (f"**{m['model']}** ({m['weights_MB']:.0f} MB of float32 weights{floor}; prompt {m['prompt_len']} tokens, "
             f"{m['new_tokens']} timed decode steps, batch 1, {m['threads']} threads; medians of "
             f"{m['reps']} x {m['rounds']} rounds; load average {m['loadavg_start'][0]:.1f} at the start, "
             f"{m['loadavg_max_1min']:.1f} at most between engines)")
@@ -219,6 +223,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="JSON report")
     ap.add_argument("--md", help="markdown tables")
     ap.add_argument("--strict", action="store_true", help="exit 1 on an engine error or a float32 token mismatch")
+    ap.add_argument("--bandwidth", action=argparse.BooleanOptionalAction, default=None,
+                    help="measure the streaming read bandwidth, for the float32 floor (default: on, off with --quick)")
     ap.add_argument("--prepare-only", action="store_true",
                     help="build the checkpoints and convert them for every engine, then stop (no timing)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per subprocess")
@@ -257,6 +263,14 @@ def main(argv=None) -> int:
                                                ("threads", "prompt_len", "new_tokens", "reps", "rounds")},
               "engines": names, "models": {}}
     failed = False
+    if args.bandwidth is None:
+        args.bandwidth = not args.quick
+    if args.bandwidth and not args.prepare_only:
+        from bench import bandwidth
+
+        report["bandwidth"] = bandwidth.measure(args.threads)
+        print(f"streaming read: {report['bandwidth']['streaming_GBps']:.1f} GB/s "
+              f"({report['bandwidth']['best']['kernel']}, {report['bandwidth']['best']['threads']} threads)", flush=True)
     md = [f"CPU: {env['cpu']}; tensorvm kernels {env['tensorvm_kernels'].get('active', '?')}, GEMM "
           f"{env['tensorvm_kernels'].get('gemm', '?')}; commit {env['git_commit']}; {env['date']}.", ""]
     for model in model_names:
@@ -275,7 +289,11 @@ def main(argv=None) -> int:
                     "prepare": prepared[e], "first_s": [], "all_s": [], "rounds": []} for e in names}
         meta = {"model": model, "checkpoint": str(ckpt), "weights_MB": models.weight_bytes(ckpt) / 2**20,
                 "prompt_len": args.prompt_len, "new_tokens": args.new_tokens, "threads": args.threads,
-                "reps": args.reps, "rounds": args.rounds, "loadavg_start": os.getloadavg()}
+                "reps": args.reps, "rounds": args.rounds, "loadavg_start": os.getloadavg(),
+                "bytes_per_step": models.bytes_per_step(ckpt)}
+        if "bandwidth" in report:
+            meta["streaming_GBps"] = report["bandwidth"]["streaming_GBps"]
+            meta["floor_ms_per_token"] = meta["bytes_per_step"] / 1e6 / meta["streaming_GBps"]
         loads = [meta["loadavg_start"][0]]
         for rnd in range(args.rounds):
             for e in names:
@@ -314,6 +332,14 @@ def main(argv=None) -> int:
         meta["loadavg_end"] = os.getloadavg()
         report["models"][model] = {"meta": meta, "rows": rows}
         lines = [model_header(meta), "", *table(rows), ""]
+        if meta.get("floor_ms_per_token"):
+            reach = []
+            for name, r in rows.items():
+                if r["status"] == "ok" and r["precision"] == "float32" and r["ms_per_token"] > 0:
+                    r["bandwidth_fraction"] = meta["floor_ms_per_token"] / r["ms_per_token"]
+                    reach.append(f"{name} {100 * r['bandwidth_fraction']:.0f}%")
+            lines += [f"Float32 decode steps read the weights at this fraction of the streaming read: "
+                      f"{', '.join(reach)}.", ""]
         print("\n" + "\n".join(lines), flush=True)
         md += lines
         for name, r in rows.items():

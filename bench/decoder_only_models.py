@@ -90,9 +90,8 @@ def ensure(name: str, cache_root: Path) -> Path:
     return path
 
 
-def weight_bytes(checkpoint_dir: Path) -> int:
-    """Bytes of float32 weights in the checkpoint's safetensors files (tied matrices once)."""
-    total = 0
+def _tensor_bytes(checkpoint_dir: Path) -> dict[str, int]:
+    out = {}
     for f in sorted(Path(checkpoint_dir).glob("*.safetensors")):
         with open(f, "rb") as fh:
             n = int.from_bytes(fh.read(8), "little")
@@ -100,5 +99,21 @@ def weight_bytes(checkpoint_dir: Path) -> int:
         for k, v in header.items():
             if k != "__metadata__":
                 a, b = v["data_offsets"]
-                total += b - a
-    return total
+                out[k] = b - a
+    return out
+
+
+def weight_bytes(checkpoint_dir: Path) -> int:
+    """Bytes of float32 weights in the checkpoint's safetensors files (tied matrices once)."""
+    return sum(_tensor_bytes(checkpoint_dir).values())
+
+
+def bytes_per_step(checkpoint_dir: Path) -> int:
+    """float32 bytes a batch-1 decode step reads: every weight, except that the position
+    table (GPT-2's wpe) and an untied input embedding are read one row at a time (a tied
+    embedding is read whole, as the output projection)."""
+    sizes = _tensor_bytes(checkpoint_dir)
+    skip = [k for k in sizes if k.endswith("wpe.weight")]
+    if "lm_head.weight" in sizes:
+        skip += [k for k in sizes if k.endswith(("wte.weight", "embed_tokens.weight"))]
+    return sum(v for k, v in sizes.items() if k not in skip)
