@@ -353,13 +353,18 @@ def main(argv=None) -> int:
             elif not r.get("deterministic", True):
                 print(f"!! {model}: {name} gave different tokens from run to run", file=sys.stderr)
                 failed = True
+        write_reports(args, report, md)  # after every model: an interrupted run keeps what it measured
     report["environment"]["loadavg_end"] = os.getloadavg()
+    write_reports(args, report, md)
+    return 1 if (failed and args.strict) else 0
+
+
+def write_reports(args, report: dict, md: list[str]) -> None:
     for path, text in ((args.out, json.dumps(report, indent=1) + "\n"), (args.md, "\n".join(md) + "\n")):
         if path:
             tmp = Path(f"{path}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path)
-    return 1 if (failed and args.strict) else 0
 
 
 if __name__ == "__main__":
