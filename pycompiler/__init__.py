@@ -12,6 +12,7 @@ from .._C import VMError
 from . import ops
 from .builder import ProgramBuilder, ProgramFunction
 from .control import cond, emit, while_loop
+from .custom_ops import custom_op, register_op
 from .export import export
 from .ir_check import IRCheckError
 from .modes import current_mode, mode, weights
@@ -26,4 +27,5 @@ __all__ = [
     "ProgramBuilder", "ProgramFunction", "Var", "Tensor",
     "while_loop", "cond", "emit",
     "export", "load", "Program", "replay", "check",
+    "register_op", "custom_op",
 ]

@@ -405,7 +405,9 @@ class Loader {
       return;
     }
     const ops::OpDef* op = ops::Registry::get().find(c);
-    if (!op) fail_at(s.line, "unknown op or function '{}'", c);
+    if (!op)
+      fail_at(s.line, "unknown op or function '{}' (an app's own op must be registered with vm::register_op, "
+              "or tensorvm.register_op in Python, before the program is loaded)", c);
     ins.kind = Instr::Kind::Kernel;
     ins.op = op;
     ins.kernel = op->kernel;
