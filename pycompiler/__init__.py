@@ -16,7 +16,7 @@ from .custom_ops import custom_op, register_op
 from .export import export
 from .ir_check import IRCheckError
 from .modes import current_mode, mode, weights
-from .program import Program, load
+from .program import Program, load, load_bytes
 from .replay import check, replay
 from .tracing import TracingError, Var
 from .types import Tensor
@@ -27,5 +27,5 @@ __all__ = [
     "ProgramBuilder", "ProgramFunction", "Var", "Tensor",
     "while_loop", "cond", "emit",
     "export", "load", "Program", "replay", "check",
-    "register_op", "custom_op",
+    "register_op", "custom_op", "load_bytes",
 ]

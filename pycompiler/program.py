@@ -3,6 +3,7 @@ Python, `.generate` over its `generate` function. Reading the directory is
 program_dir.py's job; this module only runs what it reads."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -53,13 +54,47 @@ class Program:
         self._session = None
         self._replayer = None
 
+    @classmethod
+    def from_bytes(cls, program_text, weights=None, meta=None, num_threads: int = 1,
+                   max_instructions: int = 0) -> "Program":
+        """A program from its text (str or UTF-8 bytes), its weights (the bytes of a
+        weights.safetensors, or None) and its meta (a dict, meta.json's text, or None),
+        all in memory; the C++ loader checks them as it checks a directory and copies
+        the weights, so the caller's buffer may be dropped. `replay` needs a directory."""
+        if isinstance(program_text, (bytes, bytearray, memoryview)):
+            try:
+                program_text = bytes(program_text).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ProgramError(f"program text (in memory): {e}") from None
+        if not isinstance(program_text, str):
+            raise TypeError(f"load_bytes: the program text must be str or bytes, not {type(program_text).__name__}")
+        if isinstance(meta, dict):
+            meta_text = json.dumps(meta)
+        elif isinstance(meta, (bytes, bytearray)):
+            meta_text = bytes(meta).decode("utf-8", errors="replace")
+        else:
+            meta_text = meta or ""
+        if weights is not None and not isinstance(weights, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load_bytes: weights must be bytes (a weights.safetensors), not {type(weights).__name__}")
+        self = cls.__new__(cls)
+        self.path = None
+        self.ir = program_text.replace("\r\n", "\n").replace("\r", "\n")
+        self.num_threads = num_threads
+        self.max_instructions = max_instructions
+        self.copy_weights = True
+        self._module = self._session = self._replayer = None
+        # Loaded now, so bad bytes fail here rather than at the first run.
+        self._vm_program = _C.Program.from_memory(self.ir, weights, meta_text)
+        self.meta = json.loads(self._vm_program.meta_json)
+        return self
+
     def __repr__(self) -> str:
-        return f"<tensorvm.Program {self.path} functions={self.functions}>"
+        return f"<tensorvm.Program {self.path or '(from memory)'} functions={self.functions}>"
 
     @property
     def module(self) -> ir.Module:
         if self._module is None:
-            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE))
+            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE) if self.path else "program.py")
         return self._module
 
     @property
@@ -75,7 +110,8 @@ class Program:
         if self._session is None:
             if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
                 raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
-            self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
+            if self._vm_program is None:
+                self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
             self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
         return self._session
 
@@ -96,6 +132,9 @@ class Program:
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""
+        if self.path is None:
+            raise NotImplementedError("replay reads its weights from a program directory; this program was loaded "
+                                      "from memory (save it with tensorvm.export, or replay the directory it came from)")
         if self._replayer is None:
             self._replayer = Replayer(self.path, text=self.ir)
         return self._replayer.run(function, *inputs, on_emit=on_emit)
@@ -103,6 +142,12 @@ class Program:
     def weights_info(self) -> list[tuple[str, str, tuple, int]]:
         entries, _, _ = weights_io.read_header(self.path / WEIGHTS_FILE)
         return [(e.name, e.dtype, e.shape, e.nbytes) for e in entries.values()]
+
+
+def load_bytes(program_text, weights=None, meta=None, num_threads: int = 1, max_instructions: int = 0) -> Program:
+    """A program from memory: its text, the bytes of its weights.safetensors and its meta
+    (see Program.from_bytes); the C++ side is vm::Program::from_memory."""
+    return Program.from_bytes(program_text, weights, meta, num_threads=num_threads, max_instructions=max_instructions)
 
 
 def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False) -> Program:

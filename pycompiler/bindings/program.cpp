@@ -96,6 +96,22 @@ void bind_program(py::module_& m) {
                     return std::const_pointer_cast<vm::Program>(vm::Program::from_text(text, weights));
                   },
                   py::arg("text"), py::arg("weights_path") = "")
+      .def_static("from_memory",
+                  [](const std::string& text, const py::object& weights, const std::string& meta) {
+                    // Copied: the Program must not depend on a Python buffer's lifetime.
+                    vm::LoadOptions o;
+                    o.copy_weights = true;
+                    if (weights.is_none())
+                      return std::const_pointer_cast<vm::Program>(vm::Program::from_memory(text, nullptr, 0, meta, o));
+                    py::buffer_info info = py::reinterpret_borrow<py::buffer>(weights).request();
+                    if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1)
+                      throw vm::Error("from_memory: weights must be bytes or a contiguous byte buffer");
+                    py::gil_scoped_release nogil;
+                    return std::const_pointer_cast<vm::Program>(
+                        vm::Program::from_memory(text, info.ptr, size_t(info.size), meta, o));
+                  },
+                  py::arg("text"), py::arg("weights") = py::none(), py::arg("meta") = "",
+                  "A program from its text, weights (safetensors bytes, copied) and meta.json text.")
       .def("functions", [](const vm::Program& p) {
         std::vector<std::string> names;
         for (const auto& f : p.functions()) names.push_back(f.name);
