@@ -414,6 +414,8 @@ def build_generation(pb, model, defaults: dict):
         T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), "generate: max_new_tokens must be greater than 0")
         limit = cond(T.gt(new, 0), P.length_from_new_tokens, P.length_as_given, new, prompt_len,
                      T.if_none(get("max_length"), default_limit(prompt_len)))
+        if not decoder_only:
+            T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
         T.check(T.gt(limit, prompt_len), f"generate: max_length must be greater than the length of {what}")
         T.check(T.le(limit, max_pos),
                 f"generate: max_length (or max_new_tokens + prompt) is past max_position_embeddings ({max_pos})")
