@@ -28,6 +28,14 @@ std::shared_ptr<py::object> hold(py::object fn) {
   });
 }
 
+// An argument as Python sees it. Arrays are views of the VM's tensors (a weight, a
+// register a later instruction reads), so they are read-only: writing raises.
+py::object argument(const vm::Value& v) {
+  py::object o = from_value(v);
+  if (py::isinstance<py::array>(o)) o.attr("flags").attr("writeable") = false;
+  return o;
+}
+
 ops::KernelFunction python_kernel(std::shared_ptr<py::object> fn, PyCallShape shape, size_t num_outputs) {
   return [fn, shape, num_outputs](ops::OpContext&, const ops::Args& args, vm::Value* outs) {
     std::string error;
@@ -37,11 +45,11 @@ ops::KernelFunction python_kernel(std::shared_ptr<py::object> fn, PyCallShape sh
         py::list pos;
         py::dict kw;
         for (int i = 0; i < shape.num_fixed; ++i) {
-          if (shape.keyword[size_t(i)].empty()) pos.append(from_value(args[i]));
-          else kw[py::str(shape.keyword[size_t(i)])] = from_value(args[i]);
+          if (shape.keyword[size_t(i)].empty()) pos.append(argument(args[i]));
+          else kw[py::str(shape.keyword[size_t(i)])] = argument(args[i]);
         }
         // Variadic values follow the fixed slots; in Python they sit where *name is.
-        for (int k = 0; k < args.variadic_count(); ++k) pos.append(from_value(args.variadic(k)));
+        for (int k = 0; k < args.variadic_count(); ++k) pos.append(argument(args.variadic(k)));
         py::object result = (*fn)(*py::tuple(pos), **kw);
         if (num_outputs == 1) {
           outs[0] = to_value(result);

@@ -87,5 +87,13 @@ def test_errors():
     vm_prog = tensorvm._C.Program.from_text("# tensorvm ir 1\ndef f(x: Tensor) -> Tensor:\n    y = py_fails(x)\n    return y\n")
     with pytest.raises(tensorvm.VMError, match=r"(?s)py_fails: the Python kernel raised ValueError: no good.*program.py:3"):
         tensorvm._C.Session(vm_prog).run("f", [np.ones(2, np.float32)])
+
+    @tensorvm.custom_op("py_in_place(x: Tensor) -> Tensor")
+    def py_in_place(x):
+        x += 1  # would change the VM's tensor: its arrays are read-only
+        return x
+
+    with pytest.raises(tensorvm.VMError, match="py_in_place: the Python kernel raised ValueError: .*read-only"):
+        T.py_in_place(np.ones(2, np.float32))
     with pytest.raises(tensorvm.VMError, match="register_op"):
         tensorvm._C.Program.from_text("# tensorvm ir 1\ndef f(x: Tensor) -> Tensor:\n    y = py_missing(x)\n    return y\n")
