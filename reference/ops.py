@@ -130,6 +130,38 @@ def embedding(ids, weight):
 
 
 @op
+def conv1d(x, weight, bias=None, stride=1, padding=0):
+    """torch's conv1d (one group, no dilation) as a sum over the kernel taps, in float64."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 3:
+        _b_fail("conv1d", "x must be f32 [batch, channels, length]")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.float32 or weight.ndim != 3:
+        _b_fail("conv1d", "weight must be f32 [out_channels, in_channels, kernel]")
+    if stride < 1:
+        _b_fail("conv1d", f"stride must be at least 1, got {stride}")
+    if padding < 0:
+        _b_fail("conv1d", f"padding must be at least 0, got {padding}")
+    batch, cin, length = x.shape
+    cout, _, k = weight.shape
+    if weight.shape[1] != cin:
+        _b_fail("conv1d", f"x has {cin} channels but weight is {weight.shape}")
+    if k < 1:
+        _b_fail("conv1d", "the kernel size must be at least 1")
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != (cout,)):
+        _b_fail("conv1d", f"bias must be f32[{cout}]")
+    if length + 2 * padding < k:
+        _b_fail("conv1d", f"x's length {length} with padding {padding} is shorter than the kernel size {k}")
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding)))
+    tout = (length + 2 * padding - k) // stride + 1
+    y = np.zeros((batch, cout, tout))
+    for j in range(k):
+        taps = xp[:, :, j:j + stride * (tout - 1) + 1:stride]  # [batch, cin, tout]
+        y += np.einsum("bct,oc->bot", taps, weight[:, :, j].astype(np.float64))
+    if bias is not None:
+        y += bias[None, :, None]
+    return _f32(y)
+
+
+@op
 def rotary(x, positions, inv_freq, scale=1.0):
     """transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb in float32: the angle is
     one f32 product float(position) * inv_freq; cos/sin are taken in float64 of that f32
