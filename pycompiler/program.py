@@ -89,9 +89,9 @@ class Program:
             return shape_result(fn, self.session.run(function, args))
         return shape_result(fn, self.session.run(function, args, on_emit))
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+    def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the
-        C++ VM (see tensorvm.pycompiler.generation)."""
+        C++ VM (see tensorvm.pycompiler.generation); Whisper's takes input_features."""
         return generation.generate(self, input_ids, attention_mask, **kwargs)
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:

@@ -11,7 +11,7 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import gpt2, llama, marian
+from . import gpt2, llama, marian, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
@@ -19,6 +19,7 @@ ARCHITECTURES = {
     "gpt2": gpt2.ARCH,
     "llama": llama.LLAMA,
     "qwen2": llama.QWEN2,
+    "whisper": whisper.ARCH,
 }
 
 

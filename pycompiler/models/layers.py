@@ -75,3 +75,21 @@ def step_mask(mask, position):
     """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends."""
     end = T.add(position, 1)
     return T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [T.size(mask, 0), 1, 1, end])
+
+
+def position_rows(table: str, start, end):
+    """Rows [start, end) of the learned position table `table`; past its end is an
+    error naming the position (a slice would quietly come back short)."""
+    return T.index_select(T.param(table), 0, T.arange(start, end))
+
+
+def cross_attention(q, keys, values, mask, rows, length, heads: int, head_dim: int, scale: float):
+    """Encoder-decoder attention of q [rows, length, heads * head_dim], rows = sentences
+    x beams (sentence-major), against K/V stored once per sentence [sentences, heads,
+    source_len, head_dim]: a sentence's beams and positions become its query positions,
+    so no K/V is copied per beam. Returns [rows, length, heads * head_dim]."""
+    batch = T.size(keys, 0)
+    queries = T.mul(T.floordiv(rows, batch), length)
+    q = T.transpose(T.reshape(q, [batch, queries, heads, head_dim]), 1, 2)
+    a = T.attention(q, keys, values, mask, scale=scale)
+    return T.reshape(T.transpose(a, 1, 2), [rows, length, heads * head_dim])

@@ -1,0 +1,190 @@
+"""Whisper (speech to text) encoder-decoder written once with the op front-end.
+
+    encode(input_features [batch, n_mels, 2 * max_source_positions], attention_mask) -> states
+    init_cache / prefill / decode_step / reorder: as models/marian.py
+    generate(input_features, attention_mask=None, ..., decoder_input_ids) -> sequences (with the prompt)
+
+The encoder: conv1 (kernel 3) + gelu, conv2 (kernel 3, stride 2) + gelu, plus the
+checkpoint's encoder position table, pre-LayerNorm layers and a final LayerNorm.
+The decoder: token embeddings plus learned positions, pre-LayerNorm layers with
+self- and cross-attention, a final LayerNorm, logits from the tied embedding
+(proj_out). k_proj has no bias. As in transformers' eager attention, queries are
+scaled after their projection and attention runs with scale 1.
+
+transformers ignores Whisper's attention_mask (the features are always 30 s), so
+does this model: source_mask hands the mask through unused and cross-attention sees
+every encoder position. The task prompt (<|startoftranscript|>, language, task,
+<|notimestamps|>) is generate's decoder_input_ids, prefilled in one pass by the
+generation library; suppress_tokens / begin_suppress_tokens come from the
+checkpoint's generation_config through the library's processors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
+from ..types import ObjectType, Tensor
+from .layers import (activation, cross_attention, linear, merge_heads, output_projection, position_rows,
+                     split_heads)
+
+KVCache = ObjectType("KVCache")
+ENC, DEC = "model.encoder.", "model.decoder."
+
+
+@dataclass
+class WhisperSpec:
+    """Everything in a Whisper config that changes the computation."""
+    d_model: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    vocab_size: int
+    num_mel_bins: int
+    max_source_positions: int  # encoder positions; the features have twice as many frames
+    max_target_positions: int
+    activation: str
+    pad_token_id: int
+    eos_token_id: int | tuple
+    decoder_start_token_id: int
+    lm_head: str = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
+    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as marian.py)
+    generation: dict = field(default_factory=dict)
+
+    @property
+    def frames(self) -> int:
+        return 2 * self.max_source_positions
+
+
+def _ln(x, prefix: str, layer=None):
+    return T.layer_norm(x, T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
+
+
+def _qkv(spec, x, prefix: str, layer, heads: int):
+    """Heads of the scaled query, the key (no bias) and the value: [rows, heads, length, head_dim]."""
+    rows, length, dh = T.size(x, 0), T.size(x, 1), spec.d_model // heads
+    q = T.mul(linear(spec.quantize, x, prefix + "q_proj", layer), dh ** -0.5)
+    k = linear(spec.quantize, x, prefix + "k_proj", layer, bias=False)
+    v = linear(spec.quantize, x, prefix + "v_proj", layer)
+    return tuple(split_heads(t, rows, length, heads, dh) for t in (q, k, v))
+
+
+def _feed_forward(spec, x, prefix: str, layer):
+    h = _ln(x, prefix + "final_layer_norm", layer)
+    h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
+               prefix + "fc2", layer)
+    return T.add(x, h)
+
+
+def _decoder_layer(spec: WhisperSpec, x, cache, self_mask, layer, length):
+    """One pre-LayerNorm decoder layer over `length` new positions per row: x [rows,
+    length, d_model] (self_mask None for one position: it sees every cached one)."""
+    p, d, heads = DEC + "layers.{}.", spec.d_model, spec.decoder_heads
+    rows = T.size(x, 0)
+    q, k, v = _qkv(spec, _ln(x, p + "self_attn_layer_norm", layer), p + "self_attn.", layer, heads)
+    k_all, v_all = T.kv_append(cache, layer, k, v)
+    a = merge_heads(T.attention(q, k_all, v_all, self_mask, scale=1.0), rows, length, d)
+    x = T.add(x, linear(spec.quantize, a, p + "self_attn.out_proj", layer))
+    h = _ln(x, p + "encoder_attn_layer_norm", layer)
+    q = T.mul(linear(spec.quantize, h, p + "encoder_attn.q_proj", layer), (d // heads) ** -0.5)
+    ck, cv = T.kv_cross(cache, layer)
+    a = cross_attention(q, ck, cv, None, rows, length, heads, d // heads, 1.0)
+    x = T.add(x, linear(spec.quantize, a, p + "encoder_attn.out_proj", layer))
+    return _feed_forward(spec, x, p, layer)
+
+
+def _embed_decoder(tokens, start, end):
+    x = T.embedding(tokens, T.param(DEC + "embed_tokens.weight"))
+    return T.add(x, position_rows(DEC + "embed_positions.weight", start, end))
+
+
+def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
+    """Traces the Whisper program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, he, hd = spec.d_model, spec.encoder_heads, spec.decoder_heads
+
+    @pb.function
+    def encoder_layer(x: Tensor, layer: int) -> Tensor:
+        p = ENC + "layers.{}."
+        rows, length = T.size(x, 0), T.size(x, 1)
+        q, k, v = _qkv(spec, _ln(x, p + "self_attn_layer_norm", layer), p + "self_attn.", layer, he)
+        a = merge_heads(T.attention(q, k, v, None, scale=1.0), rows, length, d)
+        x = T.add(x, linear(spec.quantize, a, p + "self_attn.out_proj", layer))
+        return _feed_forward(spec, x, p, layer)
+
+    @pb.function
+    def source_mask(attention_mask: Tensor) -> Tensor:
+        """Whisper attends every encoder position (transformers ignores the mask too)."""
+        return attention_mask
+
+    @pb.function
+    def encode(input_features: Tensor, attention_mask: Tensor) -> Tensor:
+        """log-mel features [batch, n_mels, frames] -> encoder states [batch, frames / 2, d_model]."""
+        T.check(T.logical_and(T.eq(T.size(input_features, 1), spec.num_mel_bins),
+                              T.eq(T.size(input_features, 2), spec.frames)),
+                f"generate: Whisper expects input_features [batch, {spec.num_mel_bins}, {spec.frames}] "
+                "(30 s of log-mel frames, padded)")
+        x = T.gelu(T.conv1d(input_features, T.param(ENC + "conv1.weight"), T.param(ENC + "conv1.bias"), 1, 1))
+        x = T.gelu(T.conv1d(x, T.param(ENC + "conv2.weight"), T.param(ENC + "conv2.bias"), 2, 1))
+        x = T.add(T.transpose(x, 1, 2), T.param(ENC + "embed_positions.weight"))
+        for layer in range(spec.encoder_layers):
+            x = encoder_layer(x, layer)
+        return _ln(x, ENC + "layer_norm")
+
+    @pb.function
+    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
+        """Self-attention room for `rows` decoder rows and the cross-attention K/V of
+        every layer, computed once per sentence from the encoder states."""
+        p = DEC + "layers.{}.encoder_attn."
+        batch, length = T.size(encoder_states, 0), T.size(encoder_states, 1)
+        cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
+        for layer in range(spec.decoder_layers):
+            k = linear(spec.quantize, encoder_states, p + "k_proj", layer, bias=False)
+            v = linear(spec.quantize, encoder_states, p + "v_proj", layer)
+            cache = T.kv_set_cross(cache, layer, split_heads(k, batch, length, hd, d // hd),
+                                   split_heads(v, batch, length, hd, d // hd))
+        return cache
+
+    @pb.function
+    def decoder_layer(x: Tensor, cache: KVCache, layer: int) -> Tensor:
+        return _decoder_layer(spec, x, cache, None, layer, 1)
+
+    @pb.function
+    def prefill_layer(x: Tensor, cache: KVCache, self_mask: Tensor, layer: int) -> Tensor:
+        return _decoder_layer(spec, x, cache, self_mask, layer, T.size(x, 1))
+
+    @pb.function
+    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
+        """tokens [rows, n] at positions [0, n) in one pass, causal among themselves."""
+        n = T.size(tokens, 1)
+        x = _embed_decoder(tokens, 0, n)
+        pos = T.arange(0, n)
+        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
+        for layer in range(spec.decoder_layers):
+            x = prefill_layer(x, cache, causal, layer)
+        return cache
+
+    @pb.function
+    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, vocab] for tokens [rows, 1] at `position`."""
+        x = _embed_decoder(tokens, position, T.add(position, 1))
+        for layer in range(spec.decoder_layers):
+            x = decoder_layer(x, cache, layer)
+        x = _ln(T.reshape(x, [T.size(x, 0), d]), DEC + "layer_norm")
+        return output_projection(spec.quantize, x, spec.lm_head)
+
+    def reorder(cache, index):
+        return T.kv_reorder(cache, index)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
+                   decoder_start=spec.decoder_start_token_id)
+    model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
+                           decode_step=decode_step, reorder=reorder, ids=ids,
+                           max_positions=spec.max_target_positions, encoder_input="input_features")
+    build_generation(pb, model, spec.generation)
+    names = [p.name for p in pb.program().function("generate").params]
+    if names != ["input_features", *input_names()]:
+        raise AssertionError(f"generate's inputs were renamed: {names}")
+    return pb
