@@ -1,0 +1,139 @@
+"""Whisper: generate token-exact with transformers' generic generate
+(GenerationMixin.generate, not WhisperForConditionalGeneration.generate's
+long-form logic) on seeded random-weight checkpoints of odd sizes, given the same
+input_features and decoder_input_ids (the task prompt)."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tensorvm
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+if str(_FIXTURES) not in sys.path:
+    sys.path.insert(0, str(_FIXTURES))
+
+import whisper_checkpoints  # noqa: E402
+
+PROMPT = whisper_checkpoints.PROMPT
+SUPPRESS = whisper_checkpoints.CONFIGS["whisper-odd"][1]["suppress_tokens"]
+BEGIN_SUPPRESS = whisper_checkpoints.CONFIGS["whisper-odd"][1]["begin_suppress_tokens"]
+
+
+def _load(name, tmp_path_factory):
+    import transformers
+
+    path = whisper_checkpoints.ensure(name)
+    out = tmp_path_factory.mktemp(name) / f"{name}.tvm"
+    tensorvm.import_hf(path, out)
+    model = transformers.WhisperForConditionalGeneration.from_pretrained(path, attn_implementation="eager")
+    return tensorvm.load(out), model.eval()
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    return _load("whisper-odd", tmp_path_factory)
+
+
+def features(model, batch, seed=0):
+    frames = 2 * model.config.max_source_positions
+    return np.random.default_rng(seed).standard_normal((batch, model.config.num_mel_bins, frames)).astype(np.float32)
+
+
+def hf_generate(model, feats, prompt=None, **kw):
+    from transformers.generation.utils import GenerationMixin
+
+    extra = {} if prompt is None else {"decoder_input_ids": torch.from_numpy(prompt)}
+    with torch.no_grad():
+        return GenerationMixin.generate(model, input_features=torch.from_numpy(feats), **extra, **kw)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_greedy_with_task_prompt(odd, batch):
+    prog, model = odd
+    feats = features(model, batch, seed=batch)
+    prompt = np.array([PROMPT] * batch, np.int64)
+    want = hf_generate(model, feats, prompt, max_new_tokens=20, num_beams=1, return_dict_in_generate=True,
+                       output_scores=True)
+    got = prog.generate(input_features=feats, decoder_input_ids=prompt, max_new_tokens=20, num_beams=1,
+                        output_scores=True)
+    np.testing.assert_array_equal(got.sequences, want.sequences.numpy())  # the prompt, then the tokens
+    assert len(got.scores) == len(want.scores)
+    for g, w in zip(got.scores, want.scores):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-4)
+    generated = got.sequences[:, len(PROMPT):]
+    assert not np.isin(generated, SUPPRESS).any()
+    assert not np.isin(generated[:, 0], BEGIN_SUPPRESS).any()
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_beam_search(odd, batch):
+    prog, model = odd
+    feats = features(model, batch, seed=10 + batch)
+    prompt = np.array([PROMPT] * batch, np.int64)
+    kw = dict(max_new_tokens=12, num_beams=4, num_return_sequences=2, output_scores=True,
+              return_dict_in_generate=True)
+    want = hf_generate(model, feats, prompt, **kw)
+    got = prog.generate(input_features=feats, decoder_input_ids=prompt, **kw)
+    np.testing.assert_array_equal(got.sequences, want.sequences.numpy())
+    np.testing.assert_allclose(got.sequences_scores, want.sequences_scores.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_checkpoint_defaults_without_prompt(odd):
+    """No decoder_input_ids: the decoder starts from decoder_start_token_id alone, and
+    the checkpoint's max_length and processors apply."""
+    prog, model = odd
+    feats = features(model, 2, seed=3)
+    np.testing.assert_array_equal(prog.generate(feats), hf_generate(model, feats).numpy())
+
+
+def test_processors_change_the_result(odd):
+    """Passing empty suppress lists for one call lifts the checkpoint's bans, as
+    transformers' keywords do (so the test above would notice them missing)."""
+    prog, model = odd
+    feats = features(model, 2, seed=4)
+    prompt = np.array([PROMPT] * 2, np.int64)
+    kw = dict(max_new_tokens=10, suppress_tokens=[], begin_suppress_tokens=[])
+    np.testing.assert_array_equal(prog.generate(feats, decoder_input_ids=prompt, **kw),
+                                  hf_generate(model, feats, prompt, **kw).numpy())
+
+
+def test_bad_features(odd):
+    prog, model = odd
+    feats = features(model, 1)
+    with pytest.raises(tensorvm.VMError, match=r"Whisper expects input_features \[batch, 80, 128\]"):
+        prog.generate(feats[:, :, :100])
+    with pytest.raises(tensorvm.VMError, match=r"Whisper expects input_features"):
+        prog.generate(feats[:, :40, :])
+    with pytest.raises(ValueError, match="input_features must be a float array"):
+        prog.generate(np.zeros((1, 80, 128), np.int64))
+    with pytest.raises(ValueError, match="input_features must be a float array"):
+        prog.generate(feats[0])
+    with pytest.raises(TypeError, match="pass the encoder's input, input_features, once"):
+        prog.generate(feats, input_features=feats)
+    with pytest.raises(ValueError, match="one row of at least one token per input_features row"):
+        prog.generate(feats, decoder_input_ids=np.array([PROMPT] * 2))
+
+
+def test_replay_matches_vm(odd):
+    prog, model = odd
+    feats = features(model, 1, seed=5)
+    prompt = np.array([PROMPT], np.int64)
+    vm = prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=3)
+    np.testing.assert_array_equal(prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=3,
+                                                engine="replay"), vm)
+
+
+def test_real_input_shape_3000_frames(tmp_path_factory):
+    """Whisper's own input shape: 80 x 3000 frames, 1500 encoder positions."""
+    prog, model = _load("whisper-3000", tmp_path_factory)
+    feats = features(model, 2, seed=6)
+    prompt = np.array([PROMPT] * 2, np.int64)
+    for kw in (dict(num_beams=1), dict(num_beams=4, num_return_sequences=2)):
+        want = hf_generate(model, feats, prompt, max_new_tokens=8, **kw).numpy()
+        np.testing.assert_array_equal(prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=8, **kw), want)
