@@ -42,7 +42,19 @@ def weights(spec: WhisperSpec, state: dict) -> dict:
     if pos.shape != (spec.max_source_positions, spec.d_model):
         raise UnsupportedConfig(f"import_hf: model.encoder.embed_positions.weight is {list(pos.shape)}, "
                                 f"not [{spec.max_source_positions}, {spec.d_model}]")
+    w[whisper.MEL_FILTERS] = mel_filters(spec.num_mel_bins)
     return w
+
+
+def mel_filters(n_mels: int):
+    """The mel filterbank of transformers' WhisperFeatureExtractor with Whisper's framing
+    (16 kHz, n_fft 400), [n_fft / 2 + 1, n_mels] f32: the log_mel op's `filters`."""
+    import numpy as np
+    from transformers import WhisperFeatureExtractor
+
+    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=whisper.SAMPLING_RATE, n_fft=whisper.N_FFT,
+                                 hop_length=whisper.HOP)
+    return np.ascontiguousarray(fe.mel_filters, dtype=np.float32)
 
 
 def linear_weights(spec: WhisperSpec, w: dict) -> list:

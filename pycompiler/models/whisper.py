@@ -3,13 +3,15 @@
     encode(input_features [batch, n_mels, 2 * max_source_positions], attention_mask) -> states
     init_cache / prefill / decode_step / reorder: as models/marian.py
     generate(input_features, attention_mask=None, ..., decoder_input_ids) -> sequences (with the prompt)
+    transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams) -> sequences:
+        log_mel (the feature extractor's log-mel spectrogram), then generate
 
 The encoder: conv1 (kernel 3) + gelu, conv2 (kernel 3, stride 2) + gelu, plus the
 checkpoint's encoder position table, pre-LayerNorm layers and a final LayerNorm.
 The decoder: token embeddings plus learned positions, pre-LayerNorm layers with
 self- and cross-attention, a final LayerNorm, logits from the tied embedding
-(proj_out). k_proj has no bias. As in transformers' eager attention, queries are
-scaled after their projection and attention runs with scale 1.
+(proj_out). k_proj has no bias. The attention blocks are layers.py's (the BART
+family's).
 
 transformers ignores Whisper's attention_mask (the features are always 30 s), so
 does this model: source_mask hands the mask through unused and cross-attention sees
@@ -26,11 +28,14 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
-from .layers import (activation, cross_attention, linear, merge_heads, output_projection, position_rows,
-                     split_heads)
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
 
 KVCache = ObjectType("KVCache")
 ENC, DEC = "model.encoder.", "model.decoder."
+MEL_FILTERS = "mel_filters"  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
+# WhisperFeatureExtractor's framing: 16 kHz audio, n_fft 400, hop 160; the audio is padded
+# or cut to the encoder's frames x hop samples (30 s for Whisper's 3000 frames)
+SAMPLING_RATE, N_FFT, HOP = 16000, 400, 160
 
 
 @dataclass
@@ -62,15 +67,6 @@ def _ln(x, prefix: str, layer=None):
     return T.layer_norm(x, T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
 
 
-def _qkv(spec, x, prefix: str, layer, heads: int):
-    """Heads of the scaled query, the key (no bias) and the value: [rows, heads, length, head_dim]."""
-    rows, length, dh = T.size(x, 0), T.size(x, 1), spec.d_model // heads
-    q = T.mul(linear(spec.quantize, x, prefix + "q_proj", layer), dh ** -0.5)
-    k = linear(spec.quantize, x, prefix + "k_proj", layer, bias=False)
-    v = linear(spec.quantize, x, prefix + "v_proj", layer)
-    return tuple(split_heads(t, rows, length, heads, dh) for t in (q, k, v))
-
-
 def _feed_forward(spec, x, prefix: str, layer):
     h = _ln(x, prefix + "final_layer_norm", layer)
     h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
@@ -80,18 +76,13 @@ def _feed_forward(spec, x, prefix: str, layer):
 
 def _decoder_layer(spec: WhisperSpec, x, cache, self_mask, layer, length):
     """One pre-LayerNorm decoder layer over `length` new positions per row: x [rows,
-    length, d_model] (self_mask None for one position: it sees every cached one)."""
+    length, d_model] (self_mask None for one position: it sees every cached one).
+    Cross-attention has no mask: every encoder position counts."""
     p, d, heads = DEC + "layers.{}.", spec.d_model, spec.decoder_heads
-    rows = T.size(x, 0)
-    q, k, v = _qkv(spec, _ln(x, p + "self_attn_layer_norm", layer), p + "self_attn.", layer, heads)
-    k_all, v_all = T.kv_append(cache, layer, k, v)
-    a = merge_heads(T.attention(q, k_all, v_all, self_mask, scale=1.0), rows, length, d)
-    x = T.add(x, linear(spec.quantize, a, p + "self_attn.out_proj", layer))
+    h = _ln(x, p + "self_attn_layer_norm", layer)
+    x = T.add(x, self_attention(spec.quantize, h, self_mask, d, heads, p + "self_attn", layer, cache, k_bias=False))
     h = _ln(x, p + "encoder_attn_layer_norm", layer)
-    q = T.mul(linear(spec.quantize, h, p + "encoder_attn.q_proj", layer), (d // heads) ** -0.5)
-    ck, cv = T.kv_cross(cache, layer)
-    a = cross_attention(q, ck, cv, None, rows, length, heads, d // heads, 1.0)
-    x = T.add(x, linear(spec.quantize, a, p + "encoder_attn.out_proj", layer))
+    x = T.add(x, cross_attention(spec.quantize, h, cache, None, d, heads, p + "encoder_attn", layer, length))
     return _feed_forward(spec, x, p, layer)
 
 
@@ -108,10 +99,8 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def encoder_layer(x: Tensor, layer: int) -> Tensor:
         p = ENC + "layers.{}."
-        rows, length = T.size(x, 0), T.size(x, 1)
-        q, k, v = _qkv(spec, _ln(x, p + "self_attn_layer_norm", layer), p + "self_attn.", layer, he)
-        a = merge_heads(T.attention(q, k, v, None, scale=1.0), rows, length, d)
-        x = T.add(x, linear(spec.quantize, a, p + "self_attn.out_proj", layer))
+        h = _ln(x, p + "self_attn_layer_norm", layer)
+        x = T.add(x, self_attention(spec.quantize, h, None, d, he, p + "self_attn", layer, k_bias=False))
         return _feed_forward(spec, x, p, layer)
 
     @pb.function
@@ -137,14 +126,10 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
     def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
         """Self-attention room for `rows` decoder rows and the cross-attention K/V of
         every layer, computed once per sentence from the encoder states."""
-        p = DEC + "layers.{}.encoder_attn."
-        batch, length = T.size(encoder_states, 0), T.size(encoder_states, 1)
         cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
         for layer in range(spec.decoder_layers):
-            k = linear(spec.quantize, encoder_states, p + "k_proj", layer, bias=False)
-            v = linear(spec.quantize, encoder_states, p + "v_proj", layer)
-            cache = T.kv_set_cross(cache, layer, split_heads(k, batch, length, hd, d // hd),
-                                   split_heads(v, batch, length, hd, d // hd))
+            cache = cross_kv(spec.quantize, cache, encoder_states, d, hd, DEC + "layers.{}.encoder_attn", layer,
+                             k_bias=False)
         return cache
 
     @pb.function
@@ -183,8 +168,18 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
     model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
                            decode_step=decode_step, reorder=reorder, ids=ids,
                            max_positions=spec.max_target_positions, encoder_input="input_features")
-    build_generation(pb, model, spec.generation)
+    generate = build_generation(pb, model, spec.generation)
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_features", *input_names()]:
         raise AssertionError(f"generate's inputs were renamed: {names}")
+
+    @pb.function(arg_types=["Tensor", "Any", "Any", "Any"])
+    def transcribe(audio, decoder_input_ids, max_new_tokens, num_beams):
+        """audio f32 [batch, samples] at 16 kHz (padded or cut to 30 s: frames x hop) -> sequences
+        [batch, length]: the log-mel features, then generate (the prompt, then the
+        tokens); options left None are the checkpoint's defaults."""
+        features = T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, spec.frames * HOP)
+        given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams}
+        return generate(features, *(given.get(n) for n in names[1:]))[0]
+
     return pb

@@ -18,17 +18,17 @@ _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
     sys.path.insert(0, str(_FIXTURES))
 
-import whisper_checkpoints  # noqa: E402
+import random_checkpoints  # noqa: E402
 
-PROMPT = whisper_checkpoints.PROMPT
-SUPPRESS = whisper_checkpoints.CONFIGS["whisper-odd"][1]["suppress_tokens"]
-BEGIN_SUPPRESS = whisper_checkpoints.CONFIGS["whisper-odd"][1]["begin_suppress_tokens"]
+PROMPT = [97, 99, 100, 96]  # start of transcript, a language, a task, no timestamps
+SUPPRESS = random_checkpoints.CONFIGS["whisper-odd"][3]["suppress_tokens"]
+BEGIN_SUPPRESS = random_checkpoints.CONFIGS["whisper-odd"][3]["begin_suppress_tokens"]
 
 
 def _load(name, tmp_path_factory):
     import transformers
 
-    path = whisper_checkpoints.ensure(name)
+    path = random_checkpoints.ensure(name)
     out = tmp_path_factory.mktemp(name) / f"{name}.tvm"
     tensorvm.import_hf(path, out)
     model = transformers.WhisperForConditionalGeneration.from_pretrained(path, attn_implementation="eager")
@@ -129,11 +129,36 @@ def test_replay_matches_vm(odd):
                                                 engine="replay"), vm)
 
 
+def audio_and_features(model, samples, seed):
+    """Random speech-level audio [2, samples] and transformers' features of it, padded or
+    cut to the model's frames x 160 samples."""
+    import transformers
+
+    rng = np.random.default_rng(seed)
+    audio = (rng.standard_normal((2, samples)) * 0.1).astype(np.float32)
+    audio[1, samples // 2:] = 0.0  # silence at the end of one row
+    fe = transformers.WhisperFeatureExtractor(feature_size=model.config.num_mel_bins)
+    frames = 2 * model.config.max_source_positions
+    return audio, fe(list(audio), sampling_rate=16000, max_length=frames * 160, return_tensors="np").input_features
+
+
+def test_transcribe_audio(odd):
+    """transcribe(audio): the log-mel features in the program, then generate."""
+    prog, model = odd
+    audio, feats = audio_and_features(model, 15000, seed=7)
+    prompt = np.array([PROMPT] * 2, np.int64)
+    want = hf_generate(model, feats, prompt, max_new_tokens=10).numpy()
+    np.testing.assert_array_equal(prog.run("transcribe", audio, prompt, 10, None), want)
+    np.testing.assert_array_equal(prog.run("transcribe", audio, None, None, None), hf_generate(model, feats).numpy())
+
+
 def test_real_input_shape_3000_frames(tmp_path_factory):
-    """Whisper's own input shape: 80 x 3000 frames, 1500 encoder positions."""
+    """Whisper's own input shape: 30 s of audio, 80 x 3000 frames, 1500 encoder positions."""
     prog, model = _load("whisper-3000", tmp_path_factory)
-    feats = features(model, 2, seed=6)
+    audio, feats = audio_and_features(model, 16000 * 12, seed=6)
     prompt = np.array([PROMPT] * 2, np.int64)
     for kw in (dict(num_beams=1), dict(num_beams=4, num_return_sequences=2)):
         want = hf_generate(model, feats, prompt, max_new_tokens=8, **kw).numpy()
         np.testing.assert_array_equal(prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=8, **kw), want)
+    np.testing.assert_array_equal(prog.run("transcribe", audio, prompt, 8, 1),
+                                  hf_generate(model, feats, prompt, max_new_tokens=8, num_beams=1).numpy())
