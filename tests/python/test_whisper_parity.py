@@ -162,3 +162,43 @@ def test_real_input_shape_3000_frames(tmp_path_factory):
         np.testing.assert_array_equal(prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=8, **kw), want)
     np.testing.assert_array_equal(prog.run("transcribe", audio, prompt, 8, 1),
                                   hf_generate(model, feats, prompt, max_new_tokens=8, num_beams=1).numpy())
+
+
+def _write_wav(path, samples, rate=16000, channels=1):
+    import wave
+
+    pcm = np.clip(np.round(samples * 32768), -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.tobytes())
+
+
+def test_tensorvm_run_transcribe_wav(odd, tmp_path):
+    """tensorvm-run PROGRAM transcribe --wav FILE: audio in, token ids out, no Python."""
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    prog, model = odd
+    audio = (np.random.default_rng(8).standard_normal(12000) * 0.1).astype(np.float32)
+    wav = tmp_path / "speech.wav"
+    _write_wav(wav, audio)
+    pcm = np.clip(np.round(audio * 32768), -32768, 32767).astype(np.int16).astype(np.float32) / 32768
+    want = prog.run("transcribe", pcm[None, :], np.array([PROMPT], np.int64), 6, None)
+    run = subprocess.run([tensorvm_run_tool(), str(prog.path), "transcribe", "--wav", str(wav), "--decoder-ids",
+                          " ".join(map(str, PROMPT)), "--arg", "max_new_tokens=6"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"output 0 = tensor i64[1, {want.shape[1]}]"
+    assert [int(t) for t in lines[1].split()] == want[0].tolist()
+
+    stereo = tmp_path / "stereo.wav"
+    _write_wav(stereo, np.zeros(200, np.float32), channels=2)
+    run = subprocess.run([tensorvm_run_tool(), str(prog.path), "transcribe", "--wav", str(stereo)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "2 channels; Whisper takes mono audio" in run.stderr
+    run = subprocess.run([tensorvm_run_tool(), str(prog.path), "encode", "--wav", str(wav)],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "--wav: encode has no parameter audio" in run.stderr
