@@ -17,9 +17,9 @@ def spec_from_config(config, gen) -> WhisperSpec:
     for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
         if config.d_model % getattr(config, heads_attr):
             raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
-    # computed by transformers' WhisperForAudioClassification only, or training-time
-    if getattr(config, "use_weighted_layer_sum", False):
-        raise UnsupportedConfig("import_hf: use_weighted_layer_sum is not supported (audio classification)")
+    # Not read, as WhisperForConditionalGeneration does not read them: scale_embedding
+    # (transformers computes embed_scale and never applies it), use_weighted_layer_sum
+    # (audio classification), SpecAugment and dropout (training).
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_target_positions))

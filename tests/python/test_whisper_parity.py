@@ -202,3 +202,38 @@ def test_tensorvm_run_transcribe_wav(odd, tmp_path):
     run = subprocess.run([tensorvm_run_tool(), str(prog.path), "encode", "--wav", str(wav)],
                          capture_output=True, text=True)
     assert run.returncode != 0 and "--wav: encode has no parameter audio" in run.stderr
+
+
+def test_import_meta_and_refusals(odd, tmp_path):
+    import json
+    import shutil
+
+    from tensorvm.pycompiler.importers import UnsupportedConfig
+
+    prog, model = odd
+    meta = prog.meta
+    assert meta["model_type"] == "whisper" and meta["is_encoder_decoder"] is True
+    assert (meta["decoder_start_token_id"], meta["eos_token_id"], meta["max_position_embeddings"]) == (97, 98, 40)
+    assert (meta["num_mel_bins"], meta["max_source_positions"]) == (80, 64)
+    assert meta["tied_weights"] == {"proj_out.weight": "model.decoder.embed_tokens.weight"}
+    for change, match in (({"activation_function": "quick_gelu_x"}, "activation_function 'quick_gelu_x'"),
+                          ({"decoder_attention_heads": 5}, "not divisible by decoder_attention_heads")):
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(random_checkpoints.ensure("whisper-odd"), bad)
+        config = json.loads((bad / "config.json").read_text())
+        config.update(change)
+        (bad / "config.json").write_text(json.dumps(config))
+        with pytest.raises(UnsupportedConfig, match=match):
+            tensorvm.import_hf(bad, tmp_path / "bad.tvm")
+
+
+def test_int8_import_runs(odd, tmp_path):
+    """quantize="int8": every linear layer and proj_out int8, the convolutions f32; the
+    tokens may differ from f32's, so only the shape and the prompt are checked."""
+    prog, model = odd
+    out = tensorvm.import_hf(random_checkpoints.ensure("whisper-odd"), tmp_path / "q.tvm", quantize="int8")
+    q = tensorvm.load(out)
+    assert q.meta["quantize"] == "int8"
+    seqs = q.generate(features(model, 2), decoder_input_ids=np.array([PROMPT] * 2), max_new_tokens=5)
+    assert seqs.shape == (2, 9) and (seqs[:, :4] == PROMPT).all()
