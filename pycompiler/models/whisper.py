@@ -1,7 +1,7 @@
 """Whisper (speech to text) encoder-decoder written once with the op front-end.
 
     encode(input_features [batch, n_mels, 2 * max_source_positions], attention_mask) -> states
-    init_cache / prefill / decode_step / reorder: as models/marian.py
+    init_cache, and prefill / decode_step / generate from models/encoder_decoder.py
     generate(input_features, attention_mask=None, ..., decoder_input_ids) -> sequences (with the prompt)
     transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams) -> sequences:
         log_mel (the feature extractor's log-mel spectrogram), then generate
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
+from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
+from .encoder_decoder import build_encoder_decoder
 from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
 
 KVCache = ObjectType("KVCache")
@@ -133,42 +134,23 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
         return cache
 
     @pb.function
-    def decoder_layer(x: Tensor, cache: KVCache, layer: int) -> Tensor:
+    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
         return _decoder_layer(spec, x, cache, None, layer, 1)
 
     @pb.function
-    def prefill_layer(x: Tensor, cache: KVCache, self_mask: Tensor, layer: int) -> Tensor:
+    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
         return _decoder_layer(spec, x, cache, self_mask, layer, T.size(x, 1))
 
-    @pb.function
-    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
-        """tokens [rows, n] at positions [0, n) in one pass, causal among themselves."""
-        n = T.size(tokens, 1)
-        x = _embed_decoder(tokens, 0, n)
-        pos = T.arange(0, n)
-        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
-        for layer in range(spec.decoder_layers):
-            x = prefill_layer(x, cache, causal, layer)
-        return cache
-
-    @pb.function
-    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
-        """Logits [rows, vocab] for tokens [rows, 1] at `position`."""
-        x = _embed_decoder(tokens, position, T.add(position, 1))
-        for layer in range(spec.decoder_layers):
-            x = decoder_layer(x, cache, layer)
-        x = _ln(T.reshape(x, [T.size(x, 0), d]), DEC + "layer_norm")
-        return output_projection(spec.quantize, x, spec.lm_head)
-
-    def reorder(cache, index):
-        return T.kv_reorder(cache, index)
+    def head(x):
+        return output_projection(spec.quantize, _ln(x, DEC + "layer_norm"), spec.lm_head)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
-                           decode_step=decode_step, reorder=reorder, ids=ids,
-                           max_positions=spec.max_target_positions, encoder_input="input_features")
-    generate = build_generation(pb, model, spec.generation)
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache, embed=_embed_decoder,
+                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
+                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_target_positions,
+                          generation=spec.generation, encoder_input="input_features")
+    generate = pb.functions["generate"]
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_features", *input_names()]:
         raise AssertionError(f"generate's inputs were renamed: {names}")
