@@ -5,7 +5,10 @@ transformers' generic generate, outputs checked equal (f32).
     python -m bench.whisper_bench [--shape tiny|base] [--threads N]
 
 Random weights (tests/fixtures/random_checkpoints.py's scaling); EOS is suppressed
-(suppress_tokens) so every run makes exactly 64 tokens.
+(suppress_tokens) so transformers and tensorvm make exactly 64 tokens. CTranslate2
+(converted with a stub vocabulary) does not apply a suppressed EOS the same way and
+may stop earlier: its row says how many tokens it made and how many agree, and its
+ms/token divides by its own count.
 """
 from __future__ import annotations
 
@@ -24,7 +27,12 @@ SHAPES = {
                  decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048),
 }
 EOS, SOT = 50257, 50258
-PROMPT = [SOT, 50259, 50360, 50364]  # start of transcript, <|en|>, <|transcribe|>, <|notimestamps|>
+PROMPT = [SOT, 50259, 50359, 50363]  # start of transcript, <|en|>, <|transcribe|>, <|notimestamps|>
+# Whisper's multilingual special tokens (CTranslate2 reads them by name)
+SPECIAL = {50257: "<|endoftext|>", 50258: "<|startoftranscript|>", 50259: "<|en|>", 50358: "<|translate|>",
+           50359: "<|transcribe|>", 50360: "<|startoflm|>", 50361: "<|startofprev|>", 50362: "<|nocaptions|>",
+           50363: "<|notimestamps|>"}
+VOCAB = 51865
 
 
 def checkpoint(shape: str, out: Path) -> Path:
@@ -35,7 +43,7 @@ def checkpoint(shape: str, out: Path) -> Path:
     from random_checkpoints import _randomize
 
     torch.manual_seed(0)
-    config = transformers.WhisperConfig(vocab_size=51865, num_mel_bins=80, max_source_positions=1500,
+    config = transformers.WhisperConfig(vocab_size=VOCAB, num_mel_bins=80, max_source_positions=1500,
                                         max_target_positions=448, decoder_start_token_id=SOT, eos_token_id=EOS,
                                         pad_token_id=EOS, bos_token_id=EOS, **SHAPES[shape])
     model = transformers.WhisperForConditionalGeneration(config)
@@ -44,6 +52,33 @@ def checkpoint(shape: str, out: Path) -> Path:
                                                             pad_token_id=EOS, suppress_tokens=[EOS])
     model.save_pretrained(out)
     return out
+
+
+def ctranslate2_model(ckpt: Path, out: Path, quantization: str, threads: int):
+    """CTranslate2's Whisper converted from the checkpoint; the checkpoint has no tokenizer
+    files, so the converter gets a stub vocabulary naming ids by their decimal strings,
+    Whisper's special tokens by theirs (as bench/engines/ctranslate2_engine.py does for Marian)."""
+    import ctranslate2
+    from ctranslate2.converters import TransformersConverter
+
+    names = [SPECIAL.get(i, str(i)) for i in range(50364)]  # the loader names timestamps after these
+
+    class Tokenizer:
+        additional_special_tokens = [SPECIAL[50259]]
+        eos_token, unk_token, bos_token = "<|endoftext|>", "<|endoftext|>", "<|endoftext|>"
+
+        def get_vocab(self):
+            return {t: i for i, t in enumerate(names)}
+
+        def convert_tokens_to_ids(self, token):
+            return names.index(token)
+
+    class Converter(TransformersConverter):
+        def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
+            return Tokenizer()
+
+    Converter(str(ckpt)).convert(str(out), quantization=quantization, force=True)
+    return ctranslate2.models.Whisper(str(out), device="cpu", compute_type=quantization, intra_threads=threads)
 
 
 def best(fn, repeats=3):
@@ -77,7 +112,7 @@ def main(argv=None):
         tot_ms, want = best(lambda: GenerationMixin.generate(hf, input_features=torch.from_numpy(feats),
                                                              decoder_input_ids=torch.from_numpy(prompt),
                                                              max_new_tokens=64, num_beams=1), 2)
-    rows = [("transformers f32", enc_ms, tot_ms)]
+    rows = [("transformers f32", enc_ms, tot_ms, 64)]
     for q in (None, "int8"):
         out = tmp / f"w-{q}.tvm"
         tensorvm.import_hf(ckpt, out, quantize=q)
@@ -86,12 +121,25 @@ def main(argv=None):
         tot, got = best(lambda: prog.generate(feats, decoder_input_ids=prompt, max_new_tokens=64, num_beams=1), 2)
         if q is None and not np.array_equal(got, want.numpy()):
             raise SystemExit("tensorvm f32 and transformers differ")
-        rows.append((f"tensorvm {q or 'f32'}", enc, tot))
+        rows.append((f"tensorvm {q or 'f32'}", enc, tot, 64))
+    import ctranslate2
+
+    for q in ("float32", "int8"):
+        ct2 = ctranslate2_model(ckpt, tmp / f"ct2-{q}", q, a.threads)
+        storage = ctranslate2.StorageView.from_array(feats)
+        enc, _ = best(lambda: ct2.encode(storage))
+        tot, res = best(lambda: ct2.generate(storage, [PROMPT], beam_size=1, max_length=len(PROMPT) + 64,
+                                               suppress_blank=False, suppress_tokens=[-1]), 2)
+        tokens = res[0].sequences_ids[0]
+        ref = want.numpy()[0, len(PROMPT):].tolist()
+        agree = next((i for i, (x, y) in enumerate(zip(tokens, ref)) if x != y), min(len(tokens), len(ref)))
+        rows.append((f"ctranslate2 {q} ({len(tokens)} tokens, first {agree} as transformers')", enc, tot,
+                     len(tokens)))
     print(f"whisper-{a.shape}-shaped, 30 s, greedy 64 tokens, {a.threads} thread(s)")
     print("| engine | encoder ms | decoder ms/token | total ms |")
     print("|---|---|---|---|")
-    for name, enc, tot in rows:
-        print(f"| {name} | {enc:.0f} | {(tot - enc) / 64:.2f} | {tot:.0f} |")
+    for name, enc, tot, n in rows:
+        print(f"| {name} | {enc:.0f} | {(tot - enc) / n:.2f} | {tot:.0f} |")
 
 
 if __name__ == "__main__":
