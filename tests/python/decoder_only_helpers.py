@@ -12,10 +12,11 @@ _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
     sys.path.insert(0, str(_FIXTURES))
 
-import decoder_checkpoints  # noqa: E402
+import random_checkpoints as decoder_checkpoints  # noqa: E402
 
-NAMES = tuple(decoder_checkpoints.CONFIGS)
-AVAILABLE = ("gpt2-odd", "gpt2-relu-untied")  # until the Llama family lands
+NAMES = (*decoder_checkpoints.DECODER_ONLY, *decoder_checkpoints.COMMITTED)
+MODEL_CLASS = {**{n: c[0] for n, c in decoder_checkpoints.CONFIGS.items()}, "tiny-llama": "LlamaForCausalLM"}
+
 
 
 def checkpoint(name: str) -> Path:
@@ -26,7 +27,7 @@ def checkpoint(name: str) -> Path:
 def hf_model(name: str):
     import transformers
 
-    model_class = decoder_checkpoints.CONFIGS[name][0]
+    model_class = MODEL_CLASS[name]
     model = getattr(transformers, model_class).from_pretrained(checkpoint(name), attn_implementation="eager")
     model.eval()
     return model
