@@ -18,6 +18,7 @@ from .generation.search import generate_inputs, generation_config_defaults
 from .models import marian
 from .models.marian import ACTIVATIONS, MarianSpec, UnsupportedConfig
 from .quantize import QUANTIZATIONS
+from .tokenizer_files import attach_tokenizer
 
 # generation_config fields that change results, with the value that means "off".
 # A checkpoint asking for one that `generate` does not implement is refused; a field
@@ -193,5 +194,6 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "quantize": quantize,
     }
     pb = marian.build(spec, weights, meta)
+    attach_tokenizer(pb, checkpoint_dir, "marian")
     pb.save(out_path)
     return Path(out_path)

@@ -52,6 +52,7 @@ class Program:
         self._vm_program = None
         self._session = None
         self._replayer = None
+        self._tokenizer = None
 
     def __repr__(self) -> str:
         return f"<tensorvm.Program {self.path} functions={self.functions}>"
@@ -93,6 +94,46 @@ class Program:
         """transformers-style `generate` over the program's `generate` function, in the
         C++ VM (see tensorvm.pycompiler.generation)."""
         return generation.generate(self, input_ids, attention_mask, **kwargs)
+
+    @property
+    def tokenizer(self):
+        """The program's tokenizer (C++, text/): `.encode(text) -> ids`,
+        `.decode(ids, skip_special_tokens=True) -> text`; loaded on first use."""
+        if self._tokenizer is None:
+            if not getattr(_C, "has_text", False):
+                raise NotImplementedError("this build of tensorvm has no text library (built without "
+                                          "libsentencepiece-dev and libpcre2-dev; see docs/text.md)")
+            if not self.meta.get("tokenizer"):
+                raise ProgramError(f"{self.path} has no tokenizer (it was imported from a checkpoint without "
+                                   "tokenizer files); give token ids instead")
+            self._tokenizer = _C.Tokenizer.load(str(self.path))
+        return self._tokenizer
+
+    def translate(self, texts, **generate_kwargs) -> list:
+        """Texts in, texts out: encode each text, `generate` on the batch, decode each
+        sequence with skip_special_tokens (one output per returned sequence)."""
+        if isinstance(texts, str):
+            raise TypeError("translate takes a list of texts (got one str: wrap it in a list)")
+        texts = list(texts)
+        if not texts:
+            return []
+        tok = self.tokenizer
+        rows = tok.encode_batch(texts)
+        return tok.decode_batch(self._generate_rows(rows, generate_kwargs), True)
+
+    def _generate_rows(self, rows, generate_kwargs) -> list:
+        import numpy as np
+
+        pad = int(self.meta.get("pad_token_id", 0) or 0)
+        width = max(len(r) for r in rows)
+        ids = np.full((len(rows), width), pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = r
+            mask[i, :len(r)] = 1
+        out = self.generate(ids, mask, **generate_kwargs)
+        seqs = getattr(out, "sequences", out)
+        return [list(map(int, r)) for r in np.asarray(seqs)]
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""

@@ -1,0 +1,136 @@
+"""Tokenizers built locally for the text tests (no model hub): sentencepiece models and a
+byte-level BPE trained in a few seconds on a seeded synthetic corpus, saved the way
+transformers saves them, and the varied lines the parity tests encode."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+_NUMBERS_EN = "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred".split()
+_NUMBERS_FR = "zéro un deux trois quatre cinq six sept huit neuf dix onze douze vingt trente cent".split()
+_WORDS_EN = ("the cat sat on a mat and the dog ran to its house with many friends who were very happy today "
+             "while it rained outside the small village near old river bridge").split()
+_WORDS_FR = ("le chat était assis sur un tapis et le chien a couru vers sa maison avec beaucoup d'amis qui "
+             "étaient très heureux aujourd'hui pendant qu'il pleuvait dehors près du vieux pont où l'été çà").split()
+_PUNCT = [",", ".", "!", "?", ";", ":", "...", "«", "»", "“", "”", "‘", "’", "(", ")", "-", "–", "—", "…", "\""]
+_ODD = ["東京", "日本語", "中文", "🙂", "👍🏽", "🇫🇷", "café", "naïve", "Ångström", "ß", "Ωμέγα", "Привет", "שלום",
+        "مرحبا", "\u00a0", "\u200b", "ﬁ", "①", "Ⅻ", "ｆｕｌｌ", "e\u0301", "2024", "3.14", "1,000,000", "007",
+        "123456789", "\t", "  ", "   ", "\n"]
+
+
+def corpus(lang: str, n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    words = (_WORDS_EN + _NUMBERS_EN) if lang == "en" else (_WORDS_FR + _NUMBERS_FR)
+    lines = []
+    for _ in range(n):
+        k = rnd.randint(3, 14)
+        toks = [rnd.choice(words) for _ in range(k)]
+        if rnd.random() < 0.3:
+            toks.insert(rnd.randrange(len(toks) + 1), str(rnd.randint(0, 9999)))
+        line = " ".join(toks)
+        line = line[0].upper() + line[1:] + rnd.choice([".", "!", "?", " ...", ","])
+        lines.append(line)
+    return lines
+
+
+def tricky_lines(n: int, seed: int, specials: tuple = ()) -> list[str]:
+    """Varied lines: accents, CJK, emoji, runs of spaces and tabs, curly quotes,
+    guillemets, ellipses, digits, language codes, special tokens in the text."""
+    rnd = random.Random(seed)
+    pool = _WORDS_EN + _WORDS_FR + _NUMBERS_EN + _NUMBERS_FR + _PUNCT + _ODD + list(specials)
+    fixed = ["", " ", "  ", "\t", "a", "A", ".", "...", "Hello world", " leading", "trailing ", "  both  ",
+             "tab\there", "multi   space", "«Bonjour»", "“quoted”", "l’été", "1 2 3", "12345 67890",
+             "東京は晴れ", "🙂🙂🙂", "emoji 👍🏽 and flag 🇫🇷", "Ｆｕｌｌｗｉｄｔｈ", "e\u0301t\u00e9", "zero\u200bwidth",
+             ">>fr<< Le chat", ">>de<<", ">>xx<< unknown code", ">>fr<<>>de<<", "noend >>fr", "<<reversed>>",
+             "ﬁne ①②", "non\u00a0breaking", "line\u2028sep", "x" * 200]
+    fixed += [s for sp in specials for s in (sp, f"a {sp} b", f"{sp}{sp}", f"x{sp}y")]
+    lines = list(fixed)
+    while len(lines) < n:
+        k = rnd.randint(1, 16)
+        parts = []
+        for _ in range(k):
+            parts.append(rnd.choice(pool))
+            parts.append(rnd.choice([" ", " ", " ", "", "  ", "\t", " \t "]))
+        line = "".join(parts)
+        if rnd.random() < 0.1:
+            line = rnd.choice([">>fr<<", ">>de<<", ">>fr<< "]) + line
+        lines.append(line)
+    return lines[:n]
+
+
+def _train_spm(lines: list[str], prefix: Path, vocab_size: int, model_type: str = "unigram") -> Path:
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_prefix=str(prefix), vocab_size=vocab_size, model_type=model_type,
+        character_coverage=0.995, num_threads=1, seed_sentencepiece_size=10000, minloglevel=2,
+        bos_id=-1, eos_id=0, unk_id=1, pad_id=-1, eos_piece="</s>", unk_piece="<unk>")
+    return prefix.with_suffix(".model")
+
+
+def make_marian_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+    """A checkpoint-style directory holding a MarianTokenizer (source.spm, target.spm,
+    vocab.json, tokenizer_config.json...) from sentencepiece models trained here.
+    vocab.json is ordered as Marian's (</s>, <unk>, language codes, pieces, <pad>), so
+    its ids are not the spm ids, and it leaves out a few pieces, which then encode as <unk>."""
+    from transformers import MarianTokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    src = _train_spm(corpus("en", 600, seed) + ["Σ ß ü 東 🙂"], work / "source", 180)
+    tgt = _train_spm(corpus("fr", 600, seed + 1), work / "target", 200)
+    import sentencepiece as spm
+
+    vocab = {"</s>": 0, "<unk>": 1, ">>fr<<": 2, ">>de<<": 3}
+    rnd = random.Random(seed)
+    for model in (src, tgt):
+        sp = spm.SentencePieceProcessor(model_file=str(model))
+        for i in range(sp.get_piece_size()):
+            piece = sp.id_to_piece(i)
+            if sp.is_control(i) or sp.is_unknown(i) or piece in vocab:
+                continue
+            if rnd.random() < 0.03:  # left out on purpose: encodes as <unk>
+                continue
+            vocab[piece] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    tok = MarianTokenizer(str(src), str(tgt), str(work / "vocab.json"), source_lang="en", target_lang="fr")
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def tokenizer_only_program(checkpoint_dir: Path, out: Path, model_type: str) -> Path:
+    """A program directory holding only a tokenizer (and a one-line program), written as
+    import-hf writes one: enough for the text library, quick to make."""
+    from tensorvm.pycompiler.program_dir import write_program_dir
+    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+
+    files, entry = tokenizer_files(checkpoint_dir, model_type)
+    assert entry is not None, f"{checkpoint_dir} has no {model_type} tokenizer files"
+    text = "def identity(x: int) -> int:\n    return x\n"
+    return write_program_dir(out, text, {}, {"model_type": model_type, "tokenizer": entry}, extra_files=files)
+
+
+def tiny_marian_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random MarianMTModel whose vocabulary is the tokenizer's, saved with it."""
+    import shutil
+
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    vocab = json.loads((Path(tokenizer_dir) / "vocab.json").read_text(encoding="utf-8"))
+    v = len(vocab)
+    config = MarianConfig(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                          max_position_embeddings=64, pad_token_id=vocab["<pad>"], eos_token_id=vocab["</s>"],
+                          decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=vocab["</s>"], max_length=12,
+                          num_beams=1, bad_words_ids=[[vocab["<pad>"]]])
+    torch.manual_seed(seed)
+    model = MarianMTModel(config).eval()
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
