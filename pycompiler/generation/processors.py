@@ -332,8 +332,9 @@ def length_as_given(new_tokens, prompt_len, length):
 
 
 def _min_length(get, defaults, ctx):
-    # min_new_tokens wins; lengths count the decoder prompt (transformers' min_length)
-    min_new = T.if_none(get("min_new_tokens"), -1)
+    # min_new_tokens (given, or the checkpoint's) wins; lengths count the prompt
+    # (transformers' _prepare_generated_length)
+    min_new = T.if_none(get("min_new_tokens"), defaults.get("min_new_tokens", -1))
     given = T.if_none(get("min_length"), defaults.get("min_length", 0))
     return {"min_length": cond(T.ge(min_new, 0), length_from_new_tokens, length_as_given, min_new, ctx.prompt_len,
                                given)}

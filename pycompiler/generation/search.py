@@ -45,9 +45,10 @@ PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batc
 SEARCH_VALUES = ("limit", "sample", "out_scores", "generator")
 
 
-def generate_inputs() -> tuple:
-    """generate's inputs after input_ids and attention_mask, in order (Input objects)."""
-    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, PROMPT)
+def generate_inputs(decoder_only: bool = False) -> tuple:
+    """generate's inputs after input_ids and attention_mask, in order (Input objects);
+    a decoder-only model's prompt is input_ids itself, so it has no decoder_input_ids."""
+    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)))
 
 
 def generation_config_defaults() -> dict:
@@ -56,9 +57,9 @@ def generation_config_defaults() -> dict:
     return {i.name: i.default for i in generate_inputs() if i.default is not NO_DEFAULT}
 
 
-def input_names() -> tuple:
+def input_names(decoder_only: bool = False) -> tuple:
     """generate's parameter names after input_ids."""
-    return ("attention_mask", *(i.name for i in generate_inputs()))
+    return ("attention_mask", *(i.name for i in generate_inputs(decoder_only)))
 
 
 def _named(*names):
@@ -170,10 +171,10 @@ def build_generation(pb, model, defaults: dict):
     """Adds generate(input_ids, attention_mask, ..., decoder_input_ids) to `pb` for
     `model` (an EncoderDecoder). `defaults`: the checkpoint's generation defaults by
     transformers' names (generation_config over transformers' global defaults)."""
-    if isinstance(model, DecoderOnly):
-        raise NotImplementedError("build_generation: decoder-only models are not wired to the search yet")
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"build_generation: model must be an EncoderDecoder, got {type(model).__name__}")
+    if not isinstance(model, (EncoderDecoder, DecoderOnly)):
+        raise TypeError(f"build_generation: model must be an EncoderDecoder or a DecoderOnly, "
+                        f"got {type(model).__name__}")
+    decoder_only = isinstance(model, DecoderOnly)
     defaults = {**generation_config_defaults(), **defaults}
     ids = model.ids
     V, eos, pad, start = ids.vocab_size, ids.eos, ids.pad, ids.decoder_start
@@ -194,6 +195,22 @@ def build_generation(pb, model, defaults: dict):
     def start_rows(prompt, per_sentence):
         """The prompt of each sentence repeated for its rows (sentence-major)."""
         return T.repeat_interleave(prompt, per_sentence, 0)
+
+    # What the search hands the model besides tokens and the cache. An encoder-decoder
+    # gets its encoder states and source mask, one per sentence. A decoder-only model
+    # gets the attention mask over every position up to the length limit, [batch,
+    # limit] (the prompt's mask, then ones), as `states`; each row gets its sentence's.
+    if decoder_only:
+        def init_cache(states, rows, max_len):
+            return model.init_cache(rows, max_len)
+
+        def rows_mask(mask, per_sentence):
+            return T.repeat_interleave(mask, per_sentence, 0)
+    else:
+        init_cache = model.init_cache
+
+        def rows_mask(mask, per_sentence):
+            return mask
 
     # ---- greedy search and sampling (transformers' _sample): one row per sequence
 
@@ -226,7 +243,8 @@ def build_generation(pb, model, defaults: dict):
         T.check(T.logical_or(o.sample, T.eq(num_return, 1)), "generate: greedy search (num_beams=1, do_sample=False) "
                 "returns one sequence per input: num_return_sequences must be 1")
         rows = T.mul(T.size(states, 0), num_return)
-        cache = model.init_cache(states, rows, o.limit)
+        cache = init_cache(states, rows, o.limit)
+        mask = rows_mask(mask, num_return)
         seq = start_rows(prompt, num_return)
         prompt_len = T.size(seq, 1)
         cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, seq, mask)
@@ -318,7 +336,8 @@ def build_generation(pb, model, defaults: dict):
         o = P.Options(OPTS, opts)
         T.check(T.le(num_return, num_beams), "generate: num_return_sequences must be at most num_beams")
         B, K = T.size(states, 0), num_beams
-        cache = model.init_cache(states, T.mul(B, K), o.limit)
+        cache = init_cache(states, T.mul(B, K), o.limit)
+        mask = rows_mask(mask, K)
         running = start_rows(prompt, K)
         prompt_len = T.size(running, 1)
         cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, running, mask)
@@ -344,8 +363,15 @@ def build_generation(pb, model, defaults: dict):
 
     # ---- options and the entry point
 
-    names = input_names()
+    names = input_names(decoder_only)
     max_pos = model.max_positions
+
+    def default_limit(prompt_len):
+        """transformers' max_length when neither the call nor the checkpoint sets one:
+        20 tokens after the prompt, within the position table."""
+        if defaults["max_length"] is not None:
+            return defaults["max_length"]
+        return T.minimum(T.add(prompt_len, 20), max_pos)
 
     @pb.function(arg_types=["Tensor"] + ["Any"] * len(names))
     @_named("input_ids", *names)
@@ -353,29 +379,35 @@ def build_generation(pb, model, defaults: dict):
         """transformers' generate() for this checkpoint: greedy search, sampling, beam
         search or beam sampling, with the logits processors, all inside the program.
         Every option is an input named as in transformers; None means the checkpoint's
-        default (its generation_config). decoder_input_ids [batch, p] is a decoder
-        prompt, prefilled in one pass. Returns (sequences, sequences_scores or None,
-        per-step scores [steps, rows, V] or None)."""
+        default (its generation_config). The prompt (a decoder-only model's input_ids,
+        an encoder-decoder's decoder_input_ids [batch, p]) is prefilled in one pass.
+        Returns (sequences, sequences_scores or None, per-step scores [steps, rows, V]
+        or None)."""
         given = dict(zip(names, inputs))
         get = given.__getitem__
         # Bad inputs fail here, each with its own message, rather than deep inside an op.
         T.check(T.gt(T.size(input_ids, 0), 0), "generate: input_ids has no rows (an empty batch)")
-        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length source)")
+        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length "
+                f"{'prompt' if decoder_only else 'source'})")
         T.check(T.le(T.size(input_ids, 1), max_pos),
-                f"generate: the source is longer than max_position_embeddings ({max_pos})")
+                f"generate: the {'prompt' if decoder_only else 'source'} is longer than max_position_embeddings "
+                f"({max_pos})")
         attention_mask = T.if_none(get("attention_mask"), T.full_like(input_ids, 1))
         batch = T.size(input_ids, 0)
-        prompt = T.if_none(get("decoder_input_ids"), T.full([batch, 1], start, dtype="i64"))
-        T.check(T.eq(T.size(prompt, 0), batch), "generate: decoder_input_ids must have one row per input_ids row")
-        T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
+        if decoder_only:
+            prompt, what = input_ids, "input_ids"
+        else:
+            prompt, what = T.if_none(get("decoder_input_ids"), T.full([batch, 1], start, dtype="i64")), \
+                "decoder_input_ids"
+            T.check(T.eq(T.size(prompt, 0), batch), "generate: decoder_input_ids must have one row per input_ids row")
+            T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
         prompt_len = T.size(prompt, 1)
-        # lengths count the decoder prompt; max_new_tokens wins over max_length
+        # lengths count the prompt; max_new_tokens wins over max_length
         new = T.if_none(get("max_new_tokens"), -1)
         T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), "generate: max_new_tokens must be greater than 0")
         limit = cond(T.gt(new, 0), P.length_from_new_tokens, P.length_as_given, new, prompt_len,
-                     T.if_none(get("max_length"), defaults["max_length"]))
-        T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
-        T.check(T.gt(limit, prompt_len), "generate: max_length must be greater than the length of decoder_input_ids")
+                     T.if_none(get("max_length"), default_limit(prompt_len)))
+        T.check(T.gt(limit, prompt_len), f"generate: max_length must be greater than the length of {what}")
         T.check(T.le(limit, max_pos),
                 f"generate: max_length (or max_new_tokens + prompt) is past max_position_embeddings ({max_pos})")
         beams = T.if_none(get("num_beams"), defaults.get("num_beams", 1))
@@ -394,8 +426,13 @@ def build_generation(pb, model, defaults: dict):
                 values.update(p.resolve(get, defaults, ctx))
         out_scores = T.if_none(get("output_scores"), False)
         generator = T.rng(T.if_none(get("seed"), 0))
-        states = model.encode(input_ids, attention_mask)
-        mask = model.source_mask(attention_mask)
+        if decoder_only:
+            # every position a row may reach: the prompt's mask, then the tokens to come
+            mask = T.concat(attention_mask, T.full([batch, T.sub(limit, prompt_len)], 1, dtype="i64"), dim=1)
+            states = mask
+        else:
+            states = model.encode(input_ids, attention_mask)
+            mask = model.source_mask(attention_mask)
         return cond(T.gt(beams, 1), beam_search, sample_search, states, mask, prompt, beams, num_return, penalty,
                     stopping, limit, sample, out_scores, generator, *(values[n] for n in proc_names))
 
