@@ -98,7 +98,7 @@ def test_bad_input_is_a_clear_error(marian):
 def test_program_without_tokenizer(tmp_path):
     from tensorvm.pycompiler.program_dir import ProgramError, write_program_dir
 
-    p = write_program_dir(tmp_path / "p.tvm", "def identity(x: int) -> int:\n    return x\n", {}, {})
+    p = write_program_dir(tmp_path / "p.tvm", "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n", {}, {})
     with pytest.raises(ProgramError, match="has no tokenizer"):
         tensorvm.load(p).tokenizer
     with pytest.raises(ValueError, match="has no tokenizer"):
@@ -165,3 +165,58 @@ def test_translate_matches_transformers(translator, kwargs):
     assert prog.translate([]) == []
     with pytest.raises(TypeError, match="list of texts"):
         prog.translate("one text")
+
+
+def _cli(*args, ok=True):
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    res = subprocess.run([tensorvm_run_tool(), *map(str, args)], capture_output=True, timeout=300)
+    if ok:
+        assert res.returncode == 0, res.stderr.decode()
+    return res
+
+
+def test_cli_tokenize(translator, tmp_path):
+    _, prog = translator
+    lines = ["Hello world", "", ">>fr<< Le chat «très» heureux…", "  tabs\tand   spaces ", "東京 🙂"]
+    out = _cli(prog.path, "tokenize", "--text", "\n".join(lines)).stdout.decode().split("\n")
+    assert out[:-1] == [" ".join(map(str, prog.tokenizer.encode(s))) for s in lines] and out[-1] == ""
+    f = tmp_path / "in.txt"
+    f.write_bytes(("\r\n".join(lines) + "\r\n").encode())  # CRLF, a final newline: the same lines
+    assert _cli(prog.path, "tokenize", "--text-file", f).stdout.decode().split("\n")[:-1] == out[:-1]
+
+
+def test_cli_translate(translator):
+    _, prog = translator
+    lines = ["One two three.", "", "Le chat ... «très» heureux!"]
+    out = _cli(prog.path, "translate", "--text", "\n".join(lines), "--arg", "num_beams=2").stdout.decode()
+    assert out.split("\n")[:-1] == [prog.translate([s], num_beams=2)[0] for s in lines]
+
+
+def test_cli_text_errors(translator, tmp_path):
+    _, prog = translator
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nnot \xff fine\n")
+    for args, message in [
+        (("tokenize", "--text-file", bad), "input line 2: marian tokenizer: encode: the text is not valid UTF-8"),
+        (("translate", "--text-file", bad), "input line 2"),
+        (("tokenize",), "needs --text"),
+        (("tokenize", "--text", "x", "--text", "y"), "one --text or --text-file"),
+        (("tokenize", "--text-file", tmp_path / "missing.txt"), "cannot open"),
+        (("complete", "--text", "x"), "not a decoder-only program"),
+        (("translate", "--text", "x", "--arg", "bogus=1"), "generate has no such option"),
+        (("translate", "--text", "x", "--ids", "1 2"), "takes --text or --text-file"),
+        (("generate", "--text", "x"), "go with the verbs"),
+    ]:
+        res = _cli(prog.path, *args, ok=False)
+        assert res.returncode == 1 and message in res.stderr.decode(), (args, res.stderr)
+
+
+def test_cli_program_without_tokenizer(tmp_path):
+    from tensorvm.pycompiler.program_dir import write_program_dir
+
+    p = write_program_dir(tmp_path / "p.tvm", "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n", {}, {})
+    res = _cli(p, "tokenize", "--text", "hi", ok=False)
+    assert res.returncode == 1 and "has no tokenizer" in res.stderr.decode()

@@ -109,7 +109,7 @@ def tokenizer_only_program(checkpoint_dir: Path, out: Path, model_type: str) -> 
 
     files, entry = tokenizer_files(checkpoint_dir, model_type)
     assert entry is not None, f"{checkpoint_dir} has no {model_type} tokenizer files"
-    text = "def identity(x: int) -> int:\n    return x\n"
+    text = "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n"
     return write_program_dir(out, text, {}, {"model_type": model_type, "tokenizer": entry}, extra_files=files)
 
 
