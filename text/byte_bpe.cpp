@@ -1,11 +1,362 @@
+// Byte-level BPE as the tokenizers library runs a tokenizer.json: added tokens found
+// first, the pre-tokenizer's regex (PCRE2) cuts the rest into words, each word's bytes
+// map to printable characters (GPT-2's byte-to-unicode table), merges apply by rank,
+// and the post-processor's template adds its special tokens. Decoding maps the
+// characters back to bytes, with invalid UTF-8 replaced by U+FFFD as tokenizers does.
 #include "text/byte_bpe.h"
 
+#include <limits>
+#include <unordered_map>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <nlohmann/json.hpp>
+
+#include "text/added_tokens.h"
 #include "text/util.h"
 
 namespace text {
+namespace {
 
-std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>&) {
-  fail("byte-level BPE tokenizers are not implemented yet");
+// GPT-2's pre-tokenizer regex (the ByteLevel pre-tokenizer with use_regex).
+const char* const kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f)), out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  }
+}
+
+// The length of the UTF-8 character at s[i] (1 for a stray byte).
+size_t char_len(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  return std::min(n, s.size() - i);
+}
+
+// String::from_utf8_lossy: each maximal invalid subsequence becomes one U+FFFD.
+std::string utf8_lossy(std::string_view s) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    size_t k = 1;
+    if (len) {
+      for (; k < len && i + k < n; ++k) {
+        const unsigned b = p[i + k];
+        if (k == 1 ? (b < lo || b > hi) : (b & 0xc0) != 0x80) break;
+      }
+    }
+    if (len && k == len) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      i += std::max<size_t>(k, 1);
+    }
+  }
+  return out;
+}
+
+class Regex {
+ public:
+  explicit Regex(const std::string& pattern) {
+    int err = 0;
+    PCRE2_SIZE off = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &err,
+                          &off, nullptr);
+    if (!code_) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(err, msg, sizeof msg);
+      fail("byte-level BPE: the pre-tokenizer regex does not compile at offset {}: {}", off,
+           reinterpret_cast<const char*>(msg));
+    }
+    pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // faster when available; the interpreter otherwise
+  }
+  ~Regex() { pcre2_code_free(code_); }
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  // Splits `s` as tokenizers' Split(behavior=Isolated): every match, and every gap
+  // between matches, is a piece.
+  void split(std::string_view s, std::vector<std::string_view>& out) const {
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
+    size_t pos = 0, last = 0;
+    while (pos <= s.size()) {
+      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, PCRE2_NO_UTF_CHECK, md,
+                                 nullptr);
+      if (rc < 0) break;
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+      const size_t start = ov[0], end = ov[1];
+      if (end == start) {  // an empty match cuts nothing: step over one character
+        if (start >= s.size()) break;
+        pos = start + char_len(s, start);
+        continue;
+      }
+      if (start > last) out.push_back(s.substr(last, start - last));
+      out.push_back(s.substr(start, end - start));
+      last = pos = end;
+    }
+    if (last < s.size()) out.push_back(s.substr(last));
+    pcre2_match_data_free(md);
+  }
+
+ private:
+  pcre2_code* code_ = nullptr;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const { return std::hash<int64_t>()(p.first * 1000003 ^ p.second); }
+};
+
+class ByteBpe final : public Tokenizer {
+ public:
+  explicit ByteBpe(const std::map<std::string, std::string>& files) {
+    auto it = files.find("tokenizer");
+    if (it == files.end()) fail("byte-level BPE: meta.json names no 'tokenizer' file (tokenizer.json)");
+    const std::string& path = it->second;
+    const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
+    if (!j.is_object()) fail("byte-level BPE: {} is not a JSON object", path);
+    try {
+      load(j, path);
+    } catch (const nlohmann::json::exception& e) {
+      fail("byte-level BPE: {}: {}", path, e.what());
+    }
+    if (files.count("config")) {
+      const auto c = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
+      if (c.is_object() && c.contains("clean_up_tokenization_spaces") && c["clean_up_tokenization_spaces"].is_boolean())
+        clean_up_spaces_ = c["clean_up_tokenization_spaces"];
+    }
+  }
+
+  std::vector<int64_t> encode(std::string_view input) const override {
+    check_utf8(input, "byte-level BPE: encode");
+    std::vector<int64_t> ids;
+    for (int64_t id : prefix_) ids.push_back(id);
+    std::vector<std::string_view> words;
+    std::string mapped;
+    for (const std::string& chunk : added_.split(std::string(input))) {
+      if (chunk.empty()) continue;
+      if (const AddedToken* t = added_.find(chunk)) {
+        ids.push_back(t->id);
+        continue;
+      }
+      std::string text = chunk;
+      if (add_prefix_space_ && text[0] != ' ') text.insert(0, 1, ' ');
+      words.clear();
+      if (regex_) {
+        regex_->split(text, words);
+      } else {
+        words.push_back(text);
+      }
+      for (std::string_view w : words) {
+        mapped.clear();
+        for (unsigned char b : w) mapped += byte_char_[b];
+        bpe(mapped, ids);
+      }
+    }
+    for (int64_t id : suffix_) ids.push_back(id);
+    return ids;
+  }
+
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
+    std::string bytes;
+    for (const int64_t id : ids) {
+      const std::string* token = nullptr;
+      if (const AddedToken* t = added_.find(id)) {
+        if (skip_special_tokens && t->special) continue;
+        token = &t->content;
+      } else {
+        auto it = id_to_token_.find(id);
+        if (it == id_to_token_.end())
+          fail("byte-level BPE: decode: token id {} is outside the vocabulary ({} tokens)", id, id_to_token_.size());
+        token = &it->second;
+      }
+      // Each character back to its byte; one outside the table stays as it is.
+      for (size_t i = 0; i < token->size();) {
+        const size_t n = char_len(*token, i);
+        auto b = char_byte_.find(token->substr(i, n));
+        if (b != char_byte_.end()) {
+          bytes += char(b->second);
+        } else {
+          bytes.append(*token, i, n);
+        }
+        i += n;
+      }
+    }
+    std::string out = utf8_lossy(bytes);
+    if (clean_up_spaces_)
+      for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                     {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+        replace_all(out, from, to);
+    return out;
+  }
+
+  const std::string& kind() const override { return kind_; }
+
+ private:
+  std::string kind_ = "byte-level-bpe";
+  std::unordered_map<std::string, int64_t> vocab_;
+  std::unordered_map<int64_t, std::string> id_to_token_;
+  std::unordered_map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> merges_;  // -> (rank, new id)
+  AddedTokens added_;
+  std::unique_ptr<Regex> regex_;
+  std::string byte_char_[256];
+  std::unordered_map<std::string, unsigned char> char_byte_;
+  std::vector<int64_t> prefix_, suffix_;
+  bool add_prefix_space_ = false, ignore_merges_ = false, clean_up_spaces_ = false;
+
+  void load(const nlohmann::json& j, const std::string& path) {
+    const auto& model = j.at("model");
+    if (model.value("type", "") != "BPE") fail("byte-level BPE: {}: the model is not BPE", path);
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
+      if (model.contains(key) && !model[key].is_null())
+        fail("byte-level BPE: {}: model.{} is not supported", path, key);
+    if (model.value("byte_fallback", false)) fail("byte-level BPE: {}: byte_fallback is not supported", path);
+    if (j.contains("normalizer") && !j["normalizer"].is_null())
+      fail("byte-level BPE: {}: normalizer {} is not supported yet (only none)", path, j["normalizer"].value("type", "?"));
+    ignore_merges_ = model.value("ignore_merges", false);
+    for (const auto& [tok, id] : model.at("vocab").items()) {
+      vocab_[tok] = id.get<int64_t>();
+      id_to_token_[id.get<int64_t>()] = tok;
+    }
+    int64_t rank = 0;
+    for (const auto& m : model.at("merges")) {
+      std::string a, b;
+      if (m.is_string()) {  // "a b" (older files)
+        const std::string s = m.get<std::string>();
+        const size_t sp = s.find(' ');
+        if (sp == std::string::npos) fail("byte-level BPE: {}: merge '{}' is not two tokens", path, s);
+        a = s.substr(0, sp), b = s.substr(sp + 1);
+      } else {
+        a = m.at(0).get<std::string>(), b = m.at(1).get<std::string>();
+      }
+      auto ia = vocab_.find(a), ib = vocab_.find(b), iab = vocab_.find(a + b);
+      if (ia == vocab_.end() || ib == vocab_.end() || iab == vocab_.end())
+        fail("byte-level BPE: {}: merge '{} {}' names a token outside the vocabulary", path, a, b);
+      merges_.emplace(std::pair{ia->second, ib->second}, std::pair{rank++, iab->second});
+    }
+    if (j.contains("added_tokens") && j["added_tokens"].is_array()) added_.add_from_tokenizer_json(j["added_tokens"]);
+    for (const auto& [content, t] : added_.by_id()) id_to_token_.emplace(content, t.content);
+    // GPT-2's table: printable Latin-1 bytes stand for themselves, the rest map to 256+.
+    int next = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+      std::string c;
+      append_utf8(c, printable ? uint32_t(b) : uint32_t(256 + next++));
+      byte_char_[b] = c;
+      char_byte_[c] = static_cast<unsigned char>(b);
+    }
+    load_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), path);
+    if (j.contains("post_processor") && !j["post_processor"].is_null()) load_post_processor(j["post_processor"], path);
+  }
+
+  void load_pre_tokenizer(const nlohmann::json& p, const std::string& path) {
+    if (p.is_null()) fail("byte-level BPE: {}: no pre_tokenizer (a byte-level one is needed)", path);
+    const std::string type = p.value("type", "");
+    if (type == "ByteLevel") {
+      add_prefix_space_ = p.value("add_prefix_space", false);
+      if (p.value("use_regex", true)) regex_ = std::make_unique<Regex>(kGpt2Pattern);
+      return;
+    }
+    // Llama 3 / Qwen2: Sequence[Split(regex, Isolated), ByteLevel(use_regex=false)].
+    if (type == "Sequence") {
+      const auto& list = p.at("pretokenizers");
+      if (list.size() == 2 && list[0].value("type", "") == "Split" && list[1].value("type", "") == "ByteLevel" &&
+          list[0].value("behavior", "") == "Isolated" && !list[0].value("invert", false) &&
+          list[0].at("pattern").contains("Regex") && !list[1].value("use_regex", true)) {
+        regex_ = std::make_unique<Regex>(list[0]["pattern"]["Regex"].get<std::string>());
+        add_prefix_space_ = list[1].value("add_prefix_space", false);
+        return;
+      }
+    }
+    fail("byte-level BPE: {}: pre_tokenizer {} is not supported (ByteLevel, or Sequence[Split(Isolated), ByteLevel])",
+         path, p.dump().substr(0, 200));
+  }
+
+  void load_post_processor(const nlohmann::json& p, const std::string& path) {
+    const std::string type = p.value("type", "");
+    if (type == "ByteLevel") return;  // offsets only
+    const nlohmann::json* proc = &p;
+    nlohmann::json template_proc;
+    if (type == "Sequence") {  // Llama 3: [ByteLevel, TemplateProcessing]
+      for (const auto& q : p.at("processors")) {
+        const std::string t = q.value("type", "");
+        if (t == "TemplateProcessing") template_proc = q;
+        else if (t != "ByteLevel") fail("byte-level BPE: {}: post_processor {} is not supported", path, t);
+      }
+      if (template_proc.is_null()) return;
+      proc = &template_proc;
+    } else if (type != "TemplateProcessing") {
+      fail("byte-level BPE: {}: post_processor {} is not supported", path, type);
+    }
+    bool seen_sequence = false;
+    for (const auto& piece : proc->at("single")) {
+      if (piece.contains("Sequence")) {
+        seen_sequence = true;
+        continue;
+      }
+      const std::string name = piece.at("SpecialToken").at("id").get<std::string>();
+      const auto& st = proc->at("special_tokens").at(name);
+      for (const auto& id : st.at("ids")) (seen_sequence ? suffix_ : prefix_).push_back(id.get<int64_t>());
+    }
+  }
+
+  // Merges one word (already byte-mapped) and appends its ids.
+  void bpe(const std::string& word, std::vector<int64_t>& ids) const {
+    if (ignore_merges_) {
+      auto it = vocab_.find(word);
+      if (it != vocab_.end()) {
+        ids.push_back(it->second);
+        return;
+      }
+    }
+    std::vector<int64_t> parts;
+    for (size_t i = 0; i < word.size();) {
+      const size_t n = char_len(word, i);
+      auto it = vocab_.find(word.substr(i, n));
+      if (it == vocab_.end()) fail("byte-level BPE: the vocabulary has no token for the byte character '{}'", word.substr(i, n));
+      parts.push_back(it->second);
+      i += n;
+    }
+    // Merge the pair of lowest rank, leftmost first, until none is left.
+    while (parts.size() > 1) {
+      int64_t best_rank = std::numeric_limits<int64_t>::max(), best_id = -1;
+      size_t best = 0;
+      for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        auto it = merges_.find({parts[i], parts[i + 1]});
+        if (it != merges_.end() && it->second.first < best_rank) best_rank = it->second.first, best_id = it->second.second, best = i;
+      }
+      if (best_id < 0) break;
+      parts[best] = best_id;
+      parts.erase(parts.begin() + long(best) + 1);
+    }
+    ids.insert(ids.end(), parts.begin(), parts.end());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>& files) {
+  return std::make_unique<ByteBpe>(files);
 }
 
 }  // namespace text

@@ -134,3 +134,47 @@ def tiny_marian_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pat
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
+BPE_SPECIALS = ("<|endoftext|>", "<|begin_of_text|>", "<|im_start|>", "<|im_end|>")
+
+
+def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
+    """A checkpoint-style directory with tokenizer.json (+ tokenizer_config.json) of a
+    byte-level BPE trained here. style: "gpt2" (ByteLevel with GPT-2's regex), "llama3"
+    (Split on Llama 3's regex, ignore_merges, <|begin_of_text|> prepended by a
+    template) or "qwen2" (Split on Qwen2's regex)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(ignore_merges=style == "llama3"))
+    if style == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        pattern = LLAMA3_PATTERN if style == "llama3" else QWEN2_PATTERN
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=list(BPE_SPECIALS), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    text = corpus("en", 800, seed) + corpus("fr", 800, seed + 1) + tricky_lines(300, seed + 2)
+    tok.train_from_iterator(text, trainer)
+    if style == "llama3":
+        bos = tok.token_to_id("<|begin_of_text|>")
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B:1",
+                                          special_tokens=[("<|begin_of_text|>", bos)])])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.add_tokens(["<added>", "ünï"])  # non-special added tokens
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|begin_of_text|>",
+                                   pad_token="<|endoftext|>")
+    out_dir = Path(out_dir)
+    fast.save_pretrained(out_dir)
+    return out_dir

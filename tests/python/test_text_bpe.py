@@ -1,0 +1,81 @@
+"""The C++ byte-level BPE (text/byte_bpe.cpp) against transformers' fast tokenizer and
+the tokenizers library, id for id and text for text, on BPE tokenizers trained here in
+the styles of GPT-2, Llama 3 and Qwen2 (their pre-tokenizer regexes)."""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorvm
+from tensorvm import _C
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import text_fixtures as tf  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
+                                reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
+
+STYLES = {"gpt2": "gpt2", "llama3": "llama", "qwen2": "qwen2"}
+ADDED = tf.BPE_SPECIALS + ("<added>", "ünï")
+
+
+@pytest.fixture(scope="module", params=sorted(STYLES))
+def bpe(request, tmp_path_factory):
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    root = tmp_path_factory.mktemp(f"bpe_{request.param}")
+    ckpt = tf.make_byte_bpe_tokenizer(root / "ckpt", request.param)
+    prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", STYLES[request.param])
+    return (request.param, PreTrainedTokenizerFast.from_pretrained(ckpt),
+            Tokenizer.from_file(str(ckpt / "tokenizer.json")), tensorvm.load(prog).tokenizer)
+
+
+def test_encode_matches_tokenizers(bpe):
+    style, hf, raw, tok = bpe
+    assert tok.kind == "byte-level-bpe"
+    lines = tf.tricky_lines(1500, seed=5, specials=ADDED)
+    lines += ["1234567890 12 345", "\n\n\n", "a\r\nb", " \t\n x", "don't I'M we'RE", "<|endoftext|>hi<|endoftext|>"]
+    for line in lines:
+        want = raw.encode(line).ids
+        assert hf(line)["input_ids"] == want
+        assert tok.encode(line) == want, (style, line)
+    if style == "llama3":
+        assert tok.encode("")[0] == raw.token_to_id("<|begin_of_text|>")
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_decode_matches_tokenizers(bpe, skip):
+    style, hf, raw, tok = bpe
+    rnd = random.Random(6)
+    rows = [raw.encode(s).ids for s in tf.tricky_lines(500, seed=7, specials=ADDED)]
+    # random ids: byte tokens that cut a UTF-8 character in two decode to U+FFFD
+    rows += [[rnd.randrange(raw.get_vocab_size()) for _ in range(rnd.randint(0, 12))] for _ in range(500)]
+    for ids in rows:
+        assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), (style, ids)
+
+
+def test_bad_input(bpe):
+    _, _, raw, tok = bpe
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        tok.encode(b"ok \xf0\x9f\x99")
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tok.decode([raw.get_vocab_size() + 10])
+
+
+def test_unsupported_tokenizer_json_is_refused(tmp_path, bpe):
+    style, _, raw, _ = bpe
+    if style != "gpt2":
+        pytest.skip("one style is enough")
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    j = json.loads(raw.to_str())
+    j["normalizer"] = {"type": "Lowercase"}
+    (ckpt / "tokenizer.json").write_text(json.dumps(j))
+    p = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gpt2")
+    with pytest.raises(ValueError, match="normalizer Lowercase is not supported"):
+        _C.Tokenizer.load(str(p))
