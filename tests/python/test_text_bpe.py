@@ -79,3 +79,53 @@ def test_unsupported_tokenizer_json_is_refused(tmp_path, bpe):
     p = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gpt2")
     with pytest.raises(ValueError, match="normalizer Lowercase is not supported"):
         _C.Tokenizer.load(str(p))
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    root = tmp_path_factory.mktemp("gpt2_text")
+    tok_dir = tf.make_byte_bpe_tokenizer(root / "tok", "gpt2")
+    ckpt = tf.tiny_gpt2_checkpoint(tok_dir, root / "ckpt")
+    return ckpt, tensorvm.load(import_hf(ckpt, root / "g.tvm"))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"num_beams": 2, "max_new_tokens": 6}])
+def test_complete_matches_transformers(gpt2, kwargs):
+    import torch
+    from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    ckpt, prog = gpt2
+    assert prog.meta["tokenizer"]["kind"] == "byte-level-bpe"
+    hf_tok = PreTrainedTokenizerFast.from_pretrained(ckpt, padding_side="left")
+    model = GPT2LMHeadModel.from_pretrained(ckpt, attn_implementation="eager").eval()
+    prompts = ["The cat sat", "Le chat 東京 🙂", "twelve  thirty\t"]
+    batch = hf_tok(prompts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**batch, **kwargs)
+    want = hf_tok.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert prog.complete(prompts, **kwargs) == want
+    with pytest.raises(ValueError, match="decoder-only"):
+        prog.translate(prompts)
+    with pytest.raises(ValueError, match="no tokens"):
+        prog.complete([""])
+
+
+def test_cli_complete(gpt2):
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    _, prog = gpt2
+    prompts = ["The cat sat", "twelve  thirty"]
+    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", "\n".join(prompts), "--arg",
+                          "max_new_tokens=5"], capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr.decode()
+    assert res.stdout.decode().split("\n")[:-1] == [prog.complete([p], max_new_tokens=5)[0] for p in prompts]
+    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "translate", "--text", "x"], capture_output=True,
+                         timeout=300)
+    assert res.returncode == 1 and b"decoder-only program; use the verb complete" in res.stderr
+    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", ""], capture_output=True,
+                         timeout=300)
+    assert res.returncode == 1 and b"input line 1 gives no tokens" in res.stderr

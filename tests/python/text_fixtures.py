@@ -178,3 +178,25 @@ def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
     out_dir = Path(out_dir)
     fast.save_pretrained(out_dir)
     return out_dir
+
+
+def tiny_gpt2_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random GPT2LMHeadModel whose vocabulary is the byte-level BPE's, saved with it."""
+    import shutil
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    v = max(tj["model"]["vocab"].values()) + 1 + len(tj["added_tokens"])
+    eos = next(t["id"] for t in tj["added_tokens"] if t["content"] == "<|endoftext|>")
+    config = GPT2Config(vocab_size=v, n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=eos,
+                        eos_token_id=eos, pad_token_id=eos)
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(config).eval()
+    model.generation_config.max_length = 24
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
