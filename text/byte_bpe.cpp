@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/added_tokens.h"
+#include "text/unicode_nfc.h"
 #include "text/util.h"
 
 namespace text {
@@ -159,7 +160,7 @@ class ByteBpe final : public Tokenizer {
         ids.push_back(t->id);
         continue;
       }
-      std::string text = chunk;
+      std::string text = nfc_ ? nfc(chunk) : chunk;
       if (add_prefix_space_ && text[0] != ' ') text.insert(0, 1, ' ');
       words.clear();
       if (regex_) {
@@ -222,7 +223,7 @@ class ByteBpe final : public Tokenizer {
   std::string byte_char_[256];
   std::unordered_map<std::string, unsigned char> char_byte_;
   std::vector<int64_t> prefix_, suffix_;
-  bool add_prefix_space_ = false, ignore_merges_ = false, clean_up_spaces_ = false;
+  bool add_prefix_space_ = false, ignore_merges_ = false, clean_up_spaces_ = false, nfc_ = false;
 
   void load(const nlohmann::json& j, const std::string& path) {
     const auto& model = j.at("model");
@@ -231,8 +232,14 @@ class ByteBpe final : public Tokenizer {
       if (model.contains(key) && !model[key].is_null())
         fail("byte-level BPE: {}: model.{} is not supported", path, key);
     if (model.value("byte_fallback", false)) fail("byte-level BPE: {}: byte_fallback is not supported", path);
-    if (j.contains("normalizer") && !j["normalizer"].is_null())
-      fail("byte-level BPE: {}: normalizer {} is not supported yet (only none)", path, j["normalizer"].value("type", "?"));
+    if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+      const std::string type = j["normalizer"].value("type", "?");
+      if (type != "NFC") fail("byte-level BPE: {}: normalizer {} is not supported (none or NFC)", path, type);
+      if (!nfc_available())
+        fail("byte-level BPE: {}: normalizer NFC needs ICU, which this build of the text library lacks (libicu-dev)",
+             path);
+      nfc_ = true;
+    }
     ignore_merges_ = model.value("ignore_merges", false);
     for (const auto& [tok, id] : model.at("vocab").items()) {
       vocab_[tok] = id.get<int64_t>();

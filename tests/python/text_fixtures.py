@@ -43,7 +43,8 @@ def tricky_lines(n: int, seed: int, specials: tuple = ()) -> list[str]:
              "tab\there", "multi   space", "«Bonjour»", "“quoted”", "l’été", "1 2 3", "12345 67890",
              "東京は晴れ", "🙂🙂🙂", "emoji 👍🏽 and flag 🇫🇷", "Ｆｕｌｌｗｉｄｔｈ", "e\u0301t\u00e9", "zero\u200bwidth",
              ">>fr<< Le chat", ">>de<<", ">>xx<< unknown code", ">>fr<<>>de<<", "noend >>fr", "<<reversed>>",
-             "ﬁne ①②", "non\u00a0breaking", "line\u2028sep", "x" * 200]
+             "ﬁne ①②", "non\u00a0breaking", "A\u030angstro\u0308m", "\u1100\u1161\u11a8", "\u212b \u2126",
+             "line\u2028sep", "x" * 200]
     fixed += [s for sp in specials for s in (sp, f"a {sp} b", f"{sp}{sp}", f"x{sp}y")]
     lines = list(fixed)
     while len(lines) < n:
@@ -147,11 +148,15 @@ def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
     """A checkpoint-style directory with tokenizer.json (+ tokenizer_config.json) of a
     byte-level BPE trained here. style: "gpt2" (ByteLevel with GPT-2's regex), "llama3"
     (Split on Llama 3's regex, ignore_merges, <|begin_of_text|> prepended by a
-    template) or "qwen2" (Split on Qwen2's regex)."""
+    template) or "qwen2" (Split on Qwen2's regex, NFC normalizer)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
+    from tokenizers import normalizers
+
     tok = Tokenizer(models.BPE(ignore_merges=style == "llama3"))
+    if style == "qwen2":
+        tok.normalizer = normalizers.NFC()
     if style == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     else:
