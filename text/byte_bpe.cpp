@@ -125,7 +125,9 @@ class Regex {
 };
 
 struct PairHash {
-  size_t operator()(const std::pair<int64_t, int64_t>& p) const { return std::hash<int64_t>()(p.first * 1000003 ^ p.second); }
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first * 1000003 ^ p.second);
+  }
 };
 
 class ByteBpe final : public Tokenizer {
@@ -340,7 +342,8 @@ class ByteBpe final : public Tokenizer {
     for (size_t i = 0; i < word.size();) {
       const size_t n = char_len(word, i);
       auto it = vocab_.find(word.substr(i, n));
-      if (it == vocab_.end()) fail("byte-level BPE: the vocabulary has no token for the byte character '{}'", word.substr(i, n));
+      if (it == vocab_.end())
+        fail("byte-level BPE: the vocabulary has no token for the byte character '{}'", word.substr(i, n));
       parts.push_back(it->second);
       i += n;
     }
@@ -350,7 +353,8 @@ class ByteBpe final : public Tokenizer {
       size_t best = 0;
       for (size_t i = 0; i + 1 < parts.size(); ++i) {
         auto it = merges_.find({parts[i], parts[i + 1]});
-        if (it != merges_.end() && it->second.first < best_rank) best_rank = it->second.first, best_id = it->second.second, best = i;
+        if (it != merges_.end() && it->second.first < best_rank)
+          best_rank = it->second.first, best_id = it->second.second, best = i;
       }
       if (best_id < 0) break;
       parts[best] = best_id;

@@ -68,10 +68,12 @@ class Marian final : public Tokenizer {
     std::vector<std::string> special = {eos, unk, pad};
     for (const char* key : {"additional_special_tokens", "extra_special_tokens"})
       if (config.contains(key) && config[key].is_array())
-        for (const auto& t : config[key]) special.push_back(t.is_string() ? t.get<std::string>() : t.value("content", ""));
+        for (const auto& t : config[key])
+          special.push_back(t.is_string() ? t.get<std::string>() : t.value("content", ""));
     // The special tokens are added tokens too (transformers adds them at load).
     for (const std::string& s : special)
-      if (!s.empty() && !added_.find(s) && encoder_.count(s)) added_.add({s, encoder_.at(s), false, false, false, true});
+      if (!s.empty() && !added_.find(s) && encoder_.count(s))
+        added_.add({s, encoder_.at(s), false, false, false, true});
     for (const std::string& s : special) {
       if (s.empty()) continue;
       special_tokens_.insert(s);

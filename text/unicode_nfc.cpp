@@ -27,7 +27,8 @@ std::string nfc(std::string_view s) {
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* n = icu::Normalizer2::getNFCInstance(status);
   if (U_FAILURE(status)) fail("NFC: ICU has no NFC normalizer ({})", u_errorName(status));
-  const icu::UnicodeString out = n->normalize(icu::UnicodeString::fromUTF8(icu::StringPiece(s.data(), int32_t(s.size()))), status);
+  const auto in = icu::UnicodeString::fromUTF8(icu::StringPiece(s.data(), int32_t(s.size())));
+  const icu::UnicodeString out = n->normalize(in, status);
   if (U_FAILURE(status)) fail("NFC: {}", u_errorName(status));
   std::string r;
   out.toUTF8String(r);

@@ -25,8 +25,10 @@ size_t space_at(std::string_view s, size_t i) {
   auto at = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
   if (c == 0xc2 && (at(1) == 0x85 || at(1) == 0xa0)) return 2;
   if (c == 0xe1 && at(1) == 0x9a && at(2) == 0x80) return 3;
-  if (c == 0xe2 && at(1) == 0x80 && ((at(2) >= 0x80 && at(2) <= 0x8a) || at(2) == 0xa8 || at(2) == 0xa9 || at(2) == 0xaf))
-    return 3;
+  if (c == 0xe2 && at(1) == 0x80) {
+    const unsigned t = at(2);
+    if ((t >= 0x80 && t <= 0x8a) || t == 0xa8 || t == 0xa9 || t == 0xaf) return 3;
+  }
   if (c == 0xe2 && at(1) == 0x81 && at(2) == 0x9f) return 3;
   if (c == 0xe3 && at(1) == 0x80 && at(2) == 0x80) return 3;
   return 0;
@@ -94,7 +96,8 @@ void check_utf8(std::string_view s, std::string_view what) {
     }
     if (i + len > n) fail("{}: the text is not valid UTF-8 (a character cut short at byte {})", what, i);
     for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) fail("{}: the text is not valid UTF-8 (byte {} is 0x{:02x})", what, i + k, p[i + k]);
+      if ((p[i + k] & 0xc0) != 0x80)
+        fail("{}: the text is not valid UTF-8 (byte {} is 0x{:02x})", what, i + k, p[i + k]);
       cp = (cp << 6) | (p[i + k] & 0x3f);
     }
     if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))

@@ -42,7 +42,8 @@ Meta read_meta(const vm::Program& p) {
   const auto j = nlohmann::json::parse(p.meta_json(), nullptr, false);
   Meta m;
   if (!j.is_object()) return m;
-  if (j.contains("is_encoder_decoder") && j["is_encoder_decoder"].is_boolean()) m.decoder_only = !j["is_encoder_decoder"];
+  if (j.contains("is_encoder_decoder") && j["is_encoder_decoder"].is_boolean())
+    m.decoder_only = !j["is_encoder_decoder"].get<bool>();
   if (j.contains("pad_token_id") && j["pad_token_id"].is_number_integer()) m.pad = j["pad_token_id"];
   return m;
 }
@@ -97,7 +98,8 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
     const std::vector<vm::Value> outs = session.run_named("generate", named);
     if (outs.empty() || !outs[0].is_tensor()) vm::fail("{}: generate returned no sequences", verb);
     const vm::Tensor seq = outs[0].as_tensor().contiguous();
-    if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2) vm::fail("{}: generate returned {}, not [rows, n] ids", verb, seq.describe());
+    if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2)
+      vm::fail("{}: generate returned {}, not [rows, n] ids", verb, seq.describe());
     // Each returned sequence (num_return_sequences may give several) on its own line;
     // a decoder-only program returns the prompt too, which is not printed.
     const int64_t skip = meta.decoder_only ? int64_t(ids.size()) : 0;
