@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 
 #include "text/added_tokens.h"
+#include "text/spm_unigram.h"
 #include "text/util.h"
 
 namespace text {
@@ -55,6 +56,7 @@ class Marian final : public Tokenizer {
     }
     source_ = load_spm(file("source_spm"));
     target_ = load_spm(file("target_spm"));
+    segmenter_ = std::make_unique<UnigramSegmenter>(*source_);
     encoder_ = load_vocab(file("vocab"));
     separate_vocabs_ = config.value("separate_vocabs", false);
     const auto decoder_vocab = separate_vocabs_ ? load_vocab(file("target_vocab")) : encoder_;
@@ -102,9 +104,13 @@ class Marian final : public Tokenizer {
           rest.remove_prefix(end + 2);
         }
       }
-      pieces.clear();
-      const auto status = source_->Encode(rest, &pieces);
-      if (!status.ok()) fail("marian tokenizer: encode: {}", status.ToString());
+      if (segmenter_->usable()) {
+        segmenter_->encode(rest, pieces);
+      } else {
+        pieces.clear();
+        const auto status = source_->Encode(rest, &pieces);
+        if (!status.ok()) fail("marian tokenizer: encode: {}", status.ToString());
+      }
       for (const std::string& p : pieces) ids.push_back(vocab_id(p));
     }
     ids.push_back(eos_id_);
@@ -146,6 +152,7 @@ class Marian final : public Tokenizer {
  private:
   std::string kind_ = "marian-spm";
   std::unique_ptr<sentencepiece::SentencePieceProcessor> source_, target_;
+  std::unique_ptr<UnigramSegmenter> segmenter_;
   std::unordered_map<std::string, int64_t> encoder_;
   std::unordered_map<int64_t, std::string> decoder_;
   AddedTokens added_;

@@ -8,7 +8,6 @@ import random
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import tensorvm
@@ -33,30 +32,25 @@ def marian(tmp_path_factory):
     return ckpt, MarianTokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
 
 
-def _spm_score(sp, pieces) -> float:
-    return sum(sp.get_score(sp.piece_to_id(p)) for p in pieces)
-
-
 def test_encode_matches_marian_tokenizer(marian):
-    """Every line encodes to transformers' ids, except where the unigram model scores two
-    segmentations exactly the same (Debian's libsentencepiece 0.1.97 and pip's 0.2.x
-    break such ties apart, docs/text.md): each such line is checked to be a tie."""
-    import sentencepiece as spm
-
-    ckpt, hf, tok = marian
-    sp = spm.SentencePieceProcessor(model_file=str(ckpt / "source.spm"))
-    inv = {i: p for p, i in hf.encoder.items()}
+    """Every line encodes to transformers' ids, including the lines where the unigram
+    model scores two segmentations the same ("...": ". .." or ".. ."), which
+    text/spm_unigram.cpp breaks as the sentencepiece wheel does."""
+    _, hf, tok = marian
     lines = tf.tricky_lines(1500, seed=1, specials=SPECIALS)
-    ties = 0
+    lines += ["a...", "x ...", "....", "!!!!!", "-----", "?!?!", "«««»»»"]
     for line in lines:
-        ours, theirs = tok.encode(line), hf(line)["input_ids"]
-        if ours == theirs:
-            continue
-        assert len(ours) == len(theirs) and sorted(ours) == sorted(theirs), (line, ours, theirs)
-        a, b = [inv[i] for i in ours], [inv[i] for i in theirs]
-        assert _spm_score(sp, a) == pytest.approx(_spm_score(sp, b), abs=1e-4), (line, a, b)
-        ties += 1
-    assert ties < len(lines) // 10
+        assert tok.encode(line) == hf(line)["input_ids"], line
+
+
+def test_moses_normalisation_is_not_applied(marian):
+    """transformers' MarianTokenizer sets up sacremoses' punctuation normaliser but never
+    calls it when encoding (its `normalize` is unused), so neither do we."""
+    pytest.importorskip("sacremoses")
+    _, hf, tok = marian
+    line = "«Bonjour» , dit-il ... 1 000"
+    assert hf.normalize(line) != line  # sacremoses would change it...
+    assert tok.encode(line) == hf(line)["input_ids"]  # ...but encoding does not use it
 
 
 def test_batch_encode_is_encode(marian):
