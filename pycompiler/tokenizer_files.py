@@ -20,20 +20,24 @@ _LAYOUTS = {
                    "vocab": ("vocab.json", True), "target_vocab": ("target_vocab.json", False),
                    "config": ("tokenizer_config.json", False)},
     "byte-level-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
 }
 
-# model_type -> kind (the kinds the C++ library reads)
-KIND_OF_MODEL = {"marian": "marian-spm", "gpt2": "byte-level-bpe", "qwen2": "byte-level-bpe",
-                 "llama": "byte-level-bpe"}
+# model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
+# tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
+KIND_OF_MODEL = {"marian": "marian-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
+                 "llama": "tokenizer.json"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
     """({name in the program directory: source path}, meta.json "tokenizer" entry), or
     ({}, None) when the checkpoint has no tokenizer files of the kind its model uses."""
     kind = KIND_OF_MODEL.get(model_type)
+    ckpt = Path(checkpoint_dir)
+    if kind == "tokenizer.json":
+        kind = _tokenizer_json_kind(ckpt / "tokenizer.json")
     if kind is None:
         return {}, None
-    ckpt = Path(checkpoint_dir)
     files, roles = {}, {}
     for role, (name, required) in _LAYOUTS[kind].items():
         src = ckpt / name
@@ -43,20 +47,26 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
             continue
         files[f"{SUBDIR}/{name}"] = src
         roles[role] = f"{SUBDIR}/{name}"
-    if kind == "byte-level-bpe" and not _is_byte_level(ckpt / "tokenizer.json"):
-        return {}, None  # a tokenizer.json of another kind (Llama 2's sentencepiece BPE, say)
     return files, {"kind": kind, "files": roles}
 
 
-def _is_byte_level(path: Path) -> bool:
+def _tokenizer_json_kind(path: Path) -> str | None:
+    """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces and no pre-tokenizer),
+    or None (no tokenizer.json, or one of another kind: the C++ library says at load
+    what in a file of a known kind it does not support)."""
     import json
 
     try:
         tj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    model = tj.get("model") or {}
-    return model.get("type") == "BPE" and "ByteLevel" in json.dumps(tj.get("pre_tokenizer") or tj.get("decoder"))
+        return None
+    if (tj.get("model") or {}).get("type") != "BPE":
+        return None
+    if "ByteLevel" in json.dumps(tj.get("pre_tokenizer")):
+        return "byte-level-bpe"
+    if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
+        return "sentencepiece"
+    return None
 
 
 def attach_tokenizer(builder, checkpoint_dir, model_type: str) -> None:

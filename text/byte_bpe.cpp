@@ -3,8 +3,13 @@
 // map to printable characters (GPT-2's byte-to-unicode table), merges apply by rank,
 // and the post-processor's template adds its special tokens. Decoding maps the
 // characters back to bytes, with invalid UTF-8 replaced by U+FFFD as tokenizers does.
+// The same class reads a sentencepiece-style BPE tokenizer.json (kind "sentencepiece",
+// Llama 2): no byte mapping and no pre-tokenizer, "▁" for spaces from the normalizer,
+// <0xXX> byte tokens for characters outside the vocabulary, and a decoder chain
+// (Replace, ByteFallback, Fuse, Strip) run as tokenizers runs it.
 #include "text/byte_bpe.h"
 
+#include <cctype>
 #include <limits>
 #include <unordered_map>
 
@@ -130,18 +135,33 @@ struct PairHash {
   }
 };
 
+// One step of a tokenizer.json decoder chain (sentencepiece style).
+struct DecodeStep {
+  enum Kind { kReplace, kByteFallback, kFuse, kStrip } kind;
+  std::string from, to;  // kReplace; kStrip: `from` is the character stripped
+  size_t start = 0, stop = 0;
+};
+
+// A normalizer step (sentencepiece style): Prepend, Replace (a plain string) or NFC.
+struct NormalizeStep {
+  enum Kind { kPrepend, kReplace, kNfc } kind;
+  std::string from, to;
+};
+
 class ByteBpe final : public Tokenizer {
  public:
-  explicit ByteBpe(const std::map<std::string, std::string>& files) {
+  ByteBpe(const std::map<std::string, std::string>& files, bool spm_style)
+      : spm_style_(spm_style), name_(spm_style ? "sentencepiece BPE" : "byte-level BPE") {
+    if (spm_style) kind_ = "sentencepiece";
     auto it = files.find("tokenizer");
-    if (it == files.end()) fail("byte-level BPE: meta.json names no 'tokenizer' file (tokenizer.json)");
+    if (it == files.end()) fail("{}: meta.json names no 'tokenizer' file (tokenizer.json)", name_);
     const std::string& path = it->second;
     const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
-    if (!j.is_object()) fail("byte-level BPE: {} is not a JSON object", path);
+    if (!j.is_object()) fail("{}: {} is not a JSON object", name_, path);
     try {
       load(j, path);
     } catch (const nlohmann::json::exception& e) {
-      fail("byte-level BPE: {}: {}", path, e.what());
+      fail("{}: {}: {}", name_, path, e.what());
     }
     if (files.count("config")) {
       const auto c = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
@@ -151,7 +171,7 @@ class ByteBpe final : public Tokenizer {
   }
 
   std::vector<int64_t> encode(std::string_view input) const override {
-    check_utf8(input, "byte-level BPE: encode");
+    check_utf8(input, name_ + ": encode");
     std::vector<int64_t> ids;
     for (int64_t id : prefix_) ids.push_back(id);
     std::vector<std::string_view> words;
@@ -160,6 +180,16 @@ class ByteBpe final : public Tokenizer {
       if (chunk.empty()) continue;
       if (const AddedToken* t = added_.find(chunk)) {
         ids.push_back(t->id);
+        continue;
+      }
+      if (spm_style_) {
+        std::string text = chunk;
+        for (const NormalizeStep& n : normalizer_) {
+          if (n.kind == NormalizeStep::kNfc) text = nfc(text);
+          else if (n.kind == NormalizeStep::kReplace) replace_all(text, n.from, n.to);
+          else if (!text.empty()) text.insert(0, n.to);  // Prepend: only to a non-empty text
+        }
+        if (!text.empty()) bpe(text, ids);
         continue;
       }
       std::string text = nfc_ ? nfc(chunk) : chunk;
@@ -181,6 +211,7 @@ class ByteBpe final : public Tokenizer {
   }
 
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
+    if (spm_style_) return decode_chain(ids, skip_special_tokens);
     std::string bytes;
     for (const int64_t id : ids) {
       const std::string* token = nullptr;
@@ -190,7 +221,7 @@ class ByteBpe final : public Tokenizer {
       } else {
         auto it = id_to_token_.find(id);
         if (it == id_to_token_.end())
-          fail("byte-level BPE: decode: token id {} is outside the vocabulary ({} tokens)", id, id_to_token_.size());
+          fail("{}: decode: token id {} is outside the vocabulary ({} tokens)", name_, id, id_to_token_.size());
         token = &it->second;
       }
       // Each character back to its byte; one outside the table stays as it is.
@@ -205,18 +236,20 @@ class ByteBpe final : public Tokenizer {
         i += n;
       }
     }
-    std::string out = utf8_lossy(bytes);
-    if (clean_up_spaces_)
-      for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
-                                     {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
-        replace_all(out, from, to);
-    return out;
+    return clean_up(utf8_lossy(bytes));
   }
 
   const std::string& kind() const override { return kind_; }
 
  private:
+  bool spm_style_;
+  std::string name_;
   std::string kind_ = "byte-level-bpe";
+  std::vector<NormalizeStep> normalizer_;
+  std::vector<DecodeStep> decoder_;
+  int64_t unk_id_ = -1;
+  bool byte_fallback_ = false, fuse_unk_ = false;
+  int64_t byte_ids_[256];
   std::unordered_map<std::string, int64_t> vocab_;
   std::unordered_map<int64_t, std::string> id_to_token_;
   std::unordered_map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> merges_;  // -> (rank, new id)
@@ -229,12 +262,16 @@ class ByteBpe final : public Tokenizer {
 
   void load(const nlohmann::json& j, const std::string& path) {
     const auto& model = j.at("model");
-    if (model.value("type", "") != "BPE") fail("byte-level BPE: {}: the model is not BPE", path);
+    if (model.value("type", "") != "BPE") fail("{}: {}: the model is not BPE", name_, path);
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
       if (model.contains(key) && !model[key].is_null())
-        fail("byte-level BPE: {}: model.{} is not supported", path, key);
-    if (model.value("byte_fallback", false)) fail("byte-level BPE: {}: byte_fallback is not supported", path);
-    if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+        fail("{}: {}: model.{} is not supported", name_, path, key);
+    byte_fallback_ = model.value("byte_fallback", false);
+    fuse_unk_ = model.value("fuse_unk", false);
+    if (byte_fallback_ && !spm_style_) fail("byte-level BPE: {}: byte_fallback is not supported", path);
+    if (spm_style_) {
+      load_spm_style(j, path);
+    } else if (j.contains("normalizer") && !j["normalizer"].is_null()) {
       const std::string type = j["normalizer"].value("type", "?");
       if (type != "NFC") fail("byte-level BPE: {}: normalizer {} is not supported (none or NFC)", path, type);
       if (!nfc_available())
@@ -274,8 +311,147 @@ class ByteBpe final : public Tokenizer {
       byte_char_[b] = c;
       char_byte_[c] = static_cast<unsigned char>(b);
     }
-    load_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), path);
+    if (spm_style_) {
+      if (model.contains("unk_token") && model["unk_token"].is_string()) {
+        auto u = vocab_.find(model["unk_token"].get<std::string>());
+        if (u != vocab_.end()) unk_id_ = u->second;
+      }
+      for (int b = 0; b < 256; ++b) {
+        auto t = vocab_.find(fmt::format("<0x{:02X}>", b));
+        byte_ids_[b] = t == vocab_.end() ? -1 : t->second;
+      }
+    } else {
+      load_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), path);
+    }
     if (j.contains("post_processor") && !j["post_processor"].is_null()) load_post_processor(j["post_processor"], path);
+  }
+
+  void load_spm_style(const nlohmann::json& j, const std::string& path) {
+    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
+      fail("sentencepiece BPE: {}: a pre_tokenizer ({}) is not supported", path, j["pre_tokenizer"].value("type", "?"));
+    auto normalizer_step = [&](const nlohmann::json& n) {
+      const std::string type = n.value("type", "?");
+      if (type == "Prepend") {
+        normalizer_.push_back({NormalizeStep::kPrepend, "", n.at("prepend").get<std::string>()});
+      } else if (type == "Replace" && n.at("pattern").contains("String")) {
+        normalizer_.push_back({NormalizeStep::kReplace, n["pattern"]["String"].get<std::string>(),
+                               n.at("content").get<std::string>()});
+      } else if (type == "NFC" && nfc_available()) {
+        normalizer_.push_back({NormalizeStep::kNfc, "", ""});
+      } else {
+        fail("sentencepiece BPE: {}: normalizer {} is not supported (Prepend, Replace of a string, NFC)", path, type);
+      }
+    };
+    if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+      const auto& n = j["normalizer"];
+      if (n.value("type", "") == "Sequence") {
+        for (const auto& step : n.at("normalizers")) normalizer_step(step);
+      } else {
+        normalizer_step(n);
+      }
+    }
+    auto decoder_step = [&](const nlohmann::json& d) {
+      const std::string type = d.value("type", "?");
+      if (type == "Replace" && d.at("pattern").contains("String")) {
+        decoder_.push_back({DecodeStep::kReplace, d["pattern"]["String"].get<std::string>(),
+                            d.at("content").get<std::string>()});
+      } else if (type == "ByteFallback") {
+        decoder_.push_back({DecodeStep::kByteFallback, "", ""});
+      } else if (type == "Fuse") {
+        decoder_.push_back({DecodeStep::kFuse, "", ""});
+      } else if (type == "Strip") {
+        decoder_.push_back({DecodeStep::kStrip, d.at("content").get<std::string>(), "", d.value("start", size_t(0)),
+                            d.value("stop", size_t(0))});
+      } else {
+        fail("sentencepiece BPE: {}: decoder {} is not supported (Replace, ByteFallback, Fuse, Strip)", path, type);
+      }
+    };
+    if (j.contains("decoder") && !j["decoder"].is_null()) {
+      const auto& d = j["decoder"];
+      if (d.value("type", "") == "Sequence") {
+        for (const auto& step : d.at("decoders")) decoder_step(step);
+      } else {
+        decoder_step(d);
+      }
+    }
+  }
+
+  // The decoder chain over the tokens, as tokenizers' decode_chain runs it.
+  std::string decode_chain(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+    std::vector<std::string> tokens;
+    for (const int64_t id : ids) {
+      if (const AddedToken* t = added_.find(id)) {
+        if (!(skip_special_tokens && t->special)) tokens.push_back(t->content);
+        continue;
+      }
+      auto it = id_to_token_.find(id);
+      if (it == id_to_token_.end())
+        fail("{}: decode: token id {} is outside the vocabulary ({} tokens)", name_, id, id_to_token_.size());
+      tokens.push_back(it->second);
+    }
+    for (const DecodeStep& step : decoder_) {
+      if (step.kind == DecodeStep::kReplace) {
+        for (std::string& t : tokens) replace_all(t, step.from, step.to);
+      } else if (step.kind == DecodeStep::kFuse) {
+        std::string all;
+        for (const std::string& t : tokens) all += t;
+        tokens.assign(1, std::move(all));
+      } else if (step.kind == DecodeStep::kStrip) {
+        for (std::string& t : tokens) {
+          size_t begin = 0, end = t.size();
+          for (size_t k = 0; k < step.start && t.compare(begin, step.from.size(), step.from) == 0; ++k)
+            begin += step.from.size();
+          for (size_t k = 0; k < step.stop && end >= begin + step.from.size() &&
+                             t.compare(end - step.from.size(), step.from.size(), step.from) == 0;
+               ++k)
+            end -= step.from.size();
+          t = t.substr(begin, end - begin);
+        }
+      } else {  // ByteFallback: a run of <0xXX> tokens becomes its text, or one U+FFFD per byte if not UTF-8
+        std::vector<std::string> out;
+        std::string run;
+        size_t run_len = 0;
+        auto flush = [&] {
+          if (!run_len) return;
+          bool ok = true;
+          try {
+            check_utf8(run, "");
+          } catch (const Error&) {
+            ok = false;
+          }
+          if (ok) {
+            out.push_back(run);
+          } else {
+            for (size_t k = 0; k < run_len; ++k) out.emplace_back("\xef\xbf\xbd");
+          }
+          run.clear();
+          run_len = 0;
+        };
+        for (std::string& t : tokens) {
+          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
+              std::isxdigit(static_cast<unsigned char>(t[4]))) {
+            run += char(std::stoi(t.substr(3, 2), nullptr, 16));
+            ++run_len;
+          } else {
+            flush();
+            out.push_back(std::move(t));
+          }
+        }
+        flush();
+        tokens = std::move(out);
+      }
+    }
+    std::string all;
+    for (const std::string& t : tokens) all += t;
+    return clean_up(std::move(all));
+  }
+
+  std::string clean_up(std::string out) const {
+    if (clean_up_spaces_)
+      for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                     {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+        replace_all(out, from, to);
+    return out;
   }
 
   void load_pre_tokenizer(const nlohmann::json& p, const std::string& path) {
@@ -310,12 +486,12 @@ class ByteBpe final : public Tokenizer {
       for (const auto& q : p.at("processors")) {
         const std::string t = q.value("type", "");
         if (t == "TemplateProcessing") template_proc = q;
-        else if (t != "ByteLevel") fail("byte-level BPE: {}: post_processor {} is not supported", path, t);
+        else if (t != "ByteLevel") fail("{}: {}: post_processor {} is not supported", name_, path, t);
       }
       if (template_proc.is_null()) return;
       proc = &template_proc;
     } else if (type != "TemplateProcessing") {
-      fail("byte-level BPE: {}: post_processor {} is not supported", path, type);
+      fail("{}: {}: post_processor {} is not supported", name_, path, type);
     }
     bool seen_sequence = false;
     for (const auto& piece : proc->at("single")) {
@@ -339,12 +515,29 @@ class ByteBpe final : public Tokenizer {
       }
     }
     std::vector<int64_t> parts;
+    bool last_unk = false;
     for (size_t i = 0; i < word.size();) {
       const size_t n = char_len(word, i);
       auto it = vocab_.find(word.substr(i, n));
-      if (it == vocab_.end())
+      if (it != vocab_.end()) {
+        parts.push_back(it->second);
+        last_unk = false;
+      } else if (!spm_style_) {
         fail("byte-level BPE: the vocabulary has no token for the byte character '{}'", word.substr(i, n));
-      parts.push_back(it->second);
+      } else {
+        // Outside the vocabulary: its bytes' <0xXX> tokens when all exist, else <unk>
+        // (one for a run of them with fuse_unk).
+        bool bytes = byte_fallback_;
+        for (size_t k = 0; bytes && k < n; ++k) bytes = byte_ids_[static_cast<unsigned char>(word[i + k])] >= 0;
+        if (bytes) {
+          for (size_t k = 0; k < n; ++k) parts.push_back(byte_ids_[static_cast<unsigned char>(word[i + k])]);
+          last_unk = false;
+        } else {
+          if (unk_id_ < 0) fail("sentencepiece BPE: '{}' is outside the vocabulary, which has no unk token", word.substr(i, n));
+          if (!(fuse_unk_ && last_unk)) parts.push_back(unk_id_);
+          last_unk = true;
+        }
+      }
       i += n;
     }
     // Merge the pair of lowest rank, leftmost first, until none is left.
@@ -367,7 +560,11 @@ class ByteBpe final : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>& files) {
-  return std::make_unique<ByteBpe>(files);
+  return std::make_unique<ByteBpe>(files, false);
+}
+
+std::unique_ptr<Tokenizer> load_sentencepiece_bpe(const std::map<std::string, std::string>& files) {
+  return std::make_unique<ByteBpe>(files, true);
 }
 
 }  // namespace text

@@ -63,7 +63,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   }
   if (kind == "marian-spm") return load_marian(files);
   if (kind == "byte-level-bpe") return load_byte_bpe(files);
-  fail("{}: tokenizer kind '{}' is not supported by this build (it reads marian-spm, byte-level-bpe)", meta_path, kind);
+  if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
+  fail("{}: tokenizer kind '{}' is not supported by this build (it reads marian-spm, byte-level-bpe, sentencepiece)",
+       meta_path, kind);
 }
 
 }  // namespace text

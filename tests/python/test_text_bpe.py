@@ -129,3 +129,34 @@ def test_cli_complete(gpt2):
     res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", ""], capture_output=True,
                          timeout=300)
     assert res.returncode == 1 and b"input line 1 gives no tokens" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def spm_bpe(tmp_path_factory):
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    root = tmp_path_factory.mktemp("spm_bpe")
+    ckpt = tf.make_sentencepiece_bpe_tokenizer(root / "ckpt")
+    prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "llama")
+    return (PreTrainedTokenizerFast.from_pretrained(ckpt), Tokenizer.from_file(str(ckpt / "tokenizer.json")),
+            tensorvm.load(prog).tokenizer)
+
+
+def test_sentencepiece_bpe_matches_tokenizers(spm_bpe):
+    """Llama 2 style: "▁" for spaces, <0xXX> tokens for characters outside the vocabulary
+    (CJK, emoji here), <s> first; decoding through Replace, ByteFallback, Fuse, Strip."""
+    hf, raw, tok = spm_bpe
+    assert tok.kind == "sentencepiece"
+    specials = ("<s>", "</s>", "<unk>")
+    for line in tf.tricky_lines(1500, seed=8, specials=specials):
+        want = raw.encode(line).ids
+        assert hf(line)["input_ids"] == want
+        assert tok.encode(line) == want, line
+    rnd = random.Random(9)
+    rows = [raw.encode(s).ids for s in tf.tricky_lines(300, seed=10, specials=specials)]
+    rows += [[rnd.randrange(raw.get_vocab_size()) for _ in range(rnd.randint(0, 12))] for _ in range(500)]
+    rows += [[1, 3 + 0xE6, 3 + 0x9D], [3 + 0xF0, 3 + 0x9F, 3 + 0x99, 3 + 0x82, 5]]  # cut and whole characters
+    for ids in rows:
+        for skip in (True, False):
+            assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids

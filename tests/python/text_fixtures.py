@@ -205,3 +205,34 @@ def tiny_gpt2_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+    """A checkpoint-style directory with a Llama 2 style tokenizer.json: BPE over
+    characters with "▁" for spaces (normalizer Prepend + Replace), <0x00>..<0xFF> byte
+    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    norm = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    trained = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    trained.normalizer = norm
+    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    trained.train_from_iterator(corpus("en", 600, seed) + corpus("fr", 600, seed + 1), trainer)
+    model = json.loads(trained.to_str())["model"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
+    for piece, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(piece, len(vocab))
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = norm
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(content=" ", left=1, right=0)])
+    tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="</s>")
+    out_dir = Path(out_dir)
+    fast.save_pretrained(out_dir)
+    return out_dir
