@@ -81,25 +81,35 @@ def test_unsupported_tokenizer_json_is_refused(tmp_path, bpe):
         _C.Tokenizer.load(str(p))
 
 
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory):
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def decoder(request, tmp_path_factory):
+    """(checkpoint, program, kind): a GPT-2 with a byte-level BPE, a Llama with a
+    Llama 2 style (sentencepiece) BPE."""
     from tensorvm.pycompiler.import_hf import import_hf
 
-    root = tmp_path_factory.mktemp("gpt2_text")
-    tok_dir = tf.make_byte_bpe_tokenizer(root / "tok", "gpt2")
-    ckpt = tf.tiny_gpt2_checkpoint(tok_dir, root / "ckpt")
-    return ckpt, tensorvm.load(import_hf(ckpt, root / "g.tvm"))
+    root = tmp_path_factory.mktemp(f"{request.param}_text")
+    if request.param == "gpt2":
+        tok_dir = tf.make_byte_bpe_tokenizer(root / "tok", "gpt2")
+        ckpt, kind = tf.tiny_gpt2_checkpoint(tok_dir, root / "ckpt"), "byte-level-bpe"
+    else:
+        from tensorvm.pycompiler import registry
+
+        if "rotary" not in registry.real_ops():
+            pytest.skip("the Llama importer's ops (rotary) are not in this build yet")
+        tok_dir = tf.make_sentencepiece_bpe_tokenizer(root / "tok")
+        ckpt, kind = tf.tiny_llama_checkpoint(tok_dir, root / "ckpt"), "sentencepiece"
+    return ckpt, tensorvm.load(import_hf(ckpt, root / "g.tvm")), kind
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"num_beams": 2, "max_new_tokens": 6}])
-def test_complete_matches_transformers(gpt2, kwargs):
+def test_complete_matches_transformers(decoder, kwargs):
     import torch
-    from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    ckpt, prog = gpt2
-    assert prog.meta["tokenizer"]["kind"] == "byte-level-bpe"
+    ckpt, prog, kind = decoder
+    assert prog.meta["tokenizer"]["kind"] == kind
     hf_tok = PreTrainedTokenizerFast.from_pretrained(ckpt, padding_side="left")
-    model = GPT2LMHeadModel.from_pretrained(ckpt, attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_pretrained(ckpt, attn_implementation="eager").eval()
     prompts = ["The cat sat", "Le chat 東京 🙂", "twelve  thirty\t"]
     batch = hf_tok(prompts, return_tensors="pt", padding=True)
     with torch.no_grad():
@@ -112,12 +122,12 @@ def test_complete_matches_transformers(gpt2, kwargs):
         prog.complete([""])
 
 
-def test_cli_complete(gpt2):
+def test_cli_complete(decoder):
     import subprocess
 
     from pyc_helpers import tensorvm_run_tool
 
-    _, prog = gpt2
+    _, prog, _ = decoder
     prompts = ["The cat sat", "twelve  thirty"]
     res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", "\n".join(prompts), "--arg",
                           "max_new_tokens=5"], capture_output=True, timeout=300)
