@@ -7,7 +7,8 @@ import numpy as np
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
 from ..models.layers import ACTIVATIONS
-from .common import Architecture, UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
 
@@ -22,9 +23,7 @@ def spec_from_config(config, gen) -> GPT2Spec:
         if getattr(config, flag, False):
             raise UnsupportedConfig(f"import_hf: GPT-2 with {flag}=True is not supported")
     # reorder_and_upcast_attn only changes fp16 rounding: every product here is f32 already
-    eos = single_id(gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id, "eos_token_id")
-    if eos is None:
-        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
+    eos = eos_ids(config, gen, config.vocab_size)
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return GPT2Spec(
@@ -32,7 +31,7 @@ def spec_from_config(config, gen) -> GPT2Spec:
         ffn_dim=config.n_inner if config.n_inner is not None else 4 * config.n_embd,
         vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
         eps=config.layer_norm_epsilon, activation=act,
-        eos_token_id=eos, pad_token_id=int(eos if pad is None else single_id(pad, "pad_token_id")),
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
         scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)
 
 
@@ -67,7 +66,7 @@ def linear_weights(spec: GPT2Spec, w: dict) -> list:
 
 def meta(spec: GPT2Spec) -> dict:
     return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
+            "max_position_embeddings": spec.max_position_embeddings}
 
 
 ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)

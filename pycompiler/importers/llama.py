@@ -9,7 +9,8 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight",)
 # rope types whose frequencies do not change with the sequence length
@@ -36,17 +37,14 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool) -> LlamaSpec:
     if getattr(config, "use_sliding_window", False) and any(
             t == "sliding_attention" for t in (getattr(config, "layer_types", None) or [])):
         raise UnsupportedConfig("import_hf: sliding-window attention layers are not supported")
-    eos = gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id
-    if eos is None:
-        raise UnsupportedConfig("import_hf: the checkpoint has no eos_token_id")
-    eos = single_id(eos, "eos_token_id")
+    eos = eos_ids(config, gen, config.vocab_size)
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return LlamaSpec(
         d_model=config.hidden_size, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
         max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
-        eos_token_id=eos, pad_token_id=int(eos if pad is None else single_id(pad, "pad_token_id")),
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
         qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts)
 
 
@@ -73,7 +71,7 @@ def linear_weights(spec: LlamaSpec, w: dict) -> list:
 
 def meta(spec: LlamaSpec) -> dict:
     return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings,
+            "max_position_embeddings": spec.max_position_embeddings,
             "num_key_value_heads": spec.kv_heads}
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from ..models import marian
 from ..models.layers import ACTIVATIONS
 from ..models.marian import MarianSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, generation_options, single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options, stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
 
@@ -22,7 +22,7 @@ def spec_from_config(config, gen) -> MarianSpec:
             raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
     shared = getattr(config, "share_encoder_decoder_embeddings", True)
     dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
-    eos = single_id(gen.eos_token_id if gen.eos_token_id is not None else config.eos_token_id, "eos_token_id")
+    eos = eos_ids(config, gen, dec_vocab)
     # transformers' default for an encoder-decoder: 20 tokens after the decoder start
     opts = generation_options(config, gen, vocab_size=dec_vocab, eos=eos,
                               default_max_length=min(20 + 1, config.max_position_embeddings))
@@ -35,7 +35,7 @@ def spec_from_config(config, gen) -> MarianSpec:
         encoder_ffn_dim=config.encoder_ffn_dim, decoder_ffn_dim=config.decoder_ffn_dim,
         vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
         activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=int(pad), eos_token_id=int(eos), decoder_start_token_id=int(decoder_start),
+        pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
         max_position_embeddings=config.max_position_embeddings, generation=opts,
     )
 

@@ -38,7 +38,7 @@ class GPT2Spec:
     max_position_embeddings: int
     eps: float
     activation: str
-    eos_token_id: int
+    eos_token_id: int | tuple  # several: a row ends on any
     pad_token_id: int
     scale_attention: bool = True
     lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor

@@ -53,7 +53,7 @@ class MarianSpec:
     activation: str
     scale_embedding: bool
     pad_token_id: int
-    eos_token_id: int
+    eos_token_id: int | tuple  # several: a row ends on any (generation_config's list)
     decoder_start_token_id: int
     max_position_embeddings: int
     # weight names, after resolving ties to one stored tensor
