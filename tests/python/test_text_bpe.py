@@ -118,8 +118,9 @@ def test_complete_matches_transformers(decoder, kwargs):
     assert prog.complete(prompts, **kwargs) == want
     with pytest.raises(ValueError, match="decoder-only"):
         prog.translate(prompts)
-    with pytest.raises(ValueError, match="no tokens"):
-        prog.complete([""])
+    if not prog.tokenizer.encode(""):  # GPT-2: "" is no prompt (Llama's is <s>)
+        with pytest.raises(ValueError, match="no tokens"):
+            prog.complete([""])
 
 
 def test_cli_complete(decoder):
@@ -136,9 +137,10 @@ def test_cli_complete(decoder):
     res = subprocess.run([tensorvm_run_tool(), str(prog.path), "translate", "--text", "x"], capture_output=True,
                          timeout=300)
     assert res.returncode == 1 and b"decoder-only program; use the verb complete" in res.stderr
-    res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", ""], capture_output=True,
-                         timeout=300)
-    assert res.returncode == 1 and b"input line 1 gives no tokens" in res.stderr
+    if not prog.tokenizer.encode(""):
+        res = subprocess.run([tensorvm_run_tool(), str(prog.path), "complete", "--text", ""], capture_output=True,
+                             timeout=300)
+        assert res.returncode == 1 and b"input line 1 gives no tokens" in res.stderr
 
 
 @pytest.fixture(scope="module")
