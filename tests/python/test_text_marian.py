@@ -214,3 +214,31 @@ def test_cli_program_without_tokenizer(tmp_path):
     p = write_program_dir(tmp_path / "p.tvm", "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n", {}, {})
     res = _cli(p, "tokenize", "--text", "hi", ok=False)
     assert res.returncode == 1 and "has no tokenizer" in res.stderr.decode()
+
+
+def test_embedded_app_translates_text(translator, tmp_path):
+    """examples/translate_text.cpp, built against an installed prefix (component dev) with
+    tensorvm::text, prints what program.translate gives, line for line."""
+    import os
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    build = Path(os.environ.get("TENSORVM_BUILD_DIR", root / "build" / "release"))
+    if not (build / "CMakeCache.txt").is_file() or not shutil.which("cmake"):
+        pytest.skip(f"no CMake build at {build} (set TENSORVM_BUILD_DIR)")
+    if not (build / "libtensorvm_text.a").is_file():
+        pytest.skip(f"{build} has not built the text library")
+    prefix, ex = tmp_path / "prefix", tmp_path / "ex"
+    run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)  # noqa: E731
+    run("cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev")
+    assert (prefix / "include" / "tensorvm" / "text" / "tokenizer.h").is_file()
+    run("cmake", "-S", str(root / "examples"), "-B", str(ex), f"-DCMAKE_PREFIX_PATH={prefix}")
+    run("cmake", "--build", str(ex), "--target", "translate_text")
+    _, prog = translator
+    lines = ["One two three.", "", "Le chat ... «très» heureux!"]
+    out = run(str(ex / "translate_text"), str(prog.path), *lines).stdout
+    assert out.split("\n")[:-1] == [prog.translate([s])[0] for s in lines]
+    res = subprocess.run([str(ex / "translate_text"), str(prog.path), "bad \udcff".encode("utf-8", "surrogateescape")],
+                         capture_output=True, timeout=120)
+    assert res.returncode == 1 and b"not valid UTF-8" in res.stderr
