@@ -242,3 +242,20 @@ def test_embedded_app_translates_text(translator, tmp_path):
     res = subprocess.run([str(ex / "translate_text"), str(prog.path), "bad \udcff".encode("utf-8", "surrogateescape")],
                          capture_output=True, timeout=120)
     assert res.returncode == 1 and b"not valid UTF-8" in res.stderr
+
+
+def test_text_demo_runs(tmp_path, capsys):
+    """examples/text_demo.py end to end with a one-second training run (what the model
+    learns is not checked): tensorvm-run translate prints program.translate's text."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("text_demo", root / "examples" / "text_demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    assert demo.french(21) == "vingt et un" and demo.french(71) == "soixante et onze"
+    assert demo.french(80) == "quatre-vingts" and demo.french(99) == "quatre-vingt-dix-neuf"
+    assert demo.english(73) == "seventy-three"
+    sentences, outputs, prog = demo.main(["--out", str(tmp_path), "--seconds", "1"])
+    assert outputs == [tensorvm.load(prog).translate([s])[0] for s in sentences]
+    assert "->" in capsys.readouterr().out
