@@ -124,7 +124,11 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
-    print(f"wrote {out}")
+    from .program_dir import read_meta
+
+    tokenizer = read_meta(out).get("tokenizer")
+    print(f"wrote {out} (" + (f"tokenizer: {tokenizer['kind']})" if tokenizer else
+                              "no tokenizer: the checkpoint has no tokenizer files; docs/text.md)"))
     return 0
 
 

@@ -259,3 +259,13 @@ def test_text_demo_runs(tmp_path, capsys):
     sentences, outputs, prog = demo.main(["--out", str(tmp_path), "--seconds", "1"])
     assert outputs == [tensorvm.load(prog).translate([s])[0] for s in sentences]
     assert "->" in capsys.readouterr().out
+
+
+def test_import_cli_says_which_tokenizer(translator, tmp_path):
+    import subprocess
+
+    ckpt, _ = translator
+    res = subprocess.run([sys.executable, "-m", "tensorvm.pycompiler.cli", "import-hf", str(ckpt), "-o",
+                          str(tmp_path / "p.tvm")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "(tokenizer: marian-spm)" in res.stdout
