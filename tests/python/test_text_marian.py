@@ -22,14 +22,36 @@ pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
 SPECIALS = ("</s>", "<unk>", "<pad>")
 
 
-@pytest.fixture(scope="module")
-def marian(tmp_path_factory):
+def _marian(root, separate_vocabs: bool):
     from transformers import MarianTokenizer
 
-    root = tmp_path_factory.mktemp("marian_tok")
-    ckpt = tf.make_marian_tokenizer(root / "ckpt")
+    ckpt = tf.make_marian_tokenizer(root / "ckpt", separate_vocabs=separate_vocabs)
     prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "marian")
     return ckpt, MarianTokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    return _marian(tmp_path_factory.mktemp("marian_tok"), False)
+
+
+@pytest.fixture(scope="module")
+def marian_separate(tmp_path_factory):
+    return _marian(tmp_path_factory.mktemp("marian_sep"), True)
+
+
+def test_separate_vocabularies(marian_separate):
+    """vocab.json for the source, target_vocab.json and the target spm for decoding."""
+    ckpt, hf, tok = marian_separate
+    assert hf.separate_vocabs
+    for line in tf.tricky_lines(400, seed=12, specials=SPECIALS):
+        assert tok.encode(line) == hf(line)["input_ids"], line
+    rnd = random.Random(13)
+    rows = [[rnd.randrange(len(hf.decoder)) for _ in range(rnd.randint(0, 20))] for _ in range(400)]
+    rows += [hf(text_target=s)["input_ids"] for s in tf.corpus("fr", 100, 14)]
+    for ids in rows:
+        for skip in (True, False):
+            assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids
 
 
 def test_encode_matches_marian_tokenizer(marian):

@@ -70,11 +70,12 @@ def _train_spm(lines: list[str], prefix: Path, vocab_size: int, model_type: str 
     return prefix.with_suffix(".model")
 
 
-def make_marian_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+def make_marian_tokenizer(out_dir: Path, seed: int = 0, separate_vocabs: bool = False) -> Path:
     """A checkpoint-style directory holding a MarianTokenizer (source.spm, target.spm,
     vocab.json, tokenizer_config.json...) from sentencepiece models trained here.
     vocab.json is ordered as Marian's (</s>, <unk>, language codes, pieces, <pad>), so
-    its ids are not the spm ids, and it leaves out a few pieces, which then encode as <unk>."""
+    its ids are not the spm ids, and it leaves out a few pieces, which then encode as <unk>.
+    With separate_vocabs, vocab.json has the source pieces and target_vocab.json the target's."""
     from transformers import MarianTokenizer
 
     out_dir = Path(out_dir)
@@ -84,20 +85,30 @@ def make_marian_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     tgt = _train_spm(corpus("fr", 600, seed + 1), work / "target", 200)
     import sentencepiece as spm
 
-    vocab = {"</s>": 0, "<unk>": 1, ">>fr<<": 2, ">>de<<": 3}
     rnd = random.Random(seed)
-    for model in (src, tgt):
-        sp = spm.SentencePieceProcessor(model_file=str(model))
-        for i in range(sp.get_piece_size()):
-            piece = sp.id_to_piece(i)
-            if sp.is_control(i) or sp.is_unknown(i) or piece in vocab:
-                continue
-            if rnd.random() < 0.03:  # left out on purpose: encodes as <unk>
-                continue
-            vocab[piece] = len(vocab)
-    vocab["<pad>"] = len(vocab)
-    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    tok = MarianTokenizer(str(src), str(tgt), str(work / "vocab.json"), source_lang="en", target_lang="fr")
+
+    def vocab_of(models) -> dict:
+        vocab = {"</s>": 0, "<unk>": 1, ">>fr<<": 2, ">>de<<": 3}
+        for model in models:
+            sp = spm.SentencePieceProcessor(model_file=str(model))
+            for i in range(sp.get_piece_size()):
+                piece = sp.id_to_piece(i)
+                if sp.is_control(i) or sp.is_unknown(i) or piece in vocab:
+                    continue
+                if rnd.random() < 0.03:  # left out on purpose: encodes as <unk>
+                    continue
+                vocab[piece] = len(vocab)
+        vocab["<pad>"] = len(vocab)
+        return vocab
+
+    extra = {}
+    if separate_vocabs:
+        (work / "vocab.json").write_text(json.dumps(vocab_of([src]), ensure_ascii=False), encoding="utf-8")
+        (work / "target_vocab.json").write_text(json.dumps(vocab_of([tgt]), ensure_ascii=False), encoding="utf-8")
+        extra = {"separate_vocabs": True, "target_vocab_file": str(work / "target_vocab.json")}
+    else:
+        (work / "vocab.json").write_text(json.dumps(vocab_of([src, tgt]), ensure_ascii=False), encoding="utf-8")
+    tok = MarianTokenizer(str(src), str(tgt), str(work / "vocab.json"), source_lang="en", target_lang="fr", **extra)
     tok.save_pretrained(out_dir)
     return out_dir
 
