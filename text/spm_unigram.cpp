@@ -76,6 +76,11 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
   uint32_t field, type;
   int id = 0, model_type = 1;  // UNIGRAM when the trainer spec does not say
   min_score_ = FLT_MAX, max_score_ = FLT_MIN;
+  struct Entry {
+    std::string piece;
+    Piece p;
+  };
+  std::vector<Entry> entries;
   while (w.next(field, type)) {
     if (field == 1 && type == 2) {  // ModelProto.pieces
       Wire p(w.bytes());
@@ -93,7 +98,7 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
       if (kind == kNormal || kind == kUserDefined || kind == kUnused) {
         if (kind != kUnused) {
           max_len_ = std::max(max_len_, piece.size());
-          pieces_[piece] = {id, score, kind == kUserDefined};
+          entries.push_back({piece, {id, score, kind == kUserDefined}});
         }
       }
       ++id;
@@ -107,6 +112,11 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
     } else {
       w.skip(type);
     }
+  }
+  piece_text_.reserve(entries.size());  // no reallocation: pieces_ keys point into it
+  for (Entry& e : entries) {
+    piece_text_.push_back(std::move(e.piece));
+    pieces_.emplace(std::string_view(piece_text_.back()), e.p);  // the first of equal pieces wins
   }
   unk_id_ = sp.unk_id();
   usable_ = model_type == 1 && !pieces_.empty();
@@ -142,14 +152,13 @@ void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& o
   const size_t n = norm.size();
   std::vector<Best> best(n + 1);
   const float unk_score = min_score_ - 10.0f;
-  std::string key;
+  const std::string_view text_view(norm);
   for (size_t start = 0; start < n;) {
     const float till = best[start].score;
     const size_t mblen = utf8_len(norm, start);
     bool single = false;
     for (size_t len = 1; len <= max_len_ && start + len <= n; ++len) {
-      key.assign(norm, start, len);
-      auto it = pieces_.find(key);
+      auto it = pieces_.find(text_view.substr(start, len));
       if (it == pieces_.end()) continue;
       const float score = it->second.user_defined ? float(double(len) * max_score_ - 0.1) : it->second.score;
       const float cand = score + till;

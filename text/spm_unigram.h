@@ -32,7 +32,8 @@ class UnigramSegmenter {
     float score;
     bool user_defined;
   };
-  std::unordered_map<std::string, Piece> pieces_;  // the pieces the search may use
+  std::vector<std::string> piece_text_;                  // owns the keys of pieces_
+  std::unordered_map<std::string_view, Piece> pieces_;  // the pieces the search may use
   size_t max_len_ = 0;
   float min_score_ = 0, max_score_ = 0;
   int unk_id_ = 0;
