@@ -21,11 +21,13 @@ _LAYOUTS = {
                    "config": ("tokenizer_config.json", False)},
     "byte-level-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
+                   "config": ("tokenizer_config.json", False)},
 }
 
 # model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
-KIND_OF_MODEL = {"marian": "marian-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
+KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
                  "llama": "tokenizer.json"}
 
 
@@ -47,7 +49,31 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
             continue
         files[f"{SUBDIR}/{name}"] = src
         roles[role] = f"{SUBDIR}/{name}"
-    return files, {"kind": kind, "files": roles}
+    entry = {"kind": kind, "files": roles}
+    if kind == "m2m100-spm":
+        entry["language_codes"] = _m2m100_language_codes(ckpt / "tokenizer_config.json")
+        if entry["language_codes"] is None:
+            return {}, None
+    return files, entry
+
+
+def _m2m100_language_codes(config_path: Path) -> list | None:
+    """transformers' language code list of the checkpoint's set ("m2m100" or "wmt21"),
+    in id order: M2M100Tokenizer numbers __xx__ tokens after vocab.json by it."""
+    import json
+
+    try:
+        from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+    except ImportError:
+        return None
+    name = "m2m100"
+    if config_path.is_file():
+        try:
+            name = json.loads(config_path.read_text(encoding="utf-8")).get("language_codes", name)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+    codes = FAIRSEQ_LANGUAGE_CODES.get(name)
+    return list(codes) if codes else None
 
 
 def _tokenizer_json_kind(path: Path) -> str | None:

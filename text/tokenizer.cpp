@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/byte_bpe.h"
+#include "text/m2m100.h"
 #include "text/marian.h"
 #include "text/util.h"
 
@@ -64,7 +65,15 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind == "marian-spm") return load_marian(files);
   if (kind == "byte-level-bpe") return load_byte_bpe(files);
   if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
-  fail("{}: tokenizer kind '{}' is not supported by this build (it reads marian-spm, byte-level-bpe, sentencepiece)",
+  if (kind == "m2m100-spm") {
+    std::vector<std::string> codes;
+    if (entry.contains("language_codes") && entry["language_codes"].is_array())
+      for (const auto& c : entry["language_codes"]) codes.push_back(c.get<std::string>());
+    if (codes.empty()) fail("{}: an m2m100-spm tokenizer needs \"language_codes\"", meta_path);
+    return load_m2m100(files, codes);
+  }
+  fail("{}: tokenizer kind '{}' is not supported by this build "
+       "(it reads marian-spm, m2m100-spm, byte-level-bpe, sentencepiece)",
        meta_path, kind);
 }
 

@@ -273,3 +273,60 @@ def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") -> Path:
+    """A checkpoint-style directory holding an M2M100Tokenizer: a BPE sentencepiece model
+    trained here, vocab.json in fairseq's layout (<s> <pad> </s> <unk> first, so its ids
+    are not the spm ids) leaving out a few pieces; language tokens come after it."""
+    import sentencepiece as spm
+    from transformers import M2M100Tokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)), model_prefix=str(work / "spm"),
+        vocab_size=300, model_type="bpe", character_coverage=0.995, num_threads=1, minloglevel=2,
+        bos_id=0, pad_id=1, eos_id=2, unk_id=3)
+    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    rnd = random.Random(seed)
+    for i in range(sp.get_piece_size()):
+        if not (sp.is_control(i) or sp.is_unknown(i)) and rnd.random() >= 0.03:
+            vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en")
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random M2M100ForConditionalGeneration covering the tokenizer's vocabulary
+    and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
+    spreads them, so that logits are far apart)."""
+    import shutil
+    import sys as _sys
+
+    import torch
+    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from random_checkpoints import _randomize
+
+    tok = M2M100Tokenizer.from_pretrained(tokenizer_dir)
+    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words
+    config = M2M100Config(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=48, decoder_ffn_dim=48,
+                          max_position_embeddings=64, pad_token_id=1, eos_token_id=2, bos_token_id=0,
+                          decoder_start_token_id=2)
+    torch.manual_seed(seed)
+    model = M2M100ForConditionalGeneration(config).eval()
+    _randomize(model, seed)
+    model.generation_config = GenerationConfig(decoder_start_token_id=2, eos_token_id=2, pad_token_id=1,
+                                               bos_token_id=0, max_length=16)
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
