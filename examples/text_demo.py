@@ -66,7 +66,8 @@ def make_tokenizer(work: Path, lines: list[str]) -> Path:
     import sentencepiece as spm
     from transformers import MarianTokenizer
 
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(work / "spm"), vocab_size=160, hard_vocab_limit=False,
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(work / "spm"), vocab_size=160,
+                                   hard_vocab_limit=False,
                                    character_coverage=1.0, num_threads=1, minloglevel=2, bos_id=-1, eos_id=0,
                                    unk_id=1, pad_id=-1)
     sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))

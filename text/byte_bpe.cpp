@@ -428,7 +428,8 @@ class ByteBpe final : public Tokenizer {
           run_len = 0;
         };
         for (std::string& t : tokens) {
-          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
+          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+              std::isxdigit(static_cast<unsigned char>(t[3])) &&
               std::isxdigit(static_cast<unsigned char>(t[4]))) {
             run += char(std::stoi(t.substr(3, 2), nullptr, 16));
             ++run_len;
@@ -533,7 +534,8 @@ class ByteBpe final : public Tokenizer {
           for (size_t k = 0; k < n; ++k) parts.push_back(byte_ids_[static_cast<unsigned char>(word[i + k])]);
           last_unk = false;
         } else {
-          if (unk_id_ < 0) fail("sentencepiece BPE: '{}' is outside the vocabulary, which has no unk token", word.substr(i, n));
+          if (unk_id_ < 0)
+            fail("sentencepiece BPE: '{}' is outside the vocabulary, which has no unk token", word.substr(i, n));
           if (!(fuse_unk_ && last_unk)) parts.push_back(unk_id_);
           last_unk = true;
         }
