@@ -69,9 +69,12 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
     name = "m2m100"
     if config_path.is_file():
         try:
-            name = json.loads(config_path.read_text(encoding="utf-8")).get("language_codes", name)
+            config = json.loads(config_path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None
+        if not str(config.get("tokenizer_class") or "M2M100").startswith("M2M100"):
+            return None  # NLLB's checkpoints are model_type m2m_100 too, with another tokenizer
+        name = config.get("language_codes", name)
     codes = FAIRSEQ_LANGUAGE_CODES.get(name)
     return list(codes) if codes else None
 

@@ -343,3 +343,19 @@ def test_m2m100_translate_matches_transformers(m2m100, tmp_path):
         assert prog.translate(texts, **kwargs) == want
     out = _cli(prog.path, "translate", "--text", "\n".join(texts), "--arg", f"forced_bos_token_id={en}").stdout.decode()
     assert out.split("\n")[:-1] == [prog.translate([s], forced_bos_token_id=en)[0] for s in texts]
+
+
+def test_nllb_tokenizer_is_not_taken_for_m2m100(m2m100, tmp_path):
+    """An NLLB checkpoint is model_type m2m_100 too; its tokenizer is another kind."""
+    import shutil
+
+    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+
+    ckpt = m2m100[0]
+    assert tokenizer_files(ckpt, "m2m_100")[1]["kind"] == "m2m100-spm"
+    nllb = tmp_path / "nllb"
+    shutil.copytree(ckpt, nllb)
+    config = json.loads((nllb / "tokenizer_config.json").read_text())
+    config["tokenizer_class"] = "NllbTokenizer"
+    (nllb / "tokenizer_config.json").write_text(json.dumps(config))
+    assert tokenizer_files(nllb, "m2m_100") == ({}, None)
