@@ -13,11 +13,10 @@
 #include <limits>
 #include <unordered_map>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <nlohmann/json.hpp>
 
 #include "text/added_tokens.h"
+#include "text/regex_split.h"
 #include "text/unicode_nfc.h"
 #include "text/util.h"
 
@@ -26,108 +25,6 @@ namespace {
 
 // GPT-2's pre-tokenizer regex (the ByteLevel pre-tokenizer with use_regex).
 const char* const kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f)), out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  }
-}
-
-// The length of the UTF-8 character at s[i] (1 for a stray byte).
-size_t char_len(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-  return std::min(n, s.size() - i);
-}
-
-// String::from_utf8_lossy: each maximal invalid subsequence becomes one U+FFFD.
-std::string utf8_lossy(std::string_view s) {
-  std::string out;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned c = p[i];
-    if (c < 0x80) {
-      out += char(c);
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    size_t k = 1;
-    if (len) {
-      for (; k < len && i + k < n; ++k) {
-        const unsigned b = p[i + k];
-        if (k == 1 ? (b < lo || b > hi) : (b & 0xc0) != 0x80) break;
-      }
-    }
-    if (len && k == len) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += "\xef\xbf\xbd";
-      i += std::max<size_t>(k, 1);
-    }
-  }
-  return out;
-}
-
-class Regex {
- public:
-  explicit Regex(const std::string& pattern) {
-    int err = 0;
-    PCRE2_SIZE off = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &err,
-                          &off, nullptr);
-    if (!code_) {
-      PCRE2_UCHAR msg[256];
-      pcre2_get_error_message(err, msg, sizeof msg);
-      fail("byte-level BPE: the pre-tokenizer regex does not compile at offset {}: {}", off,
-           reinterpret_cast<const char*>(msg));
-    }
-    pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // faster when available; the interpreter otherwise
-  }
-  ~Regex() { pcre2_code_free(code_); }
-  Regex(const Regex&) = delete;
-  Regex& operator=(const Regex&) = delete;
-
-  // Splits `s` as tokenizers' Split(behavior=Isolated): every match, and every gap
-  // between matches, is a piece.
-  void split(std::string_view s, std::vector<std::string_view>& out) const {
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
-    size_t pos = 0, last = 0;
-    while (pos <= s.size()) {
-      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, PCRE2_NO_UTF_CHECK, md,
-                                 nullptr);
-      if (rc < 0) break;
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-      const size_t start = ov[0], end = ov[1];
-      if (end == start) {  // an empty match cuts nothing: step over one character
-        if (start >= s.size()) break;
-        pos = start + char_len(s, start);
-        continue;
-      }
-      if (start > last) out.push_back(s.substr(last, start - last));
-      out.push_back(s.substr(start, end - start));
-      last = pos = end;
-    }
-    if (last < s.size()) out.push_back(s.substr(last));
-    pcre2_match_data_free(md);
-  }
-
- private:
-  pcre2_code* code_ = nullptr;
-};
 
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const {

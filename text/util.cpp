@@ -106,4 +106,59 @@ void check_utf8(std::string_view s, std::string_view what) {
   }
 }
 
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f)), out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  }
+}
+
+// The length of the UTF-8 character at s[i] (1 for a stray byte).
+size_t char_len(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  return std::min(n, s.size() - i);
+}
+
+// String::from_utf8_lossy: each maximal invalid subsequence becomes one U+FFFD.
+std::string utf8_lossy(std::string_view s) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    size_t k = 1;
+    if (len) {
+      for (; k < len && i + k < n; ++k) {
+        const unsigned b = p[i + k];
+        if (k == 1 ? (b < lo || b > hi) : (b & 0xc0) != 0x80) break;
+      }
+    }
+    if (len && k == len) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      i += std::max<size_t>(k, 1);
+    }
+  }
+  return out;
+}
+
 }  // namespace text
