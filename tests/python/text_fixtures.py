@@ -330,3 +330,15 @@ def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pat
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+def run_cli(*args, ok=True):
+    """tensorvm-run with `args`; asserts success unless ok=False."""
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    res = subprocess.run([tensorvm_run_tool(), *map(str, args)], capture_output=True, timeout=300)
+    if ok:
+        assert res.returncode == 0, res.stderr.decode()
+    return res
