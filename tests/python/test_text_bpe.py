@@ -134,6 +134,9 @@ def test_cli_complete(decoder):
                           "max_new_tokens=5"], capture_output=True, timeout=300)
     assert res.returncode == 0, res.stderr.decode()
     assert res.stdout.decode().split("\n")[:-1] == [prog.complete([p], max_new_tokens=5)[0] for p in prompts]
+    py = subprocess.run([sys.executable, "-m", "tensorvm.pycompiler.cli", "run", str(prog.path), "complete", "--text",
+                         "\n".join(prompts), "--arg", "max_new_tokens=5"], capture_output=True, timeout=300)
+    assert py.returncode == 0 and py.stdout == res.stdout, py.stderr.decode()
     res = subprocess.run([tensorvm_run_tool(), str(prog.path), "translate", "--text", "x"], capture_output=True,
                          timeout=300)
     assert res.returncode == 1 and b"decoder-only program; use the verb complete" in res.stderr

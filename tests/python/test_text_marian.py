@@ -283,3 +283,28 @@ def test_import_cli_says_which_tokenizer(translator, tmp_path):
                           str(tmp_path / "p.tvm")], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert "(tokenizer: marian-spm)" in res.stdout
+
+
+def test_python_cli_text_verbs(translator, tmp_path):
+    """`tensorvm run|replay PROGRAM translate|tokenize` print what tensorvm-run prints."""
+    import subprocess
+
+    _, prog = translator
+    text = "One two three.\n\nLe chat ... «très» heureux!"
+
+    def tensorvm(*args):
+        return subprocess.run([sys.executable, "-m", "tensorvm.pycompiler.cli", *map(str, args)], capture_output=True,
+                              text=True, timeout=600)
+
+    for verb, extra in (("tokenize", []), ("translate", ["--arg", "num_beams=2"])):
+        want = _cli(prog.path, verb, "--text", text, *extra).stdout.decode()
+        for mode in ("run", "replay"):
+            res = tensorvm(mode, prog.path, verb, "--text", text, *extra)
+            assert res.returncode == 0, res.stderr
+            assert res.stdout == want, (mode, verb)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff\n")
+    res = tensorvm("run", prog.path, "tokenize", "--text-file", bad)
+    assert res.returncode == 1 and "not valid UTF-8" in res.stderr
+    res = tensorvm("run", prog.path, "complete", "--text", "x")
+    assert res.returncode == 1 and "not a decoder-only program" in res.stderr
