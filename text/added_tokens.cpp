@@ -29,6 +29,7 @@ AddedToken from_json(const nlohmann::json& j, int64_t id) {
   t.rstrip = j.value("rstrip", false);
   t.single_word = j.value("single_word", false);
   t.special = j.value("special", false);
+  t.normalized = j.value("normalized", false);
   return t;
 }
 }  // namespace
@@ -46,18 +47,30 @@ const AddedToken* AddedTokens::find(const std::string& content) const {
   return it == by_content_.end() ? nullptr : &by_id_.at(it->second);
 }
 
+const AddedToken* AddedTokens::find(const std::string& content, Match which) const {
+  const AddedToken* t = find(content);
+  if (!t || which == Match::kAll || (which == Match::kNormalized) == t->normalized) return t;
+  return nullptr;
+}
+
+bool AddedTokens::any_normalized() const {
+  for (const auto& [id, t] : by_id_)
+    if (t.normalized) return true;
+  return false;
+}
+
 const AddedToken* AddedTokens::find(int64_t id) const {
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> AddedTokens::split(const std::string& text) const {
+std::vector<std::string> AddedTokens::split(const std::string& text, Match which) const {
   std::vector<std::string> out;
   size_t start = 0;
   for (size_t i = 0; i < text.size();) {
     const std::string* best = nullptr;
     for (const std::string* c : by_first_byte_[static_cast<unsigned char>(text[i])])
-      if ((!best || c->size() > best->size()) && text.compare(i, c->size(), *c) == 0) best = c;
+      if ((!best || c->size() > best->size()) && text.compare(i, c->size(), *c) == 0 && find(*c, which)) best = c;
     if (!best) {
       ++i;
       continue;
@@ -70,7 +83,7 @@ std::vector<std::string> AddedTokens::split(const std::string& text) const {
   if (start < text.size() || out.empty()) out.push_back(text.substr(start));
   // The flags, as PreTrainedTokenizer.tokenize applies them (in place, left to right).
   for (size_t i = 0; i < out.size(); ++i) {
-    const AddedToken* t = find(out[i]);
+    const AddedToken* t = find(out[i], which);
     if (!t) continue;
     const bool has_left = i > 0 && !out[i - 1].empty(), has_right = i + 1 < out.size() && !out[i + 1].empty();
     if (t->rstrip && has_right) out[i + 1] = std::string(py_lstrip(out[i + 1]));

@@ -16,7 +16,12 @@ struct AddedToken {
   std::string content;
   int64_t id = -1;
   bool lstrip = false, rstrip = false, single_word = false, special = false;
+  // tokenizers matches a normalized token in the normalised text, the others in the raw text
+  bool normalized = false;
 };
+
+// Which added tokens a split looks for.
+enum class Match { kAll, kRaw, kNormalized };
 
 class AddedTokens {
  public:
@@ -29,9 +34,11 @@ class AddedTokens {
   // The text cut at every added token (leftmost match first, the longest at a place),
   // then the flags applied, as PreTrainedTokenizer.tokenize does: the pieces in order,
   // some empty. is_added(piece) tells the added tokens apart.
-  std::vector<std::string> split(const std::string& text) const;
+  std::vector<std::string> split(const std::string& text, Match which = Match::kAll) const;
 
   const AddedToken* find(const std::string& content) const;
+  const AddedToken* find(const std::string& content, Match which) const;
+  bool any_normalized() const;
   const AddedToken* find(int64_t id) const;
   bool empty() const { return by_content_.empty(); }
   const std::map<int64_t, AddedToken>& by_id() const { return by_id_; }

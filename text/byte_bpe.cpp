@@ -73,34 +73,38 @@ class ByteBpe final : public Tokenizer {
     for (int64_t id : prefix_) ids.push_back(id);
     std::vector<std::string_view> words;
     std::string mapped;
-    for (const std::string& chunk : added_.split(std::string(input))) {
+    // As tokenizers: tokens with normalized=false are found in the raw text, the rest of
+    // it is normalised, then tokens with normalized=true are found in that (by their
+    // normalised content), and what is left is pre-tokenized and merged.
+    for (const std::string& chunk : added_.split(std::string(input), Match::kRaw)) {
       if (chunk.empty()) continue;
-      if (const AddedToken* t = added_.find(chunk)) {
+      if (const AddedToken* t = added_.find(chunk, Match::kRaw)) {
         ids.push_back(t->id);
         continue;
       }
-      if (spm_style_) {
-        std::string text = chunk;
-        for (const NormalizeStep& n : normalizer_) {
-          if (n.kind == NormalizeStep::kNfc) text = nfc(text);
-          else if (n.kind == NormalizeStep::kReplace) replace_all(text, n.from, n.to);
-          else if (!text.empty()) text.insert(0, n.to);  // Prepend: only to a non-empty text
+      for (const std::string& piece : normalized_added_.split(normalize(chunk))) {
+        if (piece.empty()) continue;
+        if (const AddedToken* t = normalized_added_.find(piece)) {
+          ids.push_back(t->id);
+          continue;
         }
-        if (!text.empty()) bpe(text, ids);
-        continue;
-      }
-      std::string text = nfc_ ? nfc(chunk) : chunk;
-      if (add_prefix_space_ && text[0] != ' ') text.insert(0, 1, ' ');
-      words.clear();
-      if (regex_) {
-        regex_->split(text, words);
-      } else {
-        words.push_back(text);
-      }
-      for (std::string_view w : words) {
-        mapped.clear();
-        for (unsigned char b : w) mapped += byte_char_[b];
-        bpe(mapped, ids);
+        if (spm_style_) {
+          bpe(piece, ids);
+          continue;
+        }
+        std::string text = piece;
+        if (add_prefix_space_ && text[0] != ' ') text.insert(0, 1, ' ');
+        words.clear();
+        if (regex_) {
+          regex_->split(text, words);
+        } else {
+          words.push_back(text);
+        }
+        for (std::string_view w : words) {
+          mapped.clear();
+          for (unsigned char b : w) mapped += byte_char_[b];
+          bpe(mapped, ids);
+        }
       }
     }
     for (int64_t id : suffix_) ids.push_back(id);
@@ -138,6 +142,19 @@ class ByteBpe final : public Tokenizer {
 
   const std::string& kind() const override { return kind_; }
 
+  // The normalizer of tokenizer.json (NFC for a byte-level one, the steps for a
+  // sentencepiece-style one).
+  std::string normalize(const std::string& chunk) const {
+    if (!spm_style_) return nfc_ ? nfc(chunk) : chunk;
+    std::string text = chunk;
+    for (const NormalizeStep& n : normalizer_) {
+      if (n.kind == NormalizeStep::kNfc) text = nfc(text);
+      else if (n.kind == NormalizeStep::kReplace) replace_all(text, n.from, n.to);
+      else if (!text.empty()) text.insert(0, n.to);  // Prepend: only to a non-empty text
+    }
+    return text;
+  }
+
  private:
   bool spm_style_;
   std::string name_;
@@ -151,6 +168,7 @@ class ByteBpe final : public Tokenizer {
   std::unordered_map<int64_t, std::string> id_to_token_;
   std::unordered_map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> merges_;  // -> (rank, new id)
   AddedTokens added_;
+  AddedTokens normalized_added_;  // the normalized=true tokens by their normalised content
   std::unique_ptr<Regex> regex_;
   std::string byte_char_[256];
   std::unordered_map<std::string, unsigned char> char_byte_;
@@ -221,6 +239,12 @@ class ByteBpe final : public Tokenizer {
       load_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), path);
     }
     if (j.contains("post_processor") && !j["post_processor"].is_null()) load_post_processor(j["post_processor"], path);
+    for (const auto& [id, t] : added_.by_id()) {
+      if (!t.normalized) continue;
+      AddedToken n = t;
+      n.content = normalize(t.content);
+      if (!n.content.empty()) normalized_added_.add(std::move(n));
+    }
   }
 
   void load_spm_style(const nlohmann::json& j, const std::string& path) {
@@ -278,7 +302,8 @@ class ByteBpe final : public Tokenizer {
     std::vector<std::string> tokens;
     for (const int64_t id : ids) {
       if (const AddedToken* t = added_.find(id)) {
-        if (!(skip_special_tokens && t->special)) tokens.push_back(t->content);
+        // tokenizers keeps a normalized token by its normalised content ("▁<added>")
+        if (!(skip_special_tokens && t->special)) tokens.push_back(t->normalized ? normalize(t->content) : t->content);
         continue;
       }
       auto it = id_to_token_.find(id);

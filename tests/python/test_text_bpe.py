@@ -163,7 +163,7 @@ def test_sentencepiece_bpe_matches_tokenizers(spm_bpe):
     (CJK, emoji here), <s> first; decoding through Replace, ByteFallback, Fuse, Strip."""
     hf, raw, tok = spm_bpe
     assert tok.kind == "sentencepiece"
-    specials = ("<s>", "</s>", "<unk>")
+    specials = ("<s>", "</s>", "<unk>", "<added>", "ünï")
     for line in tf.tricky_lines(1500, seed=8, specials=specials):
         want = raw.encode(line).ids
         assert hf(line)["input_ids"] == want

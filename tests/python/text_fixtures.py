@@ -241,6 +241,7 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
                                      decoders.Strip(content=" ", left=1, right=0)])
     tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    tok.add_tokens(["<added>", "ünï"])  # non-special, normalized: found after "▁" replaces spaces
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                                    pad_token="</s>")
