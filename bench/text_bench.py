@@ -36,20 +36,29 @@ def main(argv=None) -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import tensorvm
-    from transformers import MarianTokenizer, PreTrainedTokenizerFast
+    from transformers import M2M100Tokenizer, MarianTokenizer, PreTrainedTokenizerFast
 
     lines = tf.tricky_lines(args.lines, seed=11)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+
+        def load_ours(ckpt, model_type):
+            return tensorvm.load(tf.tokenizer_only_program(ckpt, tmp / f"{ckpt.name}.tvm", model_type)).tokenizer
+
         ckpt = tf.make_marian_tokenizer(tmp / "marian")
-        ours = tensorvm.load(tf.tokenizer_only_program(ckpt, tmp / "m.tvm", "marian")).tokenizer
-        hf = MarianTokenizer.from_pretrained(ckpt)
-        rows.append(("marian-spm", "MarianTokenizer (Python + sentencepiece)", ours, hf))
-        ckpt = tf.make_byte_bpe_tokenizer(tmp / "bpe", "llama3")
-        ours = tensorvm.load(tf.tokenizer_only_program(ckpt, tmp / "b.tvm", "llama")).tokenizer
-        hf = PreTrainedTokenizerFast.from_pretrained(ckpt)
-        rows.append(("byte-level-bpe (Llama 3 style)", "PreTrainedTokenizerFast (Rust tokenizers)", ours, hf))
+        rows.append(("marian-spm", "MarianTokenizer", load_ours(ckpt, "marian"),
+                     MarianTokenizer.from_pretrained(ckpt)))
+        ckpt = tf.make_m2m100_tokenizer(tmp / "m2m100")
+        rows.append(("m2m100-spm", "M2M100Tokenizer", load_ours(ckpt, "m2m_100"),
+                     M2M100Tokenizer.from_pretrained(ckpt)))
+        for style, model_type in (("gpt2", "gpt2"), ("llama3", "llama"), ("qwen2", "qwen2")):
+            ckpt = tf.make_byte_bpe_tokenizer(tmp / style, style)
+            rows.append((f"byte-level-bpe ({style} style)", "PreTrainedTokenizerFast", load_ours(ckpt, model_type),
+                         PreTrainedTokenizerFast.from_pretrained(ckpt)))
+        ckpt = tf.make_sentencepiece_bpe_tokenizer(tmp / "llama2")
+        rows.append(("sentencepiece (Llama 2 style)", "PreTrainedTokenizerFast", load_ours(ckpt, "llama"),
+                     PreTrainedTokenizerFast.from_pretrained(ckpt)))
         print(f"{len(lines)} lines, one call per line, one thread; lines/s (best of 3)")
         print("| kind | ours encode | theirs encode | ours decode | theirs decode | theirs |")
         print("|---|---|---|---|---|---|")
