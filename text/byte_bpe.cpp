@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <limits>
+#include <queue>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -464,18 +465,44 @@ class ByteBpe final : public Tokenizer {
       }
       i += n;
     }
-    // Merge the pair of lowest rank, leftmost first, until none is left.
-    while (parts.size() > 1) {
-      int64_t best_rank = std::numeric_limits<int64_t>::max(), best_id = -1;
-      size_t best = 0;
-      for (size_t i = 0; i + 1 < parts.size(); ++i) {
-        auto it = merges_.find({parts[i], parts[i + 1]});
-        if (it != merges_.end() && it->second.first < best_rank)
-          best_rank = it->second.first, best_id = it->second.second, best = i;
+    // Merge the pair of lowest rank, leftmost first, until none is left: a heap of
+    // candidate pairs over a linked list of symbols (as tokenizers' Word::merge_all), so
+    // a long word (a whole line in the sentencepiece style) costs n log n, not n^2.
+    const size_t n = parts.size();
+    if (n > 1) {
+      std::vector<size_t> next(n), prev(n);
+      std::vector<bool> alive(n, true);
+      for (size_t i = 0; i < n; ++i) next[i] = i + 1, prev[i] = i - 1;  // prev[0] wraps, never read
+      struct Cand {
+        int64_t rank;
+        size_t left;
+        int64_t left_id, right_id, merged;
+        bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+      };
+      std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
+      auto consider = [&](size_t left) {
+        if (left >= n || next[left] >= n) return;
+        auto it = merges_.find({parts[left], parts[next[left]]});
+        if (it != merges_.end())
+          heap.push({it->second.first, left, parts[left], parts[next[left]], it->second.second});
+      };
+      for (size_t i = 0; i + 1 < n; ++i) consider(i);
+      while (!heap.empty()) {
+        const Cand c = heap.top();
+        heap.pop();
+        const size_t right = next[c.left];
+        // A candidate is stale when either side has merged since it was pushed.
+        if (!alive[c.left] || right >= n || parts[c.left] != c.left_id || parts[right] != c.right_id) continue;
+        parts[c.left] = c.merged;
+        alive[right] = false;
+        next[c.left] = next[right];
+        if (next[right] < n) prev[next[right]] = c.left;
+        if (c.left != 0) consider(prev[c.left]);  // symbol 0 is never a right side, so always first
+        consider(c.left);
       }
-      if (best_id < 0) break;
-      parts[best] = best_id;
-      parts.erase(parts.begin() + long(best) + 1);
+      std::vector<int64_t> merged;
+      for (size_t i = 0; i < n; i = next[i]) merged.push_back(parts[i]);
+      parts.swap(merged);
     }
     ids.insert(ids.end(), parts.begin(), parts.end());
   }

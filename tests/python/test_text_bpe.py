@@ -164,7 +164,8 @@ def test_sentencepiece_bpe_matches_tokenizers(spm_bpe):
     hf, raw, tok = spm_bpe
     assert tok.kind == "sentencepiece"
     specials = ("<s>", "</s>", "<unk>", "<added>", "ünï")
-    for line in tf.tricky_lines(1500, seed=8, specials=specials):
+    long_line = " ".join(tf.tricky_lines(400, seed=18))  # one BPE word of ~20,000 characters
+    for line in tf.tricky_lines(1500, seed=8, specials=specials) + [long_line]:
         want = raw.encode(line).ids
         assert hf(line)["input_ids"] == want
         assert tok.encode(line) == want, line
