@@ -43,7 +43,6 @@ _REFUSED = {
     "eta_cutoff": "eta sampling is not implemented",
     "encoder_repetition_penalty": "encoder_repetition_penalty is not implemented",
     "encoder_no_repeat_ngram_size": "encoder_no_repeat_ngram_size is not implemented",
-    "sequence_bias": "sequence_bias is not implemented",
     "exponential_decay_length_penalty": "exponential_decay_length_penalty is not implemented",
     "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
     "logits_processor": "custom logits processors cannot run inside the program",
