@@ -5,6 +5,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
                  [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
+    tensorvm run|replay PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
@@ -38,6 +39,13 @@ def cmd_run(args, replay: bool) -> int:
 
     check_output_name(args.outputs)
     program = load(args.program, num_threads=getattr(args, "threads", 1))
+    from .cli_text import VERBS, read_lines, run_verb
+
+    if args.function in VERBS and args.function not in program.functions:
+        run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay)
+        return 0
+    if args.text is not None or args.text_file is not None:
+        raise CLIError("--text and --text-file go with the verbs tokenize, translate and complete")
     fn = program.module.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
@@ -124,7 +132,11 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
-    print(f"wrote {out}")
+    from .program_dir import read_meta
+
+    tokenizer = read_meta(out).get("tokenizer")
+    print(f"wrote {out} (" + (f"tokenizer: {tokenizer['kind']})" if tokenizer else
+                              "no tokenizer: the checkpoint has no tokenizer files; docs/text.md)"))
     return 0
 
 
@@ -150,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
         r.add_argument("--time", action="store_true", help="print the time the call took")
         r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
+        r.add_argument("--text", help="with FUNCTION tokenize, translate or complete: the input text, a line per input")
+        r.add_argument("--text-file", dest="text_file", help="the same, from a UTF-8 file")
         if name == "run":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])

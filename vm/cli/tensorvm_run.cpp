@@ -14,6 +14,8 @@
 // one line per step: "stream: " then each row's new ids, rows separated by "; ".
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
+// Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
+//   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "ir/array_file.h"
 #include "ir/wav_file.h"
 #include "ops/cpu.h"
+#include "vm/cli/text_verbs.h"
 #include "vm/vm.h"
 
 namespace {
@@ -40,6 +43,8 @@ const char* kUsage =
     "                    [--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+    "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
+    "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
@@ -207,9 +212,23 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
   return v;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) vm::fail("--text-file {}: cannot open it", path);
+  std::string out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) vm::fail("--text-file {}: cannot read it", path);
+  return out;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
   std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
+  std::vector<std::string> text_lines;
+  bool text_given = false;
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
@@ -232,6 +251,10 @@ int run(int argc, char** argv) {
       outputs_path = next();
     } else if (a == "--ids") {
       ids_text = next();
+    } else if (a == "--text" || a == "--text-file") {
+      if (text_given) vm::fail("give one --text or --text-file");
+      text_given = true;
+      text_lines = cli::split_lines(a == "--text" ? next() : read_text_file(next()));
     } else if (a == "--decoder-ids") {
       decoder_ids_text = next();
     } else if (a == "--wav") {
@@ -260,6 +283,28 @@ int run(int argc, char** argv) {
     return 2;
   }
   auto program = vm::Program::load(positional[0]);
+  if (cli::is_text_verb(positional[1]) && !program->find(positional[1])) {
+    const std::string& verb = positional[1];
+    if (!text_given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream)
+      vm::fail("{} takes --text or --text-file, --arg, --threads and --max-instructions only", verb);
+    cli::TextVerbOptions o;
+    o.lines = std::move(text_lines);
+    o.session.num_threads = threads;
+    o.session.max_instructions = max_instructions;
+    if (!args.empty()) {
+      const vm::Function* gen = verb == "tokenize" ? nullptr : program->find("generate");
+      if (!gen) vm::fail("--arg {}: {} takes no --arg", args.begin()->first, verb);
+      for (const auto& [name, value] : args) {
+        auto it = std::find(gen->param_names.begin(), gen->param_names.end(), name);
+        if (it == gen->param_names.end() || name == "input_ids" || name == "attention_mask")
+          vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(gen->param_names, ", "));
+        o.args.emplace_back(name, parse_scalar(gen->param_types[size_t(it - gen->param_names.begin())], value, name));
+      }
+    }
+    return cli::run_text_verb(positional[0], program, verb, o);
+  }
+  if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
   const vm::Function& fn = program->function(positional[1]);
 
   if (!outputs_path.empty() && !ir::is_array_file_name(outputs_path))
