@@ -5,6 +5,8 @@ checkpoints; list the ops; say where the C++ package is.
                  [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
                  [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
+    tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
+                 [--top N] [--trace out.json]
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
@@ -50,6 +52,26 @@ def cmd_run(args, replay: bool) -> int:
     save_outputs(args.outputs, values)
     if args.time:
         print(f"time: {ms:.2f} ms")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from .program import load
+
+    if args.trace is not None and not args.trace.endswith(".json"):
+        raise CLIError(f"--trace {args.trace}: the name must end in .json")
+    program = load(args.program, num_threads=args.threads)
+    fn = program.module.function(args.function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None)
+    runs = f"{args.repeat} run{'s' if args.repeat > 1 else ''}"
+    print(f"profile of {args.function} in {program.path}: {runs}, {args.threads} thread{'s' if args.threads > 1 else ''}, "
+          f"{prof.run_seconds * 1e3:.3f} ms\n")
+    print(prof.report(args.top), end="")
+    if args.trace is not None:
+        prof.trace(args.trace)
+        print(f"\ntrace: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0
 
 
@@ -137,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="print the directory of tensorvmConfig.cmake (for -Dtensorvm_DIR=...) and exit")
     where.add_argument("--include-dir", action="store_true", help="print the C++ include directory and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops")):
+    for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops"),
+                        ("profile", "run a function in the C++ VM under the profiler: op, call and instruction tables")):
         r = sub.add_parser(name, help=help_, parents=[common])
         r.add_argument("program", help="program directory")
         r.add_argument("function", help="function to run")
@@ -147,10 +170,16 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
         r.add_argument("--decoder-ids", dest="decoder_ids",
                        help='a decoder prompt for decoder_input_ids: "59513 12; 59513 7", rows of one length')
-        r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
-        r.add_argument("--time", action="store_true", help="print the time the call took")
-        r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
-        if name == "run":
+        if name == "profile":
+            r.add_argument("--warmup", type=int, default=0, help="unmeasured runs first (fills the buffer pool)")
+            r.add_argument("--repeat", type=int, default=1, help="measured runs")
+            r.add_argument("--top", type=int, default=20, help="rows of the instruction table")
+            r.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace / Perfetto JSON of the run")
+        else:
+            r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
+            r.add_argument("--time", action="store_true", help="print the time the call took")
+            r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
+        if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
@@ -171,6 +200,7 @@ def _parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "run": lambda args: cmd_run(args, replay=False),
     "replay": lambda args: cmd_run(args, replay=True),
+    "profile": cmd_profile,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
