@@ -7,6 +7,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json]
+    tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
@@ -72,6 +73,26 @@ def cmd_profile(args) -> int:
     if args.trace is not None:
         prof.trace(args.trace)
         print(f"\ntrace: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import diff
+    from .program import load
+
+    if len(args.paths) not in (2, 3):
+        raise CLIError("diff takes PROGRAM FUNCTION (the VM against the replay) or PROGRAM_A PROGRAM_B FUNCTION")
+    *paths, function = args.paths
+    program = load(paths[0])
+    fn = program.module.function(function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    report = diff(program, function, *inputs, other=paths[1] if len(paths) == 2 else None, rtol=args.rtol, atol=args.atol)
+    print(report.summary())
+    if args.all:
+        print(report.table(), end="")
+        print()
+    print(report.first_report(), end="")
     return 0
 
 
@@ -181,6 +202,17 @@ def _parser() -> argparse.ArgumentParser:
             r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
         if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
+    d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
+                       parents=[common])
+    d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",
+                   help="one program (the C++ VM against the Python replay) or two (both in the VM, aligned by SSA name)")
+    d.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
+    d.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
+    d.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    d.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
+    d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
+    d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
+    d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     i.add_argument("--ir", action="store_true", help="print the IR text")
@@ -201,6 +233,7 @@ COMMANDS = {
     "run": lambda args: cmd_run(args, replay=False),
     "replay": lambda args: cmd_run(args, replay=True),
     "profile": cmd_profile,
+    "diff": cmd_diff,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
