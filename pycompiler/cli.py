@@ -8,6 +8,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
+    tensorvm optimize PROGRAM -o OUT [--passes fold,cse,dce]
     tensorvm inspect PROGRAM [--ir]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
@@ -93,6 +94,24 @@ def cmd_diff(args) -> int:
         print(report.table(), end="")
         print()
     print(report.first_report(), end="")
+    return 0
+
+
+def cmd_optimize(args) -> int:
+    from pathlib import Path
+
+    from .passes import DEFAULT_PASSES, optimize_dir
+
+    known = dict(DEFAULT_PASSES)
+    names = [n.strip() for n in args.passes.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CLIError(f"--passes: no pass '{unknown[0]}' (passes: {', '.join(known)})")
+    if Path(args.output).resolve() == Path(args.program).resolve():
+        raise CLIError("optimize: -o must name another directory than the program's")
+    stats = optimize_dir(args.program, args.output, [(n, known[n]) for n in names])
+    removed = ", ".join(f"{n} {k}" for n, k in stats.removed.items())
+    print(f"wrote {args.output}: {stats.before} -> {stats.after} statements ({removed}; {stats.rounds} rounds)")
     return 0
 
 
@@ -213,6 +232,11 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
     d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
+    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE) over a program",
+                       parents=[common])
+    z.add_argument("program", help="program directory")
+    z.add_argument("-o", "--output", required=True, help="program directory to write")
+    z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     i.add_argument("--ir", action="store_true", help="print the IR text")
@@ -234,6 +258,7 @@ COMMANDS = {
     "replay": lambda args: cmd_run(args, replay=True),
     "profile": cmd_profile,
     "diff": cmd_diff,
+    "optimize": cmd_optimize,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
