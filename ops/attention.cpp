@@ -1,7 +1,11 @@
 // Fused scaled-dot-product attention. Per (batch, head): scores = scale * q k^T (+ mask),
 // a max-subtracted softmax over the keys, then scores @ v. k and v may be strided views
 // (a KV cache hands out the filled prefix of preallocated [B, H, Tmax, D] storage), read
-// in place. One scratch tensor holds the scores of one (batch, head). The products are
+// in place. Grouped-query attention: k and v have Hkv heads, H a multiple; the G = H / Hkv
+// query heads of a group read the same kv head (transformers' repeat_kv), and since q's
+// heads are consecutive rows, a decode step's block of them is one row block against that
+// head's keys: the keys are streamed once per block instead of once per query head. One
+// scratch tensor holds the scores of one block. The products are
 // the active kernel variant's (ops/kernels/): the scores are linear's dot_rows_f32 with
 // the keys as weight rows, o = p v is weighted_rows_f32; Eigen is left only for keys
 // whose rows are not contiguous.
@@ -93,6 +97,13 @@ inline void softmax_row(float* s, int64_t tk, float scale, const MaskView& m, in
 
 }  // namespace
 
+// Query heads per block: as many of a group as fill the streaming kernel's rows (decode:
+// Tq = 1), at least one. Fixed by the shapes, not by the threads; a row's arithmetic
+// is the same in any block, so the result is that of K/V repeated per query head.
+static int64_t heads_per_block(int64_t group, int64_t tq) {
+  return std::max<int64_t>(1, std::min<int64_t>(group, tq > 0 ? kMaxDotRows / tq : group));
+}
+
 // attention(q, k, v, mask=None, scale=None)
 static void attention(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& q = a.tensor(0);
@@ -104,11 +115,15 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
     vm::fail("q, k and v must be f32, got {}, {} and {}", q.describe(), k0.describe(), v0.describe());
   if (q.ndim() != 4) vm::fail("q must be 4-D [B, H, Tq, D], got {}", q.describe());
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3);
-  if (k0.ndim() != 4 || k0.size(0) != B || k0.size(1) != H || k0.size(3) != D)
-    vm::fail("k must be [B, H, Tk, D] = [{}, {}, Tk, {}] to match q, got {}", B, H, D, k0.describe());
+  if (k0.ndim() != 4 || k0.size(0) != B || k0.size(3) != D)
+    vm::fail("k must be [B, Hkv, Tk, D] = [{}, Hkv, Tk, {}] to match q, got {}", B, D, k0.describe());
+  const int64_t Hkv = k0.size(1);
+  if (Hkv == 0 ? H != 0 : H % Hkv != 0)
+    vm::fail("k has {} heads, which do not divide q's {} (grouped-query attention needs H % Hkv == 0), got q {} and k {}",
+             Hkv, H, q.describe(), k0.describe());
   const int64_t Tk = k0.size(2);
-  if (v0.ndim() != 4 || v0.size(0) != B || v0.size(1) != H || v0.size(2) != Tk)
-    vm::fail("v must be [B, H, Tk, Dv] = [{}, {}, {}, Dv] to match q and k, got {}", B, H, Tk, v0.describe());
+  if (v0.ndim() != 4 || v0.size(0) != B || v0.size(1) != Hkv || v0.size(2) != Tk)
+    vm::fail("v must be [B, Hkv, Tk, Dv] = [{}, {}, {}, Dv] to match k, got {}", B, Hkv, Tk, v0.describe());
   const int64_t Dv = v0.size(3);
   double scale_d;
   if (sv.is_none())
@@ -138,30 +153,47 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
   const float* qp = q.data<float>();
   const float* kp = k.data<float>();
   const float* vp = v.data<float>();
-  // (batch, head) pairs are independent: split them over threads, each chunk with its
-  // own score scratch (from the pool, so no malloc in a steady decode loop).
-  const int64_t work = std::max<int64_t>(1, Tq * Tk * std::max<int64_t>(1, D + Dv));
+  const int64_t G = H / Hkv;  // query heads per kv head
+  const int64_t hb = heads_per_block(G, Tq);
+  const int64_t blocks = (G + hb - 1) / hb;  // blocks per (batch, kv head)
+  // Each head's scores start 64-byte aligned in the scratch, as a lone head's would:
+  // Eigen's reductions in softmax_row peel to an aligned address, so a row's sum order
+  // (and bits) depends on where it starts.
+  const int64_t hs = (Tq * Tk + 15) / 16 * 16;
+  // Blocks are independent: split them over threads, each chunk with its own score
+  // scratch (from the pool, so no malloc in a steady decode loop).
+  const int64_t work = std::max<int64_t>(1, hb * Tq * Tk * std::max<int64_t>(1, D + Dv));
   const kernels::KernelTable& kt = kernel_table();
-  ctx.parallel_for(B * H, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t bh0, int64_t bh1) {
-    Tensor scratch = ctx.empty(DType::f32, Shape{Tq, Tk});
+  ctx.parallel_for(B * Hkv * blocks, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t u0, int64_t u1) {
+    Tensor scratch = ctx.empty(DType::f32, Shape{hb, hs});
     float* sp = scratch.data<float>();
-    for (int64_t bh = bh0; bh < bh1; ++bh) {
-      const int64_t b = bh / H, h = bh % H;
-      const float* Q = qp + (b * H + h) * Tq * D;
-      const float* K = kp + b * ks0 + h * ks1;
-      float* O = op + (b * H + h) * Tq * Dv;
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / (Hkv * blocks), kh = u / blocks % Hkv, h0 = kh * G + u % blocks * hb;
+      const int64_t nh = std::min(hb, kh * G + G - h0);  // query heads of this block
+      const float* Q = qp + (b * H + h0) * Tq * D;
+      const float* K = kp + b * ks0 + kh * ks1;
+      const float* V = vp + b * vs0 + kh * vs1;
+      float* O = op + (b * H + h0) * Tq * Dv;
       if (D == 0) {
-        std::fill(sp, sp + Tq * Tk, 0.0f);
+        for (int64_t j = 0; j < nh; ++j) std::fill(sp + j * hs, sp + j * hs + Tq * Tk, 0.0f);
+      } else if (ks2 == D && Tq == 1) {  // decode: the block's heads in one pass over the keys
+        kt.dot_rows_f32(Q, nh, D, K, nullptr, Tk, sp, hs);
       } else if (ks2 == D) {  // one head's keys are contiguous rows (a KV cache, a dense k)
-        for (int64_t i0 = 0; i0 < Tq; i0 += kMaxDotRows)
-          kt.dot_rows_f32(Q + i0 * D, std::min(kMaxDotRows, Tq - i0), D, K, nullptr, Tk, sp + i0 * Tk, Tk);
+        for (int64_t j = 0; j < nh; ++j)
+          for (int64_t i0 = 0; i0 < Tq; i0 += kMaxDotRows)
+            kt.dot_rows_f32(Q + (j * Tq + i0) * D, std::min(kMaxDotRows, Tq - i0), D, K, nullptr, Tk,
+                            sp + j * hs + i0 * Tk, Tk);
       } else {
-        RowMap(sp, Tq, Tk).noalias() = ConstRowMap(Q, Tq, D) * StridedRows(K, Tk, D, Eigen::OuterStride<>(ks2)).transpose();
+        const StridedRows keys(K, Tk, D, Eigen::OuterStride<>(ks2));
+        for (int64_t j = 0; j < nh; ++j)
+          RowMap(sp + j * hs, Tq, Tk).noalias() = ConstRowMap(Q + j * Tq * D, Tq, D) * keys.transpose();
       }
-      const int64_t mbase = b * m.stride[0] + h * m.stride[1];
-      for (int64_t i = 0; i < Tq; ++i) softmax_row(sp + i * Tk, Tk, scale, m, mbase + i * m.stride[2]);
-      if (Dv == 0) continue;
-      kt.weighted_rows_f32(sp, Tq, Tk, vp + b * vs0 + h * vs1, vs2, Dv, O);
+      for (int64_t j = 0; j < nh; ++j) {
+        float* S = sp + j * hs;
+        const int64_t mbase = b * m.stride[0] + (h0 + j) * m.stride[1];
+        for (int64_t i = 0; i < Tq; ++i) softmax_row(S + i * Tk, Tk, scale, m, mbase + i * m.stride[2]);
+        if (Dv > 0) kt.weighted_rows_f32(S, Tq, Tk, V, vs2, Dv, O + j * Tq * Dv);
+      }
     }
   });
   out[0] = std::move(o);
@@ -179,10 +211,12 @@ void register_attention_ops(Registry& r) {
   scale.default_value = Value::none();
   op.params = {p_tensor("q"), k, v, p_opt_tensor("mask"), scale};
   op.outputs = {"Tensor"};
-  op.doc = "Scaled-dot-product attention, f32: softmax(scale * q k^T + mask) v over q[B, H, Tq, D], k[B, H, Tk, D], "
-           "v[B, H, Tk, Dv] -> [B, H, Tq, Dv]; scale defaults to 1/sqrt(D). mask broadcasts to [B, H, Tq, Tk]: "
-           "f32 is added, bool keeps True and masks False. A query row with every key masked (all -inf) gives zeros, "
-           "not NaN. k and v may be strided views (unit stride on the last dim).";
+  op.doc = "Scaled-dot-product attention, f32: softmax(scale * q k^T + mask) v over q[B, H, Tq, D], k[B, Hkv, Tk, D], "
+           "v[B, Hkv, Tk, Dv] -> [B, H, Tq, Dv]; scale defaults to 1/sqrt(D). Grouped-query attention when Hkv < H "
+           "(H % Hkv == 0; Hkv = 1 is multi-query): query head h reads kv head h / (H / Hkv), as transformers' "
+           "repeat_kv, without copying K/V. mask broadcasts to [B, H, Tq, Tk]: f32 is added, bool keeps True and masks "
+           "False. A query row with every key masked (all -inf) gives zeros, not NaN. k and v may be strided views "
+           "(unit stride on the last dim).";
   op.kernel = attention;
 }
 

@@ -13,6 +13,7 @@ void register_reduce_ops(Registry& r);
 void register_creation_ops(Registry& r);
 void register_linalg_ops(Registry& r);
 void register_nn_ops(Registry& r);
+void register_rotary_ops(Registry& r);
 void register_attention_ops(Registry& r);
 void register_shape_ops(Registry& r);
 void register_index_ops(Registry& r);
@@ -29,6 +30,7 @@ const Registry& Registry::get() {
     register_creation_ops(*r);
     register_linalg_ops(*r);
     register_nn_ops(*r);
+    register_rotary_ops(*r);
     register_attention_ops(*r);
     register_shape_ops(*r);
     register_index_ops(*r);

@@ -130,18 +130,52 @@ def embedding(ids, weight):
 
 
 @op
+def rotary(x, positions, inv_freq, scale=1.0):
+    """transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb in float32: the angle is
+    one f32 product float(position) * inv_freq; cos/sin are taken in float64 of that f32
+    angle and rounded to f32, then multiplied by scale in f32."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 4:
+        _b_fail("rotary", f"x must be f32 [B, H, T, D], got {getattr(x, 'shape', x)}")
+    b, _, t, d = x.shape
+    if d % 2:
+        _b_fail("rotary", f"x's head dim D must be even (rotate_half splits it in two halves), got {x.shape}")
+    if not isinstance(positions, np.ndarray) or positions.dtype != np.int64 or positions.shape != (b, t):
+        _b_fail("rotary", f"positions must be i64 [B, T] = [{b}, {t}] (x is {x.shape}), got "
+                f"{getattr(positions, 'dtype', None)} {getattr(positions, 'shape', positions)}")
+    if not isinstance(inv_freq, np.ndarray) or inv_freq.dtype != np.float32 or inv_freq.shape != (d // 2,):
+        _b_fail("rotary", f"inv_freq must be f32 [D / 2] = [{d // 2}], got "
+                f"{getattr(inv_freq, 'dtype', None)} {getattr(inv_freq, 'shape', inv_freq)}")
+    angle = positions.astype(np.float32)[..., None] * inv_freq  # [B, T, D/2], f32
+    s = np.float32(scale)
+    cos = np.cos(angle.astype(np.float64)).astype(np.float32) * s
+    sin = np.sin(angle.astype(np.float64)).astype(np.float32) * s
+    cos = np.concatenate([cos, cos], -1)[:, None]  # [B, 1, T, D]
+    sin = np.concatenate([sin, sin], -1)[:, None]
+    rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], -1)
+    return _f32(x * cos + rot * sin)
+
+
+@op
 def attention(q, k, v, mask=None, scale=None):
     """softmax(scale * q k^T + mask) v in float32, like the kernel. A query row whose
-    scores are all -inf (every key masked, or no keys) gives zeros, not NaN."""
+    scores are all -inf (every key masked, or no keys) gives zeros, not NaN. k and v
+    may have fewer heads (grouped-query): each is repeated H / Hkv times, as
+    transformers' repeat_kv."""
     _b_f32("attention", q=q, k=k, v=v)
     if q.ndim != 4:
         _b_fail("attention", f"q must be 4-D [B, H, Tq, D], got {q.shape}")
     b, h, tq, d = q.shape
-    if k.ndim != 4 or k.shape[:2] != (b, h) or k.shape[3] != d:
-        _b_fail("attention", f"k must be [B, H, Tk, D] = [{b}, {h}, Tk, {d}] to match q, got {k.shape}")
+    if k.ndim != 4 or k.shape[0] != b or k.shape[3] != d:
+        _b_fail("attention", f"k must be [B, Hkv, Tk, D] = [{b}, Hkv, Tk, {d}] to match q, got {k.shape}")
+    hkv = k.shape[1]
+    if (h != 0 if hkv == 0 else h % hkv != 0):
+        _b_fail("attention", f"k has {hkv} heads, which do not divide q's {h} (grouped-query attention needs "
+                f"H % Hkv == 0), got q {q.shape} and k {k.shape}")
     tk = k.shape[2]
-    if v.ndim != 4 or v.shape[:3] != (b, h, tk):
-        _b_fail("attention", f"v must be [B, H, Tk, Dv] = [{b}, {h}, {tk}, Dv] to match q and k, got {v.shape}")
+    if v.ndim != 4 or v.shape[:3] != (b, hkv, tk):
+        _b_fail("attention", f"v must be [B, Hkv, Tk, Dv] = [{b}, {hkv}, {tk}, Dv] to match k, got {v.shape}")
+    if hkv != h:
+        k, v = np.repeat(k, h // hkv, axis=1), np.repeat(v, h // hkv, axis=1)
     if scale is None:
         scale = 1.0 / np.sqrt(d) if d > 0 else 1.0
     elif isinstance(scale, bool) or not isinstance(scale, (int, float)):

@@ -45,7 +45,6 @@ _REFUSED = {
     "encoder_no_repeat_ngram_size": "encoder_no_repeat_ngram_size is not implemented",
     "sequence_bias": "sequence_bias is not implemented",
     "exponential_decay_length_penalty": "exponential_decay_length_penalty is not implemented",
-    "output_logits": "output_logits is not implemented (output_scores is)",
     "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
     "logits_processor": "custom logits processors cannot run inside the program",
     "stopping_criteria": "custom stopping criteria cannot run inside the program",
@@ -60,12 +59,13 @@ class GenerateOutput:
     sequences: np.ndarray
     sequences_scores: Optional[np.ndarray] = None  # beam search with output_scores: [batch * num_return_sequences]
     scores: Optional[tuple] = None  # output_scores: one [rows, vocab] array per step (processed scores)
+    logits: Optional[tuple] = None  # output_logits: one [rows, vocab] array per step (raw logits)
 
     def __getitem__(self, key):
         return getattr(self, key)
 
     def keys(self):
-        return [k for k in ("sequences", "sequences_scores", "scores") if getattr(self, k) is not None]
+        return [k for k in ("sequences", "sequences_scores", "scores", "logits") if getattr(self, k) is not None]
 
 
 def _ids(array, name: str) -> np.ndarray:
@@ -86,7 +86,7 @@ def _check(options: dict, meta: dict) -> dict:
 def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", streamer=None, **kwargs):
     """Sequences [batch * num_return_sequences, length] (int64), as `model.generate(...)`
     returns them; a GenerateOutput (sequences, sequences_scores, scores) when
-    return_dict_in_generate or output_scores is asked. engine="replay" runs the same
+    return_dict_in_generate, output_scores or output_logits is asked. engine="replay" runs the same
     program text line by line in Python with the reference ops (slow; for debugging).
     `streamer` follows transformers' protocol (TextStreamer, TextIteratorStreamer):
     put(prompt), put(tokens) as each step chooses them, end() (see streaming.py)."""
@@ -94,6 +94,11 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         raise ValueError(f"{program.path} has no generate function (it has {program.functions})")
     check_streamer(streamer, program)
     params = [p.name for p in program.module.function("generate").params]
+    meta = program.meta or {}
+    decoder_only = meta.get("is_encoder_decoder") is False
+    if decoder_only and kwargs.get("decoder_input_ids") is not None:
+        raise ValueError("generate: decoder_input_ids is for encoder-decoder models; a decoder-only model's prompt "
+                         "is input_ids")
     for name in kwargs:
         if name in _REFUSED:
             raise ValueError(f"generate: {name} is not supported: {_REFUSED[name]}")
@@ -102,8 +107,8 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         if name in OPTIONS and name not in params and kwargs[name] is not None:
             raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
                              "re-import the checkpoint with this version of tensorvm")
-    as_dict = bool(kwargs.pop("return_dict_in_generate", False)) or bool(kwargs.get("output_scores"))
-    meta = program.meta or {}
+    as_dict = bool(kwargs.pop("return_dict_in_generate", False)) or bool(kwargs.get("output_scores")) or \
+        bool(kwargs.get("output_logits"))
     defaults = dict(meta.get("generation") or {})
     defaults.setdefault("max_length", meta.get("max_length", 20))
     defaults.setdefault("num_beams", meta.get("num_beams", 1))
@@ -117,7 +122,7 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
     if ids.shape[1] == 0:
         raise ValueError("generate: input_ids has no tokens (a zero-length source); transformers refuses it too")
 
-    prompt_len = 1
+    prompt_len = ids.shape[1] if decoder_only else 1
     if opts.get("decoder_input_ids") is not None:
         prompt = _ids(opts["decoder_input_ids"], "decoder_input_ids")
         if prompt.shape[0] != ids.shape[0] or prompt.shape[1] == 0:
@@ -134,16 +139,18 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
                          f"num_return_sequences={n} needs num_beams >= {n} or do_sample=True")
     if beams > 1 and n > beams:
         raise ValueError(f"generate: num_return_sequences ({n}) has to be at most num_beams ({beams})")
+    max_pos = meta.get("max_position_embeddings")
     if opts.get("max_new_tokens") is not None:
         limit = opts["max_new_tokens"] + prompt_len
-    else:
+    elif value("max_length") is not None:
         limit = value("max_length")
+    else:  # transformers: 20 tokens after the prompt, within the position table
+        limit = prompt_len + 20 if max_pos is None else min(prompt_len + 20, max_pos)
     if limit is not None and limit < 2:
         raise ValueError(f"generate: max_length must be at least 2 (the decoder start token counts), got {limit}")
     if limit is not None and limit <= prompt_len:
-        raise ValueError(f"generate: max_length ({limit}) must be greater than the length of decoder_input_ids "
-                         f"({prompt_len})")
-    max_pos = meta.get("max_position_embeddings")
+        what = "input_ids" if decoder_only else "decoder_input_ids"
+        raise ValueError(f"generate: max_length ({limit}) must be greater than the length of {what} ({prompt_len})")
     if max_pos is not None and ((limit is not None and limit > max_pos) or ids.shape[1] > max_pos):
         raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "
                          f"(source {ids.shape[1]}, max_length {limit})")
@@ -163,7 +170,9 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         return sequences
     seq_scores = out[1] if len(out) > 1 else None
     steps = out[2] if len(out) > 2 else None
+    raw = out[3] if len(out) > 3 else None
     return GenerateOutput(
         sequences=sequences,
         sequences_scores=seq_scores if opts.get("output_scores") else None,
-        scores=tuple(np.asarray(s) for s in steps) if (opts.get("output_scores") and steps is not None) else None)
+        scores=tuple(np.asarray(s) for s in steps) if (opts.get("output_scores") and steps is not None) else None,
+        logits=tuple(np.asarray(s) for s in raw) if (opts.get("output_logits") and raw is not None) else None)

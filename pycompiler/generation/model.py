@@ -26,16 +26,26 @@ Decoder-only (DecoderOnly, for the decoder-only models that build on this):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
+
+from .end_tokens import normalize
 
 
 @dataclass(frozen=True)
 class TokenIds:
-    """The special token ids the search needs, and the decoder vocabulary size."""
-    eos: int
+    """The special token ids the search needs, and the decoder vocabulary size.
+
+    eos: one end token or several (Llama 3 ships several); kept as a tuple, a row
+    ends on any of them. Where transformers uses one (the fill of finished beams
+    when pad is 0), it is the first. generate's eos_token_id input replaces them
+    for one call."""
+    eos: Union[int, tuple]
     pad: int
     vocab_size: int
     decoder_start: Optional[int] = None  # encoder-decoders: the first decoder token
+
+    def __post_init__(self):
+        object.__setattr__(self, "eos", normalize(self.eos))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
     fn(scores, state, o) -> scores
 
 `scores` is the step's [rows, vocab] scores, `state` the search's view of the step
-(State: seq, cur_len, min_keep, limit, sample, ids) and `o` the processor's own
+(State: seq, cur_len, min_keep, limit, sample, eos, ids) and `o` the processor's own
 options by name (o.repetition_penalty, ...). A processor is registered once with
 `register(Processor(...))`: the generate keywords it reads (`inputs`), how the
 program turns them into its options (`resolve`, traced inside `generate`, where
@@ -30,20 +30,22 @@ from .model import TokenIds
 
 STAGES = ("logits", "warp", "last")
 # The search values every processor sees, in the order they are passed.
-STATE_FIELDS = ("seq", "cur_len", "min_keep", "limit", "sample")
+STATE_FIELDS = ("seq", "cur_len", "min_keep", "limit", "sample", "eos")
 
 
 @dataclass(frozen=True)
 class State:
     """The step a processor acts on: seq [rows, cur_len] (int64, the prompt and the
-    tokens so far), cur_len, min_keep (tokens a filter must keep: 1, or 2 for beam
-    sampling), limit (max_length), sample (do_sample), and the model's token ids
-    (Python ints, known at import)."""
+    tokens so far), cur_len, min_keep (tokens a filter must keep: 1, or for beam
+    sampling one more than the end tokens), limit (max_length), sample (do_sample),
+    eos (the call's end tokens as a bool [vocab] mask: the model's, or generate's
+    eos_token_id) and the model's token ids (Python ints, known at import)."""
     seq: Any
     cur_len: Any
     min_keep: Any
     limit: Any
     sample: Any
+    eos: Any
     ids: TokenIds
 
 
@@ -99,10 +101,12 @@ class Processor:
 @dataclass(frozen=True)
 class Context:
     """What resolve may need besides the inputs: the decoder prompt length (lengths
-    count it), the model's token ids and do_sample (resolved)."""
+    count it), the model's token ids, do_sample (resolved) and the call's end tokens
+    (a bool [vocab] mask, as State.eos)."""
     prompt_len: Any
     ids: TokenIds
     sample: Any
+    eos: Any = None
 
 
 _REGISTRY: list = []
@@ -231,8 +235,8 @@ def ban_bad_words(scores, state, o):
 
 
 def ban_eos(scores, state, o):
-    """MinLengthLogitsProcessor: EOS is -inf while the row is shorter than min_length."""
-    return ban_tokens(scores, T.eq(T.arange(0, T.size(scores, 1)), state.ids.eos))
+    """MinLengthLogitsProcessor: every end token is -inf while the row is shorter than min_length."""
+    return ban_tokens(scores, state.eos)
 
 
 def force_bos(scores, state, o):
@@ -332,8 +336,9 @@ def length_as_given(new_tokens, prompt_len, length):
 
 
 def _min_length(get, defaults, ctx):
-    # min_new_tokens wins; lengths count the decoder prompt (transformers' min_length)
-    min_new = T.if_none(get("min_new_tokens"), -1)
+    # min_new_tokens (given, or the checkpoint's) wins; lengths count the prompt
+    # (transformers' _prepare_generated_length)
+    min_new = T.if_none(get("min_new_tokens"), defaults.get("min_new_tokens", -1))
     given = T.if_none(get("min_length"), defaults.get("min_length", 0))
     return {"min_length": cond(T.ge(min_new, 0), length_from_new_tokens, length_as_given, min_new, ctx.prompt_len,
                                given)}

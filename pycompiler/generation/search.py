@@ -18,7 +18,7 @@ import inspect
 from .. import ops as T
 from ..control import cond, emit, while_loop
 from ..types import Tensor
-from . import final_tokens
+from . import end_tokens, final_tokens
 from . import processors as P
 from .inputs import NO_DEFAULT, Input, bool_input, choice_input, float_input, int_input, seed_input
 from .model import DecoderOnly, EncoderDecoder
@@ -39,15 +39,18 @@ SEARCH_HEAD = (
 SEARCH_TAIL = (
     bool_input("output_scores", "also return the per-step scores"),
     seed_input("seed"),
+    bool_input("output_logits", "also return the per-step raw logits"),
+    end_tokens.EOS_INPUT,
 )
 PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batch, p]")
 # Values the search carries besides the processors' options.
-SEARCH_VALUES = ("limit", "sample", "out_scores", "generator")
+SEARCH_VALUES = ("limit", "sample", "out_scores", "out_logits", "generator", "eos", "n_eos", "fill")
 
 
-def generate_inputs() -> tuple:
-    """generate's inputs after input_ids and attention_mask, in order (Input objects)."""
-    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, PROMPT)
+def generate_inputs(decoder_only: bool = False) -> tuple:
+    """generate's inputs after input_ids and attention_mask, in order (Input objects);
+    a decoder-only model's prompt is input_ids itself, so it has no decoder_input_ids."""
+    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)))
 
 
 def generation_config_defaults() -> dict:
@@ -56,9 +59,9 @@ def generation_config_defaults() -> dict:
     return {i.name: i.default for i in generate_inputs() if i.default is not NO_DEFAULT}
 
 
-def input_names() -> tuple:
+def input_names(decoder_only: bool = False) -> tuple:
     """generate's parameter names after input_ids."""
-    return ("attention_mask", *(i.name for i in generate_inputs()))
+    return ("attention_mask", *(i.name for i in generate_inputs(decoder_only)))
 
 
 def _named(*names):
@@ -170,21 +173,20 @@ def build_generation(pb, model, defaults: dict):
     """Adds generate(input_ids, attention_mask, ..., decoder_input_ids) to `pb` for
     `model` (an EncoderDecoder). `defaults`: the checkpoint's generation defaults by
     transformers' names (generation_config over transformers' global defaults)."""
-    if isinstance(model, DecoderOnly):
-        raise NotImplementedError("build_generation: decoder-only models are not wired to the search yet")
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"build_generation: model must be an EncoderDecoder, got {type(model).__name__}")
+    if not isinstance(model, (EncoderDecoder, DecoderOnly)):
+        raise TypeError(f"build_generation: model must be an EncoderDecoder or a DecoderOnly, "
+                        f"got {type(model).__name__}")
+    decoder_only = isinstance(model, DecoderOnly)
     defaults = {**generation_config_defaults(), **defaults}
     ids = model.ids
-    V, eos, pad, start = ids.vocab_size, ids.eos, ids.pad, ids.decoder_start
-    fill = pad if pad else eos  # transformers pads finished beams with `pad_token_id or eos_token_id`
+    V, pad, start = ids.vocab_size, ids.pad, ids.decoder_start
     procs = P.chain(defaults)
     proc_names = P.carried_options(procs)
     OPTS = (*SEARCH_VALUES, *proc_names)
     process = _chain_functions(pb, procs, ids)
 
     def run_process(scores, seq, cur_len, min_keep, o):
-        return process(scores, seq, cur_len, min_keep, o.limit, o.sample, *o.subset(proc_names).values())
+        return process(scores, seq, cur_len, min_keep, o.limit, o.sample, o.eos, *o.subset(proc_names).values())
 
     @_named("cache", "tokens", "mask")
     def prefill_prompt(cache, tokens, mask):
@@ -195,28 +197,46 @@ def build_generation(pb, model, defaults: dict):
         """The prompt of each sentence repeated for its rows (sentence-major)."""
         return T.repeat_interleave(prompt, per_sentence, 0)
 
+    # What the search hands the model besides tokens and the cache. An encoder-decoder
+    # gets its encoder states and source mask, one per sentence. A decoder-only model
+    # gets the attention mask over every position up to the length limit, [batch,
+    # limit] (the prompt's mask, then ones), as `states`; each row gets its sentence's.
+    if decoder_only:
+        def init_cache(states, rows, max_len):
+            return model.init_cache(rows, max_len)
+
+        def rows_mask(mask, per_sentence):
+            return T.repeat_interleave(mask, per_sentence, 0)
+    else:
+        init_cache = model.init_cache
+
+        def rows_mask(mask, per_sentence):
+            return mask
+
     # ---- greedy search and sampling (transformers' _sample): one row per sequence
 
-    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", *OPTS)
-    def sample_continue(seq, unfinished, cur_len, cache, mask, scores, *opts):
+    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", *OPTS)
+    def sample_continue(seq, unfinished, cur_len, cache, mask, scores, raw, *opts):
         """Some row is unfinished and the length limit is not reached."""
         o = P.Options(OPTS, opts)
         return T.logical_and(T.any(unfinished), T.lt(cur_len, o.limit))
 
-    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", *OPTS)
-    def sample_step(seq, unfinished, cur_len, cache, mask, scores, *opts):
+    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", *OPTS)
+    def sample_step(seq, unfinished, cur_len, cache, mask, scores, raw, *opts):
         """One token per row: processors on the raw logits, then argmax (greedy) or a draw
         from softmax (sampling); finished rows get pad."""
         o = P.Options(OPTS, opts)
         pos = T.sub(cur_len, 1)
         logits = model.decode_step(cache, T.slice(seq, 1, pos, cur_len), mask, pos)
+        raw = cond(o.out_logits, append_step, first, raw, logits)
         step = run_process(logits, seq, cur_len, 1, o)
         scores = cond(o.out_scores, append_step, first, scores, step)
         nxt = cond(o.sample, draw_token, best_token, step, o.generator)
         nxt = T.where(unfinished, nxt, pad)
         seq = T.concat(seq, T.unsqueeze(nxt, 1), dim=1)
-        unfinished = T.logical_and(T.logical_and(unfinished, T.ne(nxt, eos)), final_tokens.emit_step(nxt))
-        return (seq, unfinished, T.add(cur_len, 1), cache, mask, scores) + o.values()
+        ended = end_tokens.is_eos(o.eos, nxt)
+        unfinished = T.logical_and(T.logical_and(unfinished, T.logical_not(ended)), final_tokens.emit_step(nxt))
+        return (seq, unfinished, T.add(cur_len, 1), cache, mask, scores, raw) + o.values()
 
     @_named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *OPTS)
     def sample_search(states, mask, prompt, num_beams, num_return, length_penalty, early_stopping, *opts):
@@ -226,22 +246,23 @@ def build_generation(pb, model, defaults: dict):
         T.check(T.logical_or(o.sample, T.eq(num_return, 1)), "generate: greedy search (num_beams=1, do_sample=False) "
                 "returns one sequence per input: num_return_sequences must be 1")
         rows = T.mul(T.size(states, 0), num_return)
-        cache = model.init_cache(states, rows, o.limit)
+        cache = init_cache(states, rows, o.limit)
+        mask = rows_mask(mask, num_return)
         seq = start_rows(prompt, num_return)
         prompt_len = T.size(seq, 1)
         cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, seq, mask)
         # a host's "stop" (docs/generation.md, "Streaming") finishes every row
         unfinished = T.logical_and(T.full([rows], True, dtype="bool"), final_tokens.emit_prompt(prompt))
         scores = T.zeros([0, rows, V])
-        seq, unfinished, cur_len, cache, mask, scores, *_ = while_loop(sample_continue, sample_step, seq, unfinished,
-                                                                       prompt_len, cache, mask, scores, *o.values())
-        return seq, None, cond(o.out_scores, first, second, scores, None)
+        seq, unfinished, cur_len, cache, mask, scores, raw, *_ = while_loop(
+            sample_continue, sample_step, seq, unfinished, prompt_len, cache, mask, scores, scores, *o.values())
+        return seq, None, cond(o.out_scores, first, second, scores, None), cond(o.out_logits, first, second, raw, None)
 
     # ---- beam search (transformers' _beam_search, vectorized over [batch, beams])
 
     BEAM_STATE = ("running", "running_scores", "done_seq", "done_scores", "done", "done_len", "improvable",
                   "all_hit", "cur_len", "cache", "mask", "scores", "length_penalty", "early_stopping", "prompt_len",
-                  "streamed", "go")
+                  "streamed", "go", "raw")
 
     # its own function, so that profiles show what streaming costs a beam step
     final_beam_tokens = pb.function(final_tokens.beam_step_tokens, arg_types=["Tensor"] * 6 + ["int", "int"],
@@ -249,7 +270,7 @@ def build_generation(pb, model, defaults: dict):
 
     @_named(*BEAM_STATE, *OPTS)
     def beam_continue(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                      cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, *opts):
+                      cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, *opts):
         """Some sentence can still improve, early_stopping=True has not filled every
         sentence, and some candidate of the last step did not hit a stopping criterion."""
         full = T.logical_and(T.all(done), T.eq(early_stopping, 1))
@@ -257,16 +278,19 @@ def build_generation(pb, model, defaults: dict):
 
     @_named(*BEAM_STATE, *OPTS)
     def beam_step(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                  cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, *opts):
+                  cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, *opts):
         """One step for every beam: log_softmax, processors, add the beam scores, keep the
         top 2K of K*V candidates, the best K that did not finish run on (their cache rows
         reordered), the top K that finished enter the K finished slots."""
         o = P.Options(OPTS, opts)
         B, K = T.size(running_scores, 0), T.size(running_scores, 1)
-        K2 = T.mul(K, 2)
+        # transformers keeps max(2, 1 + number of end tokens) x K candidates, so that K
+        # can run on even when the best ones all end; the filters keep one more than them
+        K2 = T.mul(K, T.maximum(2, T.add(o.n_eos, 1)))
         pos = T.sub(cur_len, 1)
         logits = model.decode_step(cache, T.slice(running, 1, pos, cur_len), mask, pos)
-        step = run_process(T.log_softmax(logits, -1), running, cur_len, 2, o)
+        raw = cond(o.out_logits, append_step, first, raw, logits)
+        step = run_process(T.log_softmax(logits, -1), running, cur_len, T.add(o.n_eos, 1), o)
         scores = cond(o.out_scores, append_step, first, scores, step)
         acc = T.add(T.reshape(step, [B, K, V]), T.unsqueeze(running_scores, 2))
         top, top_index = cond(o.sample, sampled_candidates, best_candidates, T.reshape(acc, [B, T.mul(K, V)]), K2,
@@ -276,7 +300,7 @@ def build_generation(pb, model, defaults: dict):
         candidates = T.concat(history, T.unsqueeze(token, 2), dim=2)  # [B, 2K, cur_len + 1]
         new_len = T.add(cur_len, 1)
         # a host's "stop" ends the search as max_length does: every candidate finishes
-        hits = T.logical_or(T.logical_or(T.eq(token, eos), T.ge(new_len, o.limit)), T.logical_not(go))
+        hits = T.logical_or(T.logical_or(end_tokens.is_eos(o.eos, token), T.ge(new_len, o.limit)), T.logical_not(go))
         # the running beams: the best K candidates that did not hit
         live = T.add(top, T.mul(T.cast(hits, "f32"), NEG))
         _, keep = T.topk(live, K)
@@ -290,7 +314,7 @@ def build_generation(pb, model, defaults: dict):
         final = T.add(final, T.mul(T.cast(full, "f32"), NEG))
         final = T.add(final, T.mul(T.cast(T.logical_not(improvable), "f32"), NEG))
         final = T.add(final, T.mul(T.cast(T.logical_not(entered), "f32"), NEG))
-        merged_seq = T.concat(T.concat(done_seq, T.full([B, K, 1], fill, dtype="i64"), dim=2), candidates, dim=1)
+        merged_seq = T.concat(T.concat(done_seq, T.full([B, K, 1], o.fill, dtype="i64"), dim=2), candidates, dim=1)
         merged_scores = T.concat(done_scores, final, dim=1)
         _, best = T.topk(merged_scores, K)
         done_seq = T.gather(merged_seq, 1, T.expand(T.unsqueeze(best, 2), [B, K, new_len]))
@@ -309,7 +333,7 @@ def build_generation(pb, model, defaults: dict):
         tokens, streamed = final_beam_tokens(running, done_seq, done, done_len, improvable, streamed, B, K)
         go = T.logical_and(go, emit(final_tokens.TOKENS, tokens))
         return (running, running_scores, done_seq, done_scores, done, done_len, improvable, T.all(hits), new_len,
-                cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go) + o.values()
+                cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw) + o.values()
 
     @_named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *OPTS)
     def beam_search(states, mask, prompt, num_beams, num_return, length_penalty, early_stopping, *opts):
@@ -318,12 +342,13 @@ def build_generation(pb, model, defaults: dict):
         o = P.Options(OPTS, opts)
         T.check(T.le(num_return, num_beams), "generate: num_return_sequences must be at most num_beams")
         B, K = T.size(states, 0), num_beams
-        cache = model.init_cache(states, T.mul(B, K), o.limit)
+        cache = init_cache(states, T.mul(B, K), o.limit)
+        mask = rows_mask(mask, K)
         running = start_rows(prompt, K)
         prompt_len = T.size(running, 1)
         cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, running, mask)
         running_scores = T.expand(T.where(T.gt(T.arange(0, K), 0), NEG, 0.0), [B, K])
-        done_seq = T.full([B, K, prompt_len], fill, dtype="i64")
+        done_seq = T.full([B, K, prompt_len], o.fill, dtype="i64")
         done_scores = T.full([B, K], NEG)
         done = T.full([B, K], False, dtype="bool")
         done_len = T.full([B, K], 0, dtype="i64")
@@ -333,19 +358,27 @@ def build_generation(pb, model, defaults: dict):
         go = final_tokens.emit_prompt(prompt)
         out = while_loop(beam_continue, beam_step, running, running_scores, done_seq, done_scores, done, done_len,
                          improvable, all_hit, prompt_len, cache, mask, scores, length_penalty, early_stopping,
-                         prompt_len, T.full([B], prompt_len, dtype="i64"), go, *o.values())
-        done_seq, done_scores, done_len, scores, streamed = out[2], out[3], out[5], out[11], out[15]
+                         prompt_len, T.full([B], prompt_len, dtype="i64"), go, scores, *o.values())
+        done_seq, done_scores, done_len, scores, streamed, raw = out[2], out[3], out[5], out[11], out[15], out[17]
         final_tokens.emit_beam_rest(done_seq, done_len, streamed)
         width = T.add(T.item(T.max(T.slice(done_len, 1, 0, num_return))), 1)
         rows = T.mul(B, num_return)
         seq = T.reshape(T.slice(T.slice(done_seq, 1, 0, num_return), 2, 0, width), [rows, width])
         seq_scores = T.reshape(T.slice(done_scores, 1, 0, num_return), [rows])
-        return seq, seq_scores, cond(o.out_scores, first, second, scores, None)
+        return seq, seq_scores, cond(o.out_scores, first, second, scores, None), cond(o.out_logits, first, second, raw,
+                                                                                      None)
 
     # ---- options and the entry point
 
-    names = input_names()
+    names = input_names(decoder_only)
     max_pos = model.max_positions
+
+    def default_limit(prompt_len):
+        """transformers' max_length when neither the call nor the checkpoint sets one:
+        20 tokens after the prompt, within the position table."""
+        if defaults["max_length"] is not None:
+            return defaults["max_length"]
+        return T.minimum(T.add(prompt_len, 20), max_pos)
 
     @pb.function(arg_types=["Tensor"] + ["Any"] * len(names))
     @_named("input_ids", *names)
@@ -353,29 +386,37 @@ def build_generation(pb, model, defaults: dict):
         """transformers' generate() for this checkpoint: greedy search, sampling, beam
         search or beam sampling, with the logits processors, all inside the program.
         Every option is an input named as in transformers; None means the checkpoint's
-        default (its generation_config). decoder_input_ids [batch, p] is a decoder
-        prompt, prefilled in one pass. Returns (sequences, sequences_scores or None,
-        per-step scores [steps, rows, V] or None)."""
+        default (its generation_config). The prompt (a decoder-only model's input_ids,
+        an encoder-decoder's decoder_input_ids [batch, p]) is prefilled in one pass.
+        Returns (sequences, sequences_scores or None, per-step scores [steps, rows, V]
+        or None)."""
         given = dict(zip(names, inputs))
         get = given.__getitem__
         # Bad inputs fail here, each with its own message, rather than deep inside an op.
         T.check(T.gt(T.size(input_ids, 0), 0), "generate: input_ids has no rows (an empty batch)")
-        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length source)")
+        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length "
+                f"{'prompt' if decoder_only else 'source'})")
         T.check(T.le(T.size(input_ids, 1), max_pos),
-                f"generate: the source is longer than max_position_embeddings ({max_pos})")
+                f"generate: the {'prompt' if decoder_only else 'source'} is longer than max_position_embeddings "
+                f"({max_pos})")
         attention_mask = T.if_none(get("attention_mask"), T.full_like(input_ids, 1))
         batch = T.size(input_ids, 0)
-        prompt = T.if_none(get("decoder_input_ids"), T.full([batch, 1], start, dtype="i64"))
-        T.check(T.eq(T.size(prompt, 0), batch), "generate: decoder_input_ids must have one row per input_ids row")
-        T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
+        if decoder_only:
+            prompt, what = input_ids, "input_ids"
+        else:
+            prompt, what = T.if_none(get("decoder_input_ids"), T.full([batch, 1], start, dtype="i64")), \
+                "decoder_input_ids"
+            T.check(T.eq(T.size(prompt, 0), batch), "generate: decoder_input_ids must have one row per input_ids row")
+            T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
         prompt_len = T.size(prompt, 1)
-        # lengths count the decoder prompt; max_new_tokens wins over max_length
+        # lengths count the prompt; max_new_tokens wins over max_length
         new = T.if_none(get("max_new_tokens"), -1)
         T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), "generate: max_new_tokens must be greater than 0")
         limit = cond(T.gt(new, 0), P.length_from_new_tokens, P.length_as_given, new, prompt_len,
-                     T.if_none(get("max_length"), defaults["max_length"]))
-        T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
-        T.check(T.gt(limit, prompt_len), "generate: max_length must be greater than the length of decoder_input_ids")
+                     T.if_none(get("max_length"), default_limit(prompt_len)))
+        if not decoder_only:
+            T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
+        T.check(T.gt(limit, prompt_len), f"generate: max_length must be greater than the length of {what}")
         T.check(T.le(limit, max_pos),
                 f"generate: max_length (or max_new_tokens + prompt) is past max_position_embeddings ({max_pos})")
         beams = T.if_none(get("num_beams"), defaults.get("num_beams", 1))
@@ -387,16 +428,26 @@ def build_generation(pb, model, defaults: dict):
         stopping = T.option_index(T.if_none(get("early_stopping"), defaults.get("early_stopping", False)), False,
                                   True, "never", what="early_stopping")
         sample = T.if_none(get("do_sample"), defaults.get("do_sample", False))
+        eos, eos_mask = end_tokens.resolve(get("eos_token_id"), ids)
+        # transformers fills finished beams with `pad_token_id or eos_token_id[0]`
+        fill = pad if pad else end_tokens.first(eos)
         values = {}
-        ctx = P.Context(prompt_len=prompt_len, ids=ids, sample=sample)
+        ctx = P.Context(prompt_len=prompt_len, ids=ids, sample=sample, eos=eos_mask)
         for p, _ in procs:
             if p.resolve is not None:
                 values.update(p.resolve(get, defaults, ctx))
         out_scores = T.if_none(get("output_scores"), False)
+        out_logits = T.if_none(get("output_logits"), False)
         generator = T.rng(T.if_none(get("seed"), 0))
-        states = model.encode(input_ids, attention_mask)
-        mask = model.source_mask(attention_mask)
+        if decoder_only:
+            # every position a row may reach: the prompt's mask, then the tokens to come
+            mask = T.concat(attention_mask, T.full([batch, T.sub(limit, prompt_len)], 1, dtype="i64"), dim=1)
+            states = mask
+        else:
+            states = model.encode(input_ids, attention_mask)
+            mask = model.source_mask(attention_mask)
         return cond(T.gt(beams, 1), beam_search, sample_search, states, mask, prompt, beams, num_return, penalty,
-                    stopping, limit, sample, out_scores, generator, *(values[n] for n in proc_names))
+                    stopping, limit, sample, out_scores, out_logits, generator, eos_mask, T.size(eos, 0), fill,
+                    *(values[n] for n in proc_names))
 
     return generate

@@ -33,15 +33,9 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
+from .layers import activation, linear, merge_heads, output_projection, split_heads
 
 KVCache = ObjectType("KVCache")
-
-ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
-               "gelu_pytorch_tanh": "gelu_tanh", "tanh": "tanh"}
-
-
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this importer does not compute."""
 
 
 @dataclass
@@ -59,7 +53,7 @@ class MarianSpec:
     activation: str
     scale_embedding: bool
     pad_token_id: int
-    eos_token_id: int
+    eos_token_id: int | tuple  # several: a row ends on any (generation_config's list)
     decoder_start_token_id: int
     max_position_embeddings: int
     # weight names, after resolving ties to one stored tensor
@@ -80,34 +74,11 @@ class MarianSpec:
 
 
 def _act(spec: MarianSpec, x):
-    kind = ACTIVATIONS[spec.activation]
-    if kind == "silu":
-        return T.silu(x)
-    if kind == "gelu":
-        return T.gelu(x)
-    if kind == "gelu_tanh":
-        return T.gelu(x, approximate="tanh")
-    if kind == "relu":
-        return T.relu(x)
-    return T.tanh(x)
+    return activation(spec.activation, x)
 
 
 def _proj(spec, x, prefix: str, layer):
-    bias = T.param(prefix + ".bias", layer)
-    if spec.quantize is not None:  # weights quantized offline by the import (pycompiler/quantize.py)
-        linear = T.linear_int8 if spec.quantize == "int8" else T.linear_w8a8
-        return linear(x, T.param(f"{prefix}.weight.{spec.quantize}", layer), T.param(prefix + ".weight.scale", layer), bias)
-    return T.linear(x, T.param(prefix + ".weight", layer), bias)
-
-
-def _heads(x, rows, length, heads: int, head_dim: int):
-    """[rows, length, heads * head_dim] -> [rows, heads, length, head_dim]."""
-    return T.transpose(T.reshape(x, [rows, length, heads, head_dim]), 1, 2)
-
-
-def _merge(x, rows, length, d_model: int):
-    """[rows, heads, length, head_dim] -> [rows, length, d_model]."""
-    return T.reshape(T.transpose(x, 1, 2), [rows, length, d_model])
+    return linear(spec.quantize, x, prefix, layer)
 
 
 def _positions(table: str, start, end):
@@ -127,11 +98,11 @@ def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, le
     dh_d = d // hd
     p = "model.decoder.layers.{}."
     rows = T.size(x, 0)
-    q = _heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, hd, dh_d)
-    k = _heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, hd, dh_d)
-    v = _heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, hd, dh_d)
+    q = split_heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, hd, dh_d)
+    k = split_heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, hd, dh_d)
+    v = split_heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, hd, dh_d)
     k_all, v_all = T.kv_append(cache, layer, k, v)
-    a = _merge(T.attention(q, k_all, v_all, self_mask, scale=dh_d ** -0.5), rows, length, d)
+    a = merge_heads(T.attention(q, k_all, v_all, self_mask, scale=dh_d ** -0.5), rows, length, d)
     x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
     # Cross-attention: the beams of a sentence (and their positions) become its query positions.
     ck, cv = T.kv_cross(cache, layer)
@@ -162,10 +133,10 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         p = "model.encoder.layers.{}."
         rows, length = T.size(x, 0), T.size(x, 1)
-        q = _heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, he, dh_e)
-        k = _heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, he, dh_e)
-        v = _heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, he, dh_e)
-        a = _merge(T.attention(q, k, v, mask, scale=dh_e ** -0.5), rows, length, d)
+        q = split_heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, he, dh_e)
+        k = split_heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, he, dh_e)
+        v = split_heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, he, dh_e)
+        a = merge_heads(T.attention(q, k, v, mask, scale=dh_e ** -0.5), rows, length, d)
         x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
         h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
         return _add_norm(x, h, p + "final_layer_norm", layer)
@@ -193,8 +164,8 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         batch, length = T.size(encoder_states, 0), T.size(encoder_states, 1)
         cache = T.kv_cache(spec.decoder_layers, rows, hd, dh_d, max_len)
         for layer in range(spec.decoder_layers):
-            k = _heads(_proj(spec, encoder_states, p + "k_proj", layer), batch, length, hd, dh_d)
-            v = _heads(_proj(spec, encoder_states, p + "v_proj", layer), batch, length, hd, dh_d)
+            k = split_heads(_proj(spec, encoder_states, p + "k_proj", layer), batch, length, hd, dh_d)
+            v = split_heads(_proj(spec, encoder_states, p + "v_proj", layer), batch, length, hd, dh_d)
             cache = T.kv_set_cross(cache, layer, k, v)
         return cache
 
@@ -226,12 +197,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         x = _embed_decoder(spec, tokens, position, T.add(position, 1))
         for layer in range(spec.decoder_layers):
             x = decoder_layer(x, cache, source_mask, layer)
-        x = T.reshape(x, [T.size(x, 0), d])
-        if spec.quantize is not None:
-            linear = T.linear_int8 if spec.quantize == "int8" else T.linear_w8a8
-            logits = linear(x, T.param(f"{spec.lm_head}.{spec.quantize}"), T.param(spec.lm_head + ".scale"))
-        else:
-            logits = T.linear(x, T.param(spec.lm_head))
+        logits = output_projection(spec.quantize, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
         return T.add(logits, T.param("final_logits_bias"))
 
     def reorder(cache, index):

@@ -48,6 +48,7 @@ def _tie_ok(b: int, n: int, want_rows, got_rows, want_scores, got_scores) -> boo
 def source_batches(prog, seed, batch, count, max_len=12):
     """`count` random batches of `batch` padded sources (lengths 2..max_len) for `prog`'s vocabulary."""
     pad, eos = prog.meta["pad_token_id"], prog.meta["eos_token_id"]
+    eos = eos[0] if isinstance(eos, list) else eos  # several end tokens: sources end with the first
     return random_sources(np.random.default_rng(seed), count, 2, pad, max_len, batch, pad, eos)
 
 

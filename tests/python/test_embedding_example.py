@@ -71,6 +71,20 @@ def test_example_builds_from_readme_and_matches_python(tmp_path):
         want = session.run_named("generate", {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
         assert tokens == want[0].tolist()
 
+    # examples/complete.cpp: a decoder-only program, its tokens streamed by the callback
+    from decoder_only_helpers import checkpoint
+
+    tensorvm.import_hf(checkpoint("gpt2-odd"), tmp_path / "gpt2.tvm")
+    prompt = [5, 17, 9, 33]
+    res = subprocess.run([str(tmp_path / "build" / "examples" / "complete"), str(tmp_path / "gpt2.tvm"),
+                          " ".join(map(str, prompt)), "7"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    sequence = [int(t) for t in lines[-1].removeprefix("sequence:").split()]
+    want = tensorvm.load(tmp_path / "gpt2.tvm").generate(np.array([prompt]), max_new_tokens=7)[0].tolist()
+    assert sequence == want
+    assert [int(t) for t in lines[:-1]] == want[len(prompt):]  # streamed one per step, in order
+
 
 def test_dev_component_installs_a_prefix(tmp_path):
     """Without pip: `cmake --install BUILD --prefix P --component dev` (docs/runtime.md) gives a

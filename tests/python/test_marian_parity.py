@@ -14,7 +14,7 @@ import pytest
 from marian_fixtures import hf, imported, random_sources
 from tensorvm.pycompiler.generation import generate
 from tensorvm.pycompiler.import_hf import import_hf
-from tensorvm.pycompiler.models.marian import UnsupportedConfig
+from tensorvm.pycompiler.importers import UnsupportedConfig
 
 OPUS = "opus-mt-en-fr-random"
 TINY = "tiny-marian"

@@ -127,9 +127,10 @@ def test_attention_errors(rng):
     q, k, v = qkv(rng, 2, 2, 3, 4, 8)
     check_error("attention", q.astype(np.int64), k, v, match="must be f32")
     check_error("attention", q[0], k, v, match=r"q must be 4-D")
-    check_error("attention", q, k[:, :, :, :4], v, match=r"k must be \[B, H, Tk, D\] = \[2, 2, Tk, 8\]")
+    check_error("attention", q, k[:, :, :, :4], v, match=r"k must be \[B, Hkv, Tk, D\] = \[2, Hkv, Tk, 8\]")
     check_error("attention", q, k[:1], v, match=r"k must be")
-    check_error("attention", q, k, v[:, :, :3], match=r"v must be \[B, H, Tk, Dv\] = \[2, 2, 4, Dv\]")
+    check_error("attention", q, k, v[:, :, :3], match=r"v must be \[B, Hkv, Tk, Dv\] = \[2, 2, 4, Dv\]")
+    check_error("attention", q, k, v[:, :1], match=r"v must be \[B, Hkv, Tk, Dv\] = \[2, 2, 4, Dv\]")
     check_error("attention", q, k, v, np.zeros((2, 2, 3, 5), np.float32), match=r"mask must broadcast to \[B, H, Tq, Tk\]")
     check_error("attention", q, k, v, np.zeros((3, 1, 1, 4), bool), match=r"mask must broadcast")
     check_error("attention", q, k, v, np.zeros((1, 1, 1, 3, 4), bool), match=r"mask must broadcast")
@@ -182,3 +183,138 @@ def test_attention_reads_keys_whose_rows_are_not_contiguous(rng):
     (o,) = Session(Program.from_text(TRANSPOSED_PROGRAM)).run("f", [q, k, v])
     want = naive(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), 1 / np.sqrt(8))
     np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- grouped-query attention
+
+def gqa(rng, b, h, hkv, tq, tk, d, dv=None):
+    dv = d if dv is None else dv
+    return (rng.standard_normal((b, h, tq, d)).astype(np.float32),
+            rng.standard_normal((b, hkv, tk, d)).astype(np.float32),
+            rng.standard_normal((b, hkv, tk, dv)).astype(np.float32))
+
+
+def torch_sdpa(q, k, v, mask=None, scale=None):
+    """torch's scaled_dot_product_attention after transformers' repeat_kv (repeat_interleave)."""
+    torch = pytest.importorskip("torch")
+    g = q.shape[1] // k.shape[1]
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    m = None if mask is None else torch.from_numpy(mask)
+    with torch.no_grad():
+        o = torch.nn.functional.scaled_dot_product_attention(
+            tq, tk.repeat_interleave(g, 1), tv.repeat_interleave(g, 1), attn_mask=m, scale=scale)
+    return o.numpy()
+
+
+def causal_left_padded(lengths, tq, tk):
+    """[B, 1, Tq, Tk] bool: the last tq queries of tk positions, causal, with each row's
+    first tk - length keys padding (a left-padded batch, as decoder-only LMs are fed)."""
+    lengths = np.asarray(lengths)
+    keys = np.arange(tk)
+    queries = np.arange(tk - tq, tk)
+    causal = keys[None, :] <= queries[:, None]                    # [Tq, Tk]
+    real = keys[None, :] >= (tk - lengths)[:, None]               # [B, Tk]
+    return (causal[None] & real[:, None, :])[:, None]
+
+
+@pytest.mark.parametrize("h, hkv", [(4, 4), (6, 3), (8, 2), (7, 1), (14, 2)])
+@pytest.mark.parametrize("tq, tk", [(9, 9), (1, 12), (5, 5)])
+def test_gqa_matches_torch_after_repeat_kv(rng, h, hkv, tq, tk):
+    q, k, v = gqa(rng, 3, h, hkv, tq, tk, 16)
+    got = check("attention", q, k, v)
+    np.testing.assert_allclose(got, torch_sdpa(q, k, v), rtol=1e-5, atol=2e-6)
+    # causal + left padding; rows of padded queries see nothing (zeros, here and in the reference)
+    mask = causal_left_padded([tk, max(1, tk - 3), 1], tq, tk)
+    got = check("attention", q, k, v, mask)
+    live = mask.any(-1)[:, 0]                                     # [B, Tq]: some key to attend to
+    want = torch_sdpa(q, k, v, mask)
+    np.testing.assert_allclose(got.transpose(0, 2, 1, 3)[live], want.transpose(0, 2, 1, 3)[live], rtol=1e-5, atol=2e-6)
+    np.testing.assert_array_equal(got.transpose(0, 2, 1, 3)[~live], 0)
+    assert (~live).any() == (tq > 1)
+    # an additive mask with a per-head bias and a scale
+    fm = np.where(mask, rng.standard_normal((3, h, tq, tk)), -np.inf).astype(np.float32)
+    got = check("attention", q, k, v, fm, scale=0.3)
+    np.testing.assert_allclose(got.transpose(0, 2, 1, 3)[live], torch_sdpa(q, k, v, fm, 0.3).transpose(0, 2, 1, 3)[live],
+                               rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("h, hkv", [(8, 2), (7, 1), (12, 4), (14, 2)])
+def test_gqa_equals_attention_on_repeated_kv(rng, h, hkv):
+    """Each query row's arithmetic is the same whichever block of heads it is computed
+    in: GQA gives the bits of plain attention on K/V repeated per query head."""
+    for tq, tk, d, dv in [(1, 40, 64, 64), (5, 5, 16, 8), (20, 33, 8, 24)]:
+        q, k, v = gqa(rng, 2, h, hkv, tq, tk, d, dv)
+        g = h // hkv
+        np.testing.assert_array_equal(call_op("attention", q, k, v),
+                                      call_op("attention", q, np.repeat(k, g, 1), np.repeat(v, g, 1)))
+
+
+def test_gqa_errors(rng):
+    q, k, v = gqa(rng, 2, 6, 4, 3, 5, 8)
+    check_error("attention", q, k, v, match=r"k has 4 heads, which do not divide q's 6", ref_match=r"k has 4 heads")
+    q, k, v = gqa(rng, 2, 6, 3, 3, 5, 8)
+    check_error("attention", q, k, v[:, :2], match=r"v must be \[B, Hkv, Tk, Dv\] = \[2, 3, 5, Dv\]")
+    check_error("attention", q, k[:, :0], v[:, :0], match=r"k has 0 heads")
+    check_error("attention", q, k, v, np.ones((2, 3, 3, 5), bool), match=r"mask must broadcast to \[B, H, Tq, Tk\] = \[2, 6, 3, 5\]")
+
+
+GQA_KV_PROGRAM = """# tensorvm ir 1
+def step(q: Tensor, k: Tensor, v: Tensor, m: Tensor, q2: Tensor, k2: Tensor, v2: Tensor, m2: Tensor, index: Tensor, q3: Tensor, k3: Tensor, v3: Tensor, m3: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    cache = kv_cache(2, 3, HKV, 16, 24)
+    ka, va = kv_append(cache, 1, k, v)
+    o1 = attention(q, ka, va, m)
+    kb, vb = kv_append(cache, 1, k2, v2)
+    o2 = attention(q2, kb, vb, m2)
+    c2 = kv_reorder(cache, index)
+    kc, vc = kv_append(c2, 1, k3, v3)
+    o3 = attention(q3, kc, vc, m3)
+    return o1, o2, o3, kc, vc
+"""
+
+
+@pytest.mark.parametrize("h, hkv", [(4, 4), (6, 3), (8, 2), (5, 1)])
+def test_gqa_reads_a_kv_cache_with_fewer_heads(rng, h, hkv):
+    """A cache of Hkv heads: left-padded prefill, a decode step, a beam reorder and another
+    step, each attention reading the cache's strided [B, Hkv, len, D] views in place."""
+    lengths, t = [6, 2, 4], 6
+    q, k, v = gqa(rng, 3, h, hkv, t, t, 16)
+    m = causal_left_padded(lengths, t, t)
+    q2, k2, v2 = gqa(rng, 3, h, hkv, 1, 1, 16)
+    m2 = causal_left_padded(lengths, 1, t + 1)  # the new token sees its row's real positions and itself
+    index = np.array([2, 2, 0], np.int64)
+    q3, k3, v3 = gqa(rng, 3, h, hkv, 1, 1, 16)
+    m3 = m2[index]
+    m3 = np.concatenate([m3, np.ones((3, 1, 1, 1), bool)], -1)
+    prog = Program.from_text(GQA_KV_PROGRAM.replace("HKV", str(hkv)))
+    o1, o2, o3, kc, vc = Session(prog).run("step", [q, k, v, m, q2, k2, v2, m2, index, q3, k3, v3, m3])
+    k_all, v_all = np.concatenate([k, k2], 2), np.concatenate([v, v2], 2)
+    k_re, v_re = np.concatenate([k_all[index], k3], 2), np.concatenate([v_all[index], v3], 2)
+    np.testing.assert_array_equal(kc, k_re)
+    np.testing.assert_array_equal(vc, v_re)
+    np.testing.assert_allclose(o1, ref.attention(q, k, v, m), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o2, ref.attention(q2, k_all, v_all, m2), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o3, ref.attention(q3, k_re, v_re, m3), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o3, torch_sdpa(q3, k_re, v_re, m3), rtol=1e-5, atol=2e-6)
+    # the padded query rows of the prefill attend to nothing
+    np.testing.assert_array_equal(o1[1, :, :4], 0)
+
+
+def test_gqa_reads_keys_whose_rows_are_not_contiguous(rng):
+    q = rng.standard_normal((2, 6, 5, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
+    (o,) = Session(Program.from_text(TRANSPOSED_PROGRAM)).run("f", [q, k, v])
+    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+    want = naive(q, np.repeat(kt, 3, 1), np.repeat(vt, 3, 1), 1 / np.sqrt(8))
+    np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_gqa_thread_count_does_not_change_the_bits(rng, threads):
+    text = ("# tensorvm ir 1\ndef f(q: Tensor, k: Tensor, v: Tensor, m: Tensor) -> Tensor:\n"
+            "    o = attention(q, k, v, m)\n    return o\n")
+    q, k, v = gqa(rng, 3, 14, 2, 5, 30, 32)
+    m = causal_left_padded([5, 3, 1], 5, 30)
+    one = Session(Program.from_text(text), 1).run("f", [q, k, v, m])[0]
+    many = Session(Program.from_text(text), threads).run("f", [q, k, v, m])[0]
+    np.testing.assert_array_equal(one, many)

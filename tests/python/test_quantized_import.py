@@ -7,7 +7,7 @@ import pytest
 import tensorvm
 from marian_fixtures import hf
 from tensorvm.pycompiler.import_hf import import_hf
-from tensorvm.pycompiler.models.marian import UnsupportedConfig
+from tensorvm.pycompiler.importers import UnsupportedConfig
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@
 //                [--threads N] [--time] [--stream]
 // The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
 // takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
-// between rows, rows padded with the program's pad id, and an attention_mask built to
-// match when the function takes one), --decoder-ids (a parameter named
+// between rows, rows padded with the program's pad id (on the left for a decoder-only
+// program, as transformers pads prompts), and an attention_mask built to match when
+// the function takes one), --decoder-ids (a parameter named
 // decoder_input_ids: the decoder prompt, rows of one length), --arg (parsed by the declared type), the array
 // named after it in --inputs, or the array arr_<position>; options left out keep the
 // program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
@@ -147,11 +148,17 @@ std::vector<std::vector<int64_t>> parse_ids(const std::string& text, const char*
   return rows;
 }
 
-int64_t pad_id(const vm::Program& p) {
-  auto meta = nlohmann::json::parse(p.meta_json(), nullptr, false);
+int64_t pad_id(const nlohmann::json& meta) {
   if (meta.is_object() && meta.contains("pad_token_id") && meta["pad_token_id"].is_number_integer())
     return meta["pad_token_id"].get<int64_t>();
   return 0;
+}
+
+// A decoder-only model's prompt is input_ids: transformers pads it on the left, so
+// that every row's last prompt token sits in the same slot.
+bool is_decoder_only(const nlohmann::json& meta) {
+  return meta.is_object() && meta.contains("is_encoder_decoder") && meta["is_encoder_decoder"].is_boolean() &&
+         !meta["is_encoder_decoder"].get<bool>();
 }
 
 void print_value(const std::string& label, const vm::Value& v) {
@@ -258,6 +265,8 @@ int run(int argc, char** argv) {
   if (!ids_text.empty()) ids = parse_ids(ids_text);
   size_t max_len = 0;
   for (const auto& r : ids) max_len = std::max(max_len, r.size());
+  const nlohmann::json meta = nlohmann::json::parse(program->meta_json(), nullptr, false);
+  const bool left_pad = is_decoder_only(meta);
   std::vector<std::vector<int64_t>> prompt;
   if (!decoder_ids_text.empty()) prompt = parse_ids(decoder_ids_text, "--decoder-ids");
   for (const auto& r : prompt)
@@ -277,10 +286,14 @@ int run(int argc, char** argv) {
       const bool mask = name == "attention_mask";
       vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(ids.size()), int64_t(max_len)});
       int64_t* d = t.data<int64_t>();
-      const int64_t pad = pad_id(*program);
-      for (size_t r = 0; r < ids.size(); ++r)
-        for (size_t c = 0; c < max_len; ++c)
-          d[r * max_len + c] = c < ids[r].size() ? (mask ? 1 : ids[r][c]) : (mask ? 0 : pad);
+      const int64_t pad = pad_id(meta);
+      for (size_t r = 0; r < ids.size(); ++r) {
+        const size_t first = left_pad ? max_len - ids[r].size() : 0;  // the row's first token slot
+        for (size_t c = 0; c < max_len; ++c) {
+          const bool token = c >= first && c < first + ids[r].size();
+          d[r * max_len + c] = token ? (mask ? 1 : ids[r][c - first]) : (mask ? 0 : pad);
+        }
+      }
       inputs.emplace_back(t);
     } else if (!prompt.empty() && name == "decoder_input_ids") {
       const int64_t width = int64_t(prompt[0].size());
@@ -368,11 +381,13 @@ int run(int argc, char** argv) {
   if (!outputs_path.empty()) ir::write_arrays(outputs_path, to_write);
   if (timed) {
     fmt::print("time: {:.2f} ms", ms);
-    // For generate-style outputs ([batch, length] token ids after a start token),
-    // the cost per generated position.
-    if (!outs.empty() && outs[0].is_tensor() && outs[0].as_tensor().dtype() == vm::DType::i64 &&
-        outs[0].as_tensor().ndim() == 2 && outs[0].as_tensor().size(1) > 1)
-      fmt::print(" ({:.2f} ms per generated token)", ms / double(outs[0].as_tensor().size(1) - 1));
+    // For generate-style outputs ([batch, length] token ids after the prompt: the
+    // decoder-only prompt, the decoder prompt, or the decoder start token), the cost
+    // per generated position.
+    const int64_t prompt_width = left_pad ? int64_t(max_len) : prompt.empty() ? 1 : int64_t(prompt[0].size());
+    if (fn.name == "generate" && !outs.empty() && outs[0].is_tensor() && outs[0].as_tensor().dtype() == vm::DType::i64 &&
+        outs[0].as_tensor().ndim() == 2 && outs[0].as_tensor().size(1) > prompt_width)
+      fmt::print(" ({:.2f} ms per generated token)", ms / double(outs[0].as_tensor().size(1) - prompt_width));
     fmt::print("\n");
   }
   return 0;

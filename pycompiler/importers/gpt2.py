@@ -1,0 +1,72 @@
+"""GPT-2 (GPT2LMHeadModel): config -> GPT2Spec; c_attn split into q/k/v and every
+Conv1D weight ([in, out], x @ W) transposed to linear's [out, in]."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import gpt2
+from ..models.gpt2 import GPT2Spec
+from ..models.layers import ACTIVATIONS
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
+
+LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
+
+
+def spec_from_config(config, gen) -> GPT2Spec:
+    act = config.activation_function
+    if act not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    if config.n_embd % config.n_head:
+        raise UnsupportedConfig(f"import_hf: n_embd {config.n_embd} is not divisible by n_head {config.n_head}")
+    for flag in ("scale_attn_by_inverse_layer_idx", "add_cross_attention"):
+        if getattr(config, flag, False):
+            raise UnsupportedConfig(f"import_hf: GPT-2 with {flag}=True is not supported")
+    # reorder_and_upcast_attn only changes fp16 rounding: every product here is f32 already
+    eos = eos_ids(config, gen, config.vocab_size)
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
+    return GPT2Spec(
+        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head,
+        ffn_dim=config.n_inner if config.n_inner is not None else 4 * config.n_embd,
+        vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
+        eps=config.layer_norm_epsilon, activation=act,
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
+        scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)
+
+
+def weights(spec: GPT2Spec, state: dict) -> dict:
+    spec.lm_head = canonical_name(state, "lm_head.weight")
+    src = stored_weights(state)
+    w = {}
+    d = spec.d_model
+    for name, a in src.items():
+        if not name.startswith("transformer.h."):
+            w[name] = a
+            continue
+        prefix, _, rest = name.partition(".attn.") if ".attn." in name else name.partition(".mlp.")
+        kind = "attn" if ".attn." in name else "mlp"
+        if kind == "attn" and rest.startswith("c_attn."):
+            what = rest.split(".")[1]  # weight [d, 3d] or bias [3d]
+            for i, role in enumerate(("q_proj", "k_proj", "v_proj")):
+                part = a[:, i * d:(i + 1) * d].T if what == "weight" else a[i * d:(i + 1) * d]
+                w[f"{prefix}.attn.{role}.{what}"] = np.ascontiguousarray(part)
+        elif rest in ("c_proj.weight", "c_proj.bias", "c_fc.weight", "c_fc.bias"):
+            layer, what = rest.split(".")
+            role = {("attn", "c_proj"): "o_proj", ("mlp", "c_fc"): "fc_in", ("mlp", "c_proj"): "fc_out"}[(kind, layer)]
+            w[f"{prefix}.{kind}.{role}.{what}"] = np.ascontiguousarray(a.T if what == "weight" else a)
+        elif name.endswith((".weight", ".bias")) and (".ln_1." in name or ".ln_2." in name):
+            w[name] = a
+    return w
+
+
+def linear_weights(spec: GPT2Spec, w: dict) -> list:
+    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
+
+
+def meta(spec: GPT2Spec) -> dict:
+    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
+            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
+
+
+ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)

@@ -1,0 +1,89 @@
+"""Llama and Qwen2 (LlamaForCausalLM, Qwen2ForCausalLM): config -> LlamaSpec. The
+rotary frequencies are read from the loaded model's rotary_emb (inv_freq with
+rope_scaling applied, and its attention_scaling), so every static rope type
+transformers computes is imported as transformers computes it."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import llama
+from ..models.layers import ACTIVATIONS
+from ..models.llama import LlamaSpec
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
+    stored_weights
+
+LINEAR_SUFFIXES = ("_proj.weight",)
+# rope types whose frequencies do not change with the sequence length
+STATIC_ROPE = ("default", "linear", "llama3", "yarn")
+
+
+def _spec(config, gen, *, qkv_bias: bool, o_bias: bool) -> LlamaSpec:
+    act = config.hidden_act
+    if act not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: hidden_act '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads
+    if heads % kv_heads:
+        raise UnsupportedConfig(f"import_hf: num_attention_heads {heads} is not a multiple of "
+                                f"num_key_value_heads {kv_heads}")
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    if head_dim % 2:
+        raise UnsupportedConfig(f"import_hf: head_dim {head_dim} is odd; rotary embedding needs pairs")
+    rope = dict(getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {})
+    rope_type = rope.get("rope_type", rope.get("type", "default"))
+    if rope_type not in STATIC_ROPE:
+        raise UnsupportedConfig(f"import_hf: rope_type '{rope_type}' is not supported ({', '.join(STATIC_ROPE)})")
+    if getattr(config, "pretraining_tp", 1) not in (None, 1):
+        raise UnsupportedConfig("import_hf: pretraining_tp > 1 is not supported")
+    if getattr(config, "use_sliding_window", False) and any(
+            t == "sliding_attention" for t in (getattr(config, "layer_types", None) or [])):
+        raise UnsupportedConfig("import_hf: sliding-window attention layers are not supported")
+    eos = eos_ids(config, gen, config.vocab_size)
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
+    return LlamaSpec(
+        d_model=config.hidden_size, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
+        head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
+        max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
+        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
+        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts)
+
+
+def from_model(spec: LlamaSpec, model) -> None:
+    """The rotary embedding's frequencies and scaling, as the loaded model computes them."""
+    rotary = model.model.rotary_emb
+    spec.inv_freq = rotary.inv_freq.detach().float().numpy().copy()
+    spec.rope_scale = float(rotary.attention_scaling)
+    if spec.inv_freq.shape != (spec.head_dim // 2,):
+        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, expected "
+                                f"[{spec.head_dim // 2}] (partial rotary is not supported)")
+
+
+def weights(spec: LlamaSpec, state: dict) -> dict:
+    spec.lm_head = canonical_name(state, "lm_head.weight")
+    w = {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n}
+    w["rotary.inv_freq"] = np.asarray(spec.inv_freq, np.float32)
+    return w
+
+
+def linear_weights(spec: LlamaSpec, w: dict) -> list:
+    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
+
+
+def meta(spec: LlamaSpec) -> dict:
+    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
+            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings,
+            "num_key_value_heads": spec.kv_heads}
+
+
+
+def _llama_spec(config, gen) -> LlamaSpec:
+    bias = bool(getattr(config, "attention_bias", False))
+    return _spec(config, gen, qkv_bias=bias, o_bias=bias)
+
+
+def _qwen2_spec(config, gen) -> LlamaSpec:
+    return _spec(config, gen, qkv_bias=True, o_bias=False)  # Qwen2: q/k/v biases, none on o_proj
+
+
+LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, linear_weights, meta, llama.build, from_model)
+QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, linear_weights, meta, llama.build, from_model)

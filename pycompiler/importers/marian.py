@@ -1,0 +1,71 @@
+"""Marian (MarianMTModel): config -> MarianSpec, checkpoint weights -> the names
+models/marian.py reads."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import marian
+from ..models.layers import ACTIVATIONS
+from ..models.marian import MarianSpec
+from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options, stored_weights
+
+LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
+
+
+def spec_from_config(config, gen) -> MarianSpec:
+    """The computation a Marian config and generation config describe, or UnsupportedConfig."""
+    act = getattr(config, "activation_function", "swish")
+    if act not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
+        if config.d_model % getattr(config, heads_attr):
+            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    shared = getattr(config, "share_encoder_decoder_embeddings", True)
+    dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
+    eos = eos_ids(config, gen, dec_vocab)
+    # transformers' default for an encoder-decoder: 20 tokens after the decoder start
+    opts = generation_options(config, gen, vocab_size=dec_vocab, eos=eos,
+                              default_max_length=min(20 + 1, config.max_position_embeddings))
+    decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    return MarianSpec(
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
+        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
+        encoder_ffn_dim=config.encoder_ffn_dim, decoder_ffn_dim=config.decoder_ffn_dim,
+        vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
+        activation=act, scale_embedding=bool(config.scale_embedding),
+        pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
+        max_position_embeddings=config.max_position_embeddings, generation=opts,
+    )
+
+
+def weights(spec: MarianSpec, state: dict) -> dict:
+    """The stored weights under the names models/marian.py reads (spec's tied names resolved)."""
+    for role in ("encoder_embed", "decoder_embed", "lm_head"):
+        setattr(spec, role, canonical_name(state, getattr(spec, role)))
+    w = stored_weights(state)
+    w["final_logits_bias"] = w["final_logits_bias"].reshape(-1)
+    if w["final_logits_bias"].shape[0] != spec.decoder_vocab_size:
+        raise UnsupportedConfig("import_hf: final_logits_bias does not match the decoder vocabulary")
+    for side in ("encoder", "decoder"):
+        if not np.any(w[f"model.{side}.embed_positions.weight"]):
+            raise UnsupportedConfig(f"import_hf: model.{side}.embed_positions.weight is all zeros")
+    return w
+
+
+def linear_weights(spec: MarianSpec, w: dict) -> list:
+    """The weights quantize= turns into int8: every linear layer's and the output projection."""
+    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
+
+
+def meta(spec: MarianSpec) -> dict:
+    return {
+        "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
+        "decoder_start_token_id": spec.decoder_start_token_id,
+        "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
+        "max_position_embeddings": spec.max_position_embeddings,
+    }
+
+
+ARCH = Architecture("MarianMTModel", spec_from_config, weights, linear_weights, meta, marian.build)

@@ -1,0 +1,120 @@
+"""GPT-2 (GPT2LMHeadModel): a decoder-only network of pre-LayerNorm blocks with
+learned positions and tied output embeddings.
+
+    init_cache(rows, max_len) -> KVCache
+    prefill(cache, tokens, mask) -> KVCache filled for slots [0, n)
+    decode_step(cache, tokens, mask, position) -> next-token logits [rows, vocab]
+    forward(input_ids, attention_mask) -> logits [batch, length, vocab]
+    generate(input_ids, attention_mask=None, ...)  (the generation library's)
+
+`mask` is the attention mask over every cache slot, [rows, >= slots used]: 1 for a
+token, 0 for left padding. Position ids come from it as transformers derives them.
+The importer (importers/gpt2.py) splits c_attn into q/k/v projections and stores
+every Conv1D weight transposed, as linear's [out, in].
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import DecoderOnly, TokenIds, build_generation
+from ..types import ObjectType, Tensor
+from .layers import activation, causal_mask, linear, merge_heads, output_projection, position_ids, split_heads, \
+    step_mask
+
+KVCache = ObjectType("KVCache")
+P = "transformer.h.{}."
+
+
+@dataclass
+class GPT2Spec:
+    """Everything in a GPT-2 config that changes the computation."""
+    d_model: int
+    layers: int
+    heads: int
+    ffn_dim: int
+    vocab_size: int
+    max_position_embeddings: int
+    eps: float
+    activation: str
+    eos_token_id: int | tuple  # several: a row ends on any
+    pad_token_id: int
+    scale_attention: bool = True
+    lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor
+    quantize: str | None = None
+    generation: dict = field(default_factory=dict)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+
+def _norm(x, name: str, layer, eps: float):
+    return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=eps)
+
+
+def build(spec: GPT2Spec, weights, meta=None) -> ProgramBuilder:
+    """Traces the GPT-2 program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, h, hd, q8 = spec.d_model, spec.heads, spec.head_dim, spec.quantize
+    scale = hd ** -0.5 if spec.scale_attention else 1.0
+
+    @pb.function
+    def block(x: Tensor, cache: KVCache, mask: Tensor, layer: int) -> Tensor:
+        """One block over x [rows, n, d] at the next n cache slots; mask [rows, 1, n, keys]."""
+        rows, n = T.size(x, 0), T.size(x, 1)
+        a = _norm(x, P + "ln_1", layer, spec.eps)
+        q = split_heads(linear(q8, a, P + "attn.q_proj", layer), rows, n, h, hd)
+        k = split_heads(linear(q8, a, P + "attn.k_proj", layer), rows, n, h, hd)
+        v = split_heads(linear(q8, a, P + "attn.v_proj", layer), rows, n, h, hd)
+        k_all, v_all = T.kv_append(cache, layer, k, v)
+        a = merge_heads(T.attention(q, k_all, v_all, mask, scale=scale), rows, n, d)
+        x = T.add(x, linear(q8, a, P + "attn.o_proj", layer))
+        m = _norm(x, P + "ln_2", layer, spec.eps)
+        m = linear(q8, activation(spec.activation, linear(q8, m, P + "mlp.fc_in", layer)), P + "mlp.fc_out", layer)
+        return T.add(x, m)
+
+    def hidden(cache, tokens, mask, start, end, attn_mask):
+        """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
+        x = T.add(T.embedding(tokens, T.param("transformer.wte.weight")),
+                  T.embedding(position_ids(mask, start, end), T.param("transformer.wpe.weight")))
+        for layer in range(spec.layers):
+            x = block(x, cache, attn_mask, layer)
+        return _norm(x, "transformer.ln_f", None, spec.eps)
+
+    @pb.function
+    def init_cache(rows: int, max_len: int) -> KVCache:
+        """Self-attention room for `rows` rows and max_len slots in every layer."""
+        return T.kv_cache(spec.layers, rows, h, hd, max_len)
+
+    @pb.function
+    def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:
+        """Runs tokens [rows, n] at slots [0, n) in one pass; returns the filled cache."""
+        n = T.size(tokens, 1)
+        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
+        return cache
+
+    @pb.function
+    def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
+        end = T.add(position, 1)
+        x = hidden(cache, tokens, mask, position, end, step_mask(mask, position))
+        return output_projection(q8, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
+
+    @pb.function
+    def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """Logits [batch, length, vocab] of every position, as the model's forward pass."""
+        rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
+        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n))
+        return T.reshape(output_projection(q8, T.reshape(x, [T.mul(rows, n), d]), spec.lm_head),
+                         [rows, n, spec.vocab_size])
+
+    def reorder(cache, index):
+        return T.kv_reorder(cache, index)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size)
+    build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step,
+                                     reorder=reorder, ids=ids, max_positions=spec.max_position_embeddings),
+                     spec.generation)
+    return pb

@@ -1,0 +1,77 @@
+"""Pieces every model file composes its network from: linear layers (f32 or
+quantized at import), splitting and merging attention heads, and the position ids
+and attention masks of a left-padded batch in a decoder-only model."""
+from __future__ import annotations
+
+from .. import ops as T
+
+# transformers' activation names (config.activation_function / hidden_act) -> our op
+ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
+               "gelu_pytorch_tanh": "gelu_tanh", "tanh": "tanh"}
+
+
+def activation(name: str, x):
+    """transformers' activation `name` (a key of ACTIVATIONS) applied to x."""
+    kind = ACTIVATIONS[name]
+    if kind == "silu":
+        return T.silu(x)
+    if kind == "gelu":
+        return T.gelu(x)
+    if kind == "gelu_tanh":
+        return T.gelu(x, approximate="tanh")
+    if kind == "relu":
+        return T.relu(x)
+    return T.tanh(x)
+
+
+def linear(quantize, x, prefix: str, layer=None, bias: bool = True):
+    """x @ W^T + b for the weight `prefix.weight` (and `prefix.bias`); `quantize`
+    (None, "int8" or "w8a8") selects the op the importer's weights are stored for."""
+    b = T.param(prefix + ".bias", layer) if bias else None
+    if quantize is not None:  # weights quantized offline by the import (pycompiler/quantize.py)
+        op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
+        return op(x, T.param(f"{prefix}.weight.{quantize}", layer), T.param(prefix + ".weight.scale", layer), b)
+    return T.linear(x, T.param(prefix + ".weight", layer), b)
+
+
+def output_projection(quantize, x, name: str):
+    """Logits from the last hidden states with the (possibly tied) output matrix `name`."""
+    if quantize is not None:
+        op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
+        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"))
+    return T.linear(x, T.param(name))
+
+
+def split_heads(x, rows, length, heads: int, head_dim: int):
+    """[rows, length, heads * head_dim] -> [rows, heads, length, head_dim]."""
+    return T.transpose(T.reshape(x, [rows, length, heads, head_dim]), 1, 2)
+
+
+def merge_heads(x, rows, length, width: int):
+    """[rows, heads, length, head_dim] -> [rows, length, width]."""
+    return T.reshape(T.transpose(x, 1, 2), [rows, length, width])
+
+
+def position_ids(mask, start, end):
+    """Position ids [rows, end - start] of cache slots [start, end), as transformers
+    derives them from a 2-D attention mask (generate's _prepare_position_ids_for_
+    generation): a row's tokens count 0, 1, ... from its first unmasked slot, padded
+    slots get 0. `mask` [rows, >= end] is 1 for a token, 0 for padding."""
+    m = T.slice(mask, 1, 0, end)
+    pos = T.masked_fill(T.sub(T.cumsum(m, 1), 1), T.eq(m, 0), 0)
+    return T.slice(pos, 1, start, end)
+
+
+def causal_mask(mask, start, end):
+    """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
+    j <= i where the row has a token (True attends)."""
+    rows = T.size(mask, 0)
+    keys = T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [rows, 1, 1, end])
+    q = T.reshape(T.arange(start, end), [T.sub(end, start), 1])
+    return T.logical_and(keys, T.le(T.reshape(T.arange(0, end), [1, end]), q))
+
+
+def step_mask(mask, position):
+    """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends."""
+    end = T.add(position, 1)
+    return T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [T.size(mask, 0), 1, 1, end])

@@ -1,0 +1,125 @@
+"""The Llama family (LlamaForCausalLM, Qwen2ForCausalLM): a decoder-only network of
+pre-RMSNorm blocks with rotary positions, grouped-query attention and a SwiGLU MLP.
+
+    init_cache(rows, max_len) -> KVCache (num_key_value_heads per layer)
+    prefill(cache, tokens, mask) -> KVCache filled for slots [0, n)
+    decode_step(cache, tokens, mask, position) -> next-token logits [rows, vocab]
+    forward(input_ids, attention_mask) -> logits [batch, length, vocab]
+    generate(input_ids, attention_mask=None, ...)  (the generation library's)
+
+`mask` is the attention mask over every cache slot (1 token, 0 left padding);
+position ids come from it as transformers derives them. The rotary frequencies are
+the checkpoint model's own inv_freq buffer (rope_scaling already applied), stored
+as the weight `rotary.inv_freq`. Grouped-query attention reads each K/V head for
+heads / kv_heads query heads; the cache holds only kv_heads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import DecoderOnly, TokenIds, build_generation
+from ..types import ObjectType, Tensor
+from .layers import activation, causal_mask, linear, merge_heads, output_projection, position_ids, split_heads, \
+    step_mask
+
+KVCache = ObjectType("KVCache")
+P = "model.layers.{}."
+
+
+@dataclass
+class LlamaSpec:
+    """Everything in a Llama or Qwen2 config that changes the computation."""
+    d_model: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn_dim: int
+    vocab_size: int
+    max_position_embeddings: int
+    eps: float
+    activation: str
+    eos_token_id: int | tuple
+    pad_token_id: int
+    qkv_bias: bool = False  # Llama's attention_bias, or Qwen2 (q/k/v only)
+    o_bias: bool = False
+    mlp_bias: bool = False
+    rope_scale: float = 1.0  # transformers' attention_scaling (multiplies cos and sin)
+    inv_freq: object = None  # [head_dim / 2] f32, the checkpoint model's rotary frequencies
+    lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor
+    quantize: str | None = None
+    generation: dict = field(default_factory=dict)
+
+
+def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
+    """Traces the program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, h, kvh, hd, q8 = spec.d_model, spec.heads, spec.kv_heads, spec.head_dim, spec.quantize
+
+    def norm(x, name, layer=None):
+        return T.rms_norm(x, T.param(name + ".weight", layer), eps=spec.eps)
+
+    @pb.function
+    def block(x: Tensor, cache: KVCache, mask: Tensor, positions: Tensor, layer: int) -> Tensor:
+        """One block over x [rows, n, d] at the next n cache slots with position ids
+        positions [rows, n]; mask [rows, 1, n, keys]."""
+        rows, n = T.size(x, 0), T.size(x, 1)
+        a = norm(x, P + "input_layernorm", layer)
+        inv_freq = T.param("rotary.inv_freq")
+        q = split_heads(linear(q8, a, P + "self_attn.q_proj", layer, spec.qkv_bias), rows, n, h, hd)
+        k = split_heads(linear(q8, a, P + "self_attn.k_proj", layer, spec.qkv_bias), rows, n, kvh, hd)
+        v = split_heads(linear(q8, a, P + "self_attn.v_proj", layer, spec.qkv_bias), rows, n, kvh, hd)
+        q = T.rotary(q, positions, inv_freq, spec.rope_scale)
+        k = T.rotary(k, positions, inv_freq, spec.rope_scale)
+        k_all, v_all = T.kv_append(cache, layer, k, v)
+        a = merge_heads(T.attention(q, k_all, v_all, mask, scale=hd ** -0.5), rows, n, h * hd)
+        x = T.add(x, linear(q8, a, P + "self_attn.o_proj", layer, spec.o_bias))
+        m = norm(x, P + "post_attention_layernorm", layer)
+        gate = activation(spec.activation, linear(q8, m, P + "mlp.gate_proj", layer, spec.mlp_bias))
+        m = T.mul(gate, linear(q8, m, P + "mlp.up_proj", layer, spec.mlp_bias))
+        return T.add(x, linear(q8, m, P + "mlp.down_proj", layer, spec.mlp_bias))
+
+    def hidden(cache, tokens, mask, start, end, attn_mask):
+        """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
+        x = T.embedding(tokens, T.param("model.embed_tokens.weight"))
+        positions = position_ids(mask, start, end)
+        for layer in range(spec.layers):
+            x = block(x, cache, attn_mask, positions, layer)
+        return norm(x, "model.norm")
+
+    @pb.function
+    def init_cache(rows: int, max_len: int) -> KVCache:
+        """Self-attention room for `rows` rows and max_len slots of kv_heads heads in every layer."""
+        return T.kv_cache(spec.layers, rows, kvh, hd, max_len)
+
+    @pb.function
+    def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:
+        """Runs tokens [rows, n] at slots [0, n) in one pass; returns the filled cache."""
+        n = T.size(tokens, 1)
+        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
+        return cache
+
+    @pb.function
+    def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
+        x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position))
+        return output_projection(q8, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
+
+    @pb.function
+    def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """Logits [batch, length, vocab] of every position, as the model's forward pass."""
+        rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
+        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n))
+        return T.reshape(output_projection(q8, T.reshape(x, [T.mul(rows, n), d]), spec.lm_head),
+                         [rows, n, spec.vocab_size])
+
+    def reorder(cache, index):
+        return T.kv_reorder(cache, index)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size)
+    build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step,
+                                     reorder=reorder, ids=ids, max_positions=spec.max_position_embeddings),
+                     spec.generation)
+    return pb

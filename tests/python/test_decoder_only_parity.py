@@ -1,0 +1,89 @@
+"""Decoder-only models (GPT-2, Llama, Qwen2) against transformers itself: logits of
+the forward pass and of each decode step within 1e-4, and generate token-exact
+(greedy and beam search with several returned sequences), on seeded random-weight
+checkpoints of odd sizes (tests/fixtures/decoder_checkpoints.py) with batches of
+left-padded prompts of different lengths."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tensorvm
+from decoder_only_helpers import AVAILABLE as NAMES, checkpoint, hf_model, hf_position_ids, left_padded, random_prompts
+
+ATOL = 1e-4
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def case(request, tmp_path_factory):
+    name = request.param
+    out = tmp_path_factory.mktemp(name) / "model.tvm"
+    tensorvm.import_hf(checkpoint(name), out)
+    return name, tensorvm.load(out), hf_model(name)
+
+
+def _prompts(model, lengths, seed=0):
+    cfg = model.config
+    return left_padded(random_prompts(np.random.default_rng(seed), cfg.vocab_size, lengths), pad=0)
+
+
+def test_forward_logits(case):
+    name, prog, model = case
+    ids, mask = _prompts(model, [7, 3, 5])
+    with torch.no_grad():
+        ref = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                    position_ids=torch.tensor(hf_position_ids(mask))).logits.numpy()
+    got = prog.run("forward", ids, mask)
+    assert got.shape == ref.shape
+    real = mask == 1  # a padded position's output is not defined the same way
+    np.testing.assert_allclose(got[real], ref[real], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("lengths", [[6], [7, 3, 5]], ids=["batch1", "batch3"])
+def test_greedy_and_step_logits(case, lengths):
+    name, prog, model = case
+    ids, mask = _prompts(model, lengths, seed=len(lengths))
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=12,
+                             do_sample=False, output_logits=True, return_dict_in_generate=True)
+    out = prog.generate(ids, mask, max_new_tokens=12, output_scores=True)
+    np.testing.assert_array_equal(out.sequences, ref.sequences.numpy())
+    # no processor is on by default, so the scores are the decode steps' logits
+    for step, (got, want) in enumerate(zip(out.scores, ref.logits)):
+        np.testing.assert_allclose(got, want.numpy(), atol=ATOL, rtol=0, err_msg=f"step {step}")
+
+
+@pytest.mark.parametrize("lengths", [[5], [4, 8, 6]], ids=["batch1", "batch3"])
+def test_beam_search(case, lengths):
+    name, prog, model = case
+    ids, mask = _prompts(model, lengths, seed=10 + len(lengths))
+    kw = dict(max_new_tokens=10, num_beams=3, num_return_sequences=2, do_sample=False)
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), output_scores=True,
+                             return_dict_in_generate=True, **kw)
+    out = prog.generate(ids, mask, output_scores=True, **kw)
+    np.testing.assert_array_equal(out.sequences, ref.sequences.numpy())
+    np.testing.assert_allclose(out.sequences_scores, ref.sequences_scores.numpy(), atol=ATOL, rtol=0)
+
+
+def test_default_length_is_twenty_new_tokens(case):
+    name, prog, model = case
+    ids, mask = _prompts(model, [4, 9], seed=3)
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), do_sample=False)
+    np.testing.assert_array_equal(prog.generate(ids, mask, do_sample=False), ref.numpy())
+
+
+def test_replay_matches_vm(case):
+    name, prog, model = case
+    ids, mask = _prompts(model, [3, 5], seed=4)
+    kw = dict(max_new_tokens=4, num_beams=2)
+    np.testing.assert_array_equal(prog.generate(ids, mask, engine="replay", **kw), prog.generate(ids, mask, **kw))
+
+
+def test_decoder_input_ids_refused(case):
+    name, prog, model = case
+    ids, mask = _prompts(model, [3])
+    with pytest.raises(ValueError, match="decoder-only model's prompt is input_ids"):
+        prog.generate(ids, mask, decoder_input_ids=ids)
