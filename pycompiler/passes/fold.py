@@ -7,7 +7,6 @@ import math
 
 from ... import _C
 from .. import ir
-from .cse import rename_stmt
 from .effects import Effects
 
 
@@ -60,5 +59,3 @@ def fold(module: ir.Module) -> int:
         f.body = body
     return folded
 
-
-__all__ = ["fold", "rename_stmt"]
