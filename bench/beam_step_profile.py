@@ -1,7 +1,7 @@
 """Where one beam-search step of a Marian program spends its time, from the profiler's trace.
 
     python bench/beam_step_profile.py --program DIR [--beams 4] [--batch 1] [--new-tokens 32]
-                                      [--threads 1] [--warmup 1] [--trace out.json]
+                                      [--threads 1] [--warmup 1] [--trace out.json] [--cpu-time]
 
 Profiles `generate` (Program.profile, docs/tools.md), then takes the iterations of
 the beam loop (the while_loop of `beam_search`) from the trace: each is one step.
@@ -44,6 +44,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--trace", help="also write the Chrome trace here")
+    ap.add_argument("--cpu-time", action="store_true", help="the thread's CPU time, not wall time (a busy machine)")
     args = ap.parse_args()
 
     import tensorvm
@@ -53,15 +54,16 @@ def main() -> int:
     mask = np.ones_like(ids)
     opts = dict(num_beams=args.beams, max_new_tokens=args.new_tokens)
 
-    prof = prog.profile("generate", ids, mask, warmup=args.warmup, **opts)
+    prof = prog.profile("generate", ids, mask, warmup=args.warmup, cpu_time=args.cpu_time, **opts)
     if args.trace:
         prof.trace(args.trace)
     # The same call with no hook, for the step's real time.
-    walls = []
+    walls, cpus = [], []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         prog.generate(ids, mask, **opts)
         walls.append(time.perf_counter() - t0)
+        cpus.append(time.thread_time() - c0)
     events = prof.trace_events()["traceEvents"]
 
     steps = []
@@ -94,9 +96,10 @@ def main() -> int:
         return 1
     step_us = sum(steps) / n
     print(f"program {args.program}: generate, batch {args.batch}, {args.beams} beams, {args.new_tokens} new tokens, "
-          f"{args.threads} thread(s)")
-    print(f"generate: {statistics.median(walls) * 1e3:.1f} ms wall with no hook (median of 3), "
-          f"{prof.run_seconds * 1e3:.1f} ms under the profiler")
+          f"{args.threads} thread(s), {'CPU' if args.cpu_time else 'wall'} time")
+    print(f"generate with no hook (median of 3): {statistics.median(walls) * 1e3:.1f} ms wall, "
+          f"{statistics.median(cpus) * 1e3:.1f} ms CPU time of this thread; under the profiler: "
+          f"{prof.run_seconds * 1e3:.1f} ms")
     print(f"beam steps: {n}, {step_us / 1e3:.3f} ms per step under the profiler "
           f"(median {statistics.median(steps) / 1e3:.3f} ms)\n")
     print("| part of the step | ms per step | share |")

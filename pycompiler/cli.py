@@ -6,7 +6,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
-                 [--top N] [--trace out.json]
+                 [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
     tensorvm optimize PROGRAM -o OUT [--passes fold,cse,dce]
     tensorvm inspect PROGRAM [--ir]
@@ -66,10 +66,11 @@ def cmd_profile(args) -> int:
     fn = program.module.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
-    prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None)
+    prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None,
+                           cpu_time=args.cpu_time)
     runs = f"{args.repeat} run{'s' if args.repeat > 1 else ''}"
     print(f"profile of {args.function} in {program.path}: {runs}, {args.threads} thread{'s' if args.threads > 1 else ''}, "
-          f"{prof.run_seconds * 1e3:.3f} ms\n")
+          f"{prof.run_seconds * 1e3:.3f} ms{' of CPU time' if args.cpu_time else ''}\n")
     print(prof.report(args.top), end="")
     if args.trace is not None:
         prof.trace(args.trace)
@@ -215,6 +216,8 @@ def _parser() -> argparse.ArgumentParser:
             r.add_argument("--repeat", type=int, default=1, help="measured runs")
             r.add_argument("--top", type=int, default=20, help="rows of the instruction table")
             r.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace / Perfetto JSON of the run")
+            r.add_argument("--cpu-time", dest="cpu_time", action="store_true",
+                           help="measure the thread's CPU time, not wall time (a busy machine; use one thread)")
         else:
             r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
             r.add_argument("--time", action="store_true", help="print the time the call took")

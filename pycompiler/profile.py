@@ -94,9 +94,11 @@ class Profile:
 
 
 def profile(program, function: str, *args: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,
-            **named: Any) -> Profile:
+            cpu_time: bool = False, **named: Any) -> Profile:
     """Runs `function` of `program` (a tensorvm.Program) `warmup` times unmeasured,
-    then `repeat` times under the profiler; inputs as for Program.run, or by name."""
+    then `repeat` times under the profiler; inputs as for Program.run, or by name.
+    With `cpu_time`, times are the calling thread's CPU time (for a busy machine; one
+    thread: what pool threads do is not counted)."""
     from .inputs import coerce_inputs
 
     if warmup < 0 or repeat < 1:
@@ -106,7 +108,7 @@ def profile(program, function: str, *args: Any, warmup: int = 0, repeat: int = 1
     session = program.session
     for _ in range(warmup):
         session.run(function, inputs)
-    profiler = _C.Profiler(trace=trace)
+    profiler = _C.Profiler(trace=trace, cpu_time=cpu_time)
     session.set_profiler(profiler)
     try:
         for _ in range(repeat):

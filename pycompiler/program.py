@@ -95,13 +95,14 @@ class Program:
         return generation.generate(self, input_ids, attention_mask, **kwargs)
 
     def profile(self, function: str, *inputs: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,
-                **named: Any):
+                cpu_time: bool = False, **named: Any):
         """Runs `function` in the C++ VM under the profiler (after `warmup` unmeasured
         runs, `repeat` times); inputs by position or by name. Returns a Profile: op,
-        call and instruction tables, and `.trace(path)` for a Chrome trace (profile.py)."""
+        call and instruction tables, and `.trace(path)` for a Chrome trace (profile.py).
+        `cpu_time` measures the thread's CPU time instead of wall time."""
         from .profile import profile
 
-        return profile(self, function, *inputs, warmup=warmup, repeat=repeat, trace=trace, **named)
+        return profile(self, function, *inputs, warmup=warmup, repeat=repeat, trace=trace, cpu_time=cpu_time, **named)
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""

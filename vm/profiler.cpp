@@ -1,6 +1,9 @@
 #include "vm/profiler.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -151,20 +154,26 @@ std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.
 
 Profiler::Profiler(ProfilerOptions options) : options_(options) {}
 
-uint64_t Profiler::ns(Clock::time_point t) const {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t - epoch_).count());
+uint64_t Profiler::now() const {
+  if (options_.cpu_time) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
+  }
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
 void Profiler::begin_run(const Function&) {
   stack_.clear();  // what a failed run left open
   if (!have_epoch_) {
-    epoch_ = Clock::now();
+    epoch_ = now();
     have_epoch_ = true;
   }
 }
 
 void Profiler::enter(const Function& fn) {
-  Open o{&fn, nullptr, Clock::now()};
+  Open o{&fn, nullptr, now()};
   if (!stack_.empty() && stack_.back().ins && stack_.back().ins->kind == Instr::Kind::WhileLoop) {
     const uint32_t child = stack_.back().children++;
     if (child % 2 == 1) o.iteration = int32_t(child / 2 + 1);  // cond, body, cond, body, ..., cond
@@ -174,22 +183,22 @@ void Profiler::enter(const Function& fn) {
 
 void Profiler::leave(const Function&) {
   if (stack_.empty()) return;
-  const Clock::time_point end = Clock::now();
+  const uint64_t end = now();
   const Open o = stack_.back();
   stack_.pop_back();
   if (stack_.empty()) {
-    run_seconds_ += std::chrono::duration<double>(end - o.start).count();
+    run_seconds_ += 1e-9 * double(end - o.start);
     ++runs_;
   }
   record(o, end);
 }
 
 void Profiler::before(const Function& fn, const Instr& ins, const Value*) {
-  stack_.push_back(Open{&fn, &ins, Clock::now()});
+  stack_.push_back(Open{&fn, &ins, now()});
 }
 
 void Profiler::after(const Function& fn, const Instr& ins, const Value* regs) {
-  const Clock::time_point end = Clock::now();
+  const uint64_t end = now();
   if (stack_.empty() || stack_.back().ins != &ins) return;  // not seen starting (installed mid-run)
   const Open o = stack_.back();
   stack_.pop_back();
@@ -201,7 +210,7 @@ void Profiler::after(const Function& fn, const Instr& ins, const Value* regs) {
   }
   InstrStats& s = instrs_[it->second];
   ++s.count;
-  s.seconds += std::chrono::duration<double>(end - o.start).count();
+  s.seconds += 1e-9 * double(end - o.start);
   if (ins.kind == Instr::Kind::Kernel) {
     count_macs(fn, regs, ins, s);
     count_bytes(fn, regs, ins, s);
@@ -210,14 +219,15 @@ void Profiler::after(const Function& fn, const Instr& ins, const Value* regs) {
   if (ins.kind != Instr::Kind::Call && ins.kind != Instr::Kind::Cond) record(o, end);
 }
 
-void Profiler::record(const Open& o, Clock::time_point end) {
+void Profiler::record(const Open& o, uint64_t end) {
   if (!options_.trace) return;
   if (events_.size() >= options_.max_trace_events) {
     ++dropped_;
     return;
   }
-  const uint64_t start = ns(o.start);
-  const uint64_t stop = std::max(start, ns(end));
+  // A run before the epoch (reset() mid-run) starts at 0.
+  const uint64_t start = o.start > epoch_ ? o.start - epoch_ : 0;
+  const uint64_t stop = std::max(start, end > epoch_ ? end - epoch_ : 0);
   events_.push_back(Event{start, stop - start, o.fn, o.ins, o.iteration, int32_t(stack_.size())});
 }
 

@@ -6,7 +6,6 @@
 // 100) and where time goes (`tensorvm profile`, docs/tools.md).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -35,6 +34,10 @@ struct InstrStats : OpStats {
 
 struct ProfilerOptions {
   bool trace = false;  // keep one event per slice for trace_json / write_trace
+  // Measure the calling thread's CPU time instead of wall time: on a machine others
+  // are busy on, the time the run really ran. Meant for one thread: work done on the
+  // kernels' pool threads is not counted. Each reading costs more (a system call).
+  bool cpu_time = false;
   // Events past this many are dropped (and counted), so a long run cannot exhaust memory.
   size_t max_trace_events = 4'000'000;
 };
@@ -76,11 +79,10 @@ class Profiler : public Hook {
   uint64_t dropped_events() const { return dropped_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Open {
     const Function* fn;
     const Instr* ins;  // null for a function's frame
-    Clock::time_point start;
+    uint64_t start;    // ns
     uint32_t children = 0;  // frames entered under a while_loop: cond, body, cond, ...
     int32_t iteration = -1;
   };
@@ -91,11 +93,11 @@ class Profiler : public Hook {
     int32_t iteration;  // a while_loop body's iteration (from 1), else -1
     int32_t depth;
   };
-  uint64_t ns(Clock::time_point t) const;
-  void record(const Open& o, Clock::time_point end);
+  uint64_t now() const;  // ns, on the clock options_ chose
+  void record(const Open& o, uint64_t end);
 
   ProfilerOptions options_;
-  Clock::time_point epoch_;
+  uint64_t epoch_ = 0;
   bool have_epoch_ = false;
   std::vector<Open> stack_;  // calls nest
   std::unordered_map<const Instr*, size_t> index_;

@@ -116,12 +116,13 @@ py::list run_watched(vm::Session& s, const std::string& fn, const py::list& args
 
 void bind_hooks(py::module_& m) {
   py::class_<vm::Profiler>(m, "Profiler")
-      .def(py::init([](bool trace) {
+      .def(py::init([](bool trace, bool cpu_time) {
              vm::ProfilerOptions o;
              o.trace = trace;
+             o.cpu_time = cpu_time;
              return std::make_unique<vm::Profiler>(o);
            }),
-           py::arg("trace") = false)
+           py::arg("trace") = false, py::arg("cpu_time") = false)
       .def("reset", &vm::Profiler::reset)
       .def("report", &vm::Profiler::report, py::arg("top") = 20)
       .def("op_table", &vm::Profiler::op_table)

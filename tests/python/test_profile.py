@@ -172,3 +172,11 @@ def test_cli_profile(program, tmp_path, capsys, rng):
     assert sum(e.get("cat") == "run" for e in doc["traceEvents"]) == 2
     code = main(["profile", str(program), "main", "--arg", "n=1", "--trace", str(tmp_path / "t.txt")])
     assert code == 1 and "must end in .json" in capsys.readouterr().err
+
+
+def test_cpu_time_clock_counts_the_same(program, rng):
+    p = tensorvm.load(program)
+    prof = p.profile("main", rng.standard_normal((3, 8)).astype(np.float32), 3, cpu_time=True)
+    assert {(i["function"], i["line"]): i["count"] for i in prof.instructions} == expected_counts(3)
+    check_nesting(prof.trace_events()["traceEvents"])
+    assert prof.run_seconds >= 0
