@@ -99,7 +99,7 @@ def profile(program, function: str, *args: Any, warmup: int = 0, repeat: int = 1
     then `repeat` times under the profiler; inputs as for Program.run, or by name.
     With `cpu_time`, times are the calling thread's CPU time (for a busy machine; one
     thread: what pool threads do is not counted)."""
-    from .inputs import coerce_inputs
+    from .inputs import coerce_inputs, shape_result
 
     if warmup < 0 or repeat < 1:
         raise ValueError(f"profile: warmup must be >= 0 and repeat >= 1, got {warmup} and {repeat}")
@@ -115,6 +115,4 @@ def profile(program, function: str, *args: Any, warmup: int = 0, repeat: int = 1
             outs = session.run(function, inputs)
     finally:
         session.set_profiler(None)
-    from .program import shape_result
-
     return Profile(profiler, function, shape_result(fn, outs), repeat)

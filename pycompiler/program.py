@@ -8,26 +8,10 @@ from typing import Any, Optional
 
 from .. import _C
 from . import generation, ir, weights_io
-from .inputs import coerce_inputs
+from .inputs import coerce_inputs, shape_result
 from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
-
-
-def shape_result(fn: ir.Function, outs: list) -> Any:
-    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
-
-    A one-value function returns its value bare even if declared "-> tuple[T]",
-    because its Python `return a` does.
-    """
-    outs = list(outs)
-    if len(fn.return_types) > 1:
-        return tuple(outs)
-    if not fn.return_types:
-        return None
-    if len(outs) != 1:
-        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
-    return outs[0]
 
 
 class Program:
