@@ -9,7 +9,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
     tensorvm optimize PROGRAM -o OUT [--passes fold,cse,dce]
-    tensorvm inspect PROGRAM [--ir]
+    tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
     tensorvm --cmake-dir | --include-dir
@@ -131,6 +131,11 @@ def cmd_inspect(args) -> int:
     if args.ir:
         sys.stdout.write(program.ir)
         return 0
+    if args.dot:
+        from .dot import function_dot
+
+        sys.stdout.write(function_dot(program.module, args.dot))
+        return 0
     out = [f"program {program.path}"]
     meta = {k: v for k, v in program.meta.items() if k not in ("format", "version")}
     out.append(f"format {program.meta['format']} version {program.meta['version']}")
@@ -242,7 +247,9 @@ def _parser() -> argparse.ArgumentParser:
     z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
-    i.add_argument("--ir", action="store_true", help="print the IR text")
+    shown = i.add_mutually_exclusive_group()
+    shown.add_argument("--ir", action="store_true", help="print the IR text")
+    shown.add_argument("--dot", metavar="FUNCTION", help="print FUNCTION as a Graphviz graph (dot -Tpng)")
     h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
