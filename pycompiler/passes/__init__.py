@@ -13,8 +13,9 @@ from .. import ir
 from .cse import cse
 from .dce import dce
 from .fold import fold
+from .rewrite import Rule, apply_rules, rewrite_pass, rule, standard_rules
 
-Pass = Callable[[ir.Module], int]  # changes the module in place, returns how many statements it removed
+Pass = Callable[[ir.Module], int]  # changes the module in place, returns how many changes it made
 
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (("fold", fold), ("cse", cse), ("dce", dce))
 
@@ -23,7 +24,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (("fold", fold), ("cse", cse), ("
 class PassStats:
     before: int  # statements (assignments) in the module
     after: int
-    removed: dict = field(default_factory=dict)  # pass name -> statements it removed
+    removed: dict = field(default_factory=dict)  # pass name -> statements it removed (rewrite: rules applied)
     rounds: int = 0
 
 
@@ -77,4 +78,5 @@ def optimize_dir(src, dst, passes=DEFAULT_PASSES) -> PassStats:
     return stats
 
 
-__all__ = ["PassManager", "PassStats", "optimize", "dce", "cse", "fold", "DEFAULT_PASSES", "count_statements", "optimize_dir"]
+__all__ = ["PassManager", "PassStats", "optimize", "dce", "cse", "fold", "DEFAULT_PASSES", "count_statements",
+           "optimize_dir", "Rule", "rule", "apply_rules", "rewrite_pass", "standard_rules"]

@@ -158,3 +158,52 @@ def test_marian_generate_is_token_exact_after_the_passes(tmp_path, num_beams):
     fn = prog.module.function("generate")
     args = [inputs.get(p.name) for p in fn.params]
     np.testing.assert_array_equal(opt.replay("generate", *args)[0], prog.replay("generate", *args)[0])
+
+
+RULES_TEXT = """# tensorvm ir 1
+def main(x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    softmax_0 = softmax(x, -1)
+    log_0 = log(softmax_0)
+    transpose_0 = transpose(x, 0, 1)
+    transpose_1 = transpose(transpose_0, 0, 1)
+    transpose_2 = transpose(transpose_0, 1, 0)
+    exp_0 = exp(transpose_1)
+    softmax_1 = softmax(x, 0)
+    log_1 = log(softmax_1)
+    tanh_0 = tanh(softmax_1)
+    return log_0, exp_0, transpose_2, tanh_0
+"""
+
+
+def test_rules_rewrite_matches_only():
+    from tensorvm.pycompiler.passes import rewrite_pass, standard_rules
+
+    text = RULES_TEXT.replace("add(log_1, tanh_0)", "tanh_0").replace(
+        "tuple[Tensor, Tensor, Tensor, Tensor]", "tuple[Tensor, Tensor, Tensor, Tensor, Tensor]").replace(
+        "return log_0, exp_0, transpose_2, tanh_0", "return log_0, exp_0, transpose_2, tanh_0, log_1")
+    m = check(text)
+    out, stats = PassManager([("rewrite", rewrite_pass(standard_rules())), ("dce", dce)]).run(m)
+    text = body(out)
+    assert stats.removed["rewrite"] == 3
+    assert "log_0 = log_softmax(x, -1)" in text and "log_1 = log_softmax(x, 0)" in text
+    assert "exp_0 = exp(x)" in text                         # transpose twice with the same dims is x
+    assert "transpose_2 = transpose(transpose_0, 1, 0)" in text  # not the same dims: no match
+    assert "softmax_1 = softmax(x, 0)" in text and "softmax_0 = softmax(x, -1)" not in text  # still read by tanh
+    w, rng = {}, np.random.default_rng(0)
+    x = rng.standard_normal((3, 3)).astype(np.float32)
+    before, after = Replayer(text=str(m), weights=w).run("main", x), Replayer(text=str(out), weights=w).run("main", x)
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_rule_written_in_python():
+    from tensorvm import ops as T
+    from tensorvm.pycompiler.passes import rewrite_pass, rule
+
+    double = rule(lambda x: T.mul(x, 2.0), lambda x: T.add(x, x), ("Tensor",), "double")
+    m = check("# tensorvm ir 1\ndef f(x: Tensor) -> Tensor:\n    mul_0 = mul(x, 2.0)\n    mul_1 = mul(mul_0, 2)\n"
+              "    return mul_1\n")
+    out, stats = PassManager([("rewrite", rewrite_pass([double]))]).run(m)
+    assert body(out, "f") == ["mul_0 = add(x, x)", "mul_1 = mul(mul_0, 2)", "return mul_1"]  # 2 is not 2.0
+    with pytest.raises(ValueError, match="only use pure ops"):
+        rule(lambda c, x: T.kv_append(c, 0, x, x)[0], lambda c, x: x, ("KVCache", "Tensor"))
