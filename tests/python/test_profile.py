@@ -180,3 +180,21 @@ def test_cpu_time_clock_counts_the_same(program, rng):
     assert {(i["function"], i["line"]): i["count"] for i in prof.instructions} == expected_counts(3)
     check_nesting(prof.trace_events()["traceEvents"])
     assert prof.run_seconds >= 0
+
+
+def test_tensorvm_run_profile_and_trace(program, tmp_path, rng):
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
+    trace = tmp_path / "run.json"
+    res = subprocess.run([tensorvm_run_tool(), str(program), "main", "--inputs", str(tmp_path / "in.npz"),
+                          "--arg", "n=4", "--trace", str(trace)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"^linear +4 ", res.stdout, re.M) and "(interpreter)" in res.stdout
+    doc = json.loads(trace.read_text())
+    check_nesting(doc["traceEvents"])
+    assert sum(e.get("cat") == "iteration" for e in doc["traceEvents"]) == 4
+    res = subprocess.run([tensorvm_run_tool(), str(program), "main", "--trace", "t.txt"], capture_output=True, text=True)
+    assert res.returncode != 0 and "must end in .json" in res.stderr
