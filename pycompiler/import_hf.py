@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .generation.processors import import_fields, token_list_defaults
 from .importers import UnsupportedConfig, architecture
-from .importers.common import load_checkpoint, quantize_linears
+from .importers.common import load_config, load_weights, quantize_linears
 from .quantize import QUANTIZATIONS
 
 __all__ = ["import_hf", "UnsupportedConfig"]
@@ -38,8 +38,9 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
     path = Path(checkpoint_dir)
     arch = architecture(_model_type(path))
-    config, gen, state, model = load_checkpoint(path, arch.model_class)
+    config, gen = load_config(path)
     spec = arch.spec_from_config(config, gen)
+    state, model = load_weights(path, arch.model_class, config)
     if arch.from_model is not None:  # buffers the state dict does not hold (rotary inv_freq)
         arch.from_model(spec, model)
     tied = {n: c for n, (c, _) in state.items() if n != c}

@@ -120,7 +120,8 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
     if ids.shape[0] == 0:
         raise ValueError("generate: input_ids has no rows (an empty batch)")
     if ids.shape[1] == 0:
-        raise ValueError("generate: input_ids has no tokens (a zero-length source); transformers refuses it too")
+        raise ValueError(f"generate: input_ids has no tokens (a zero-length {'prompt' if decoder_only else 'source'}); "
+                         "transformers refuses it too")
 
     prompt_len = ids.shape[1] if decoder_only else 1
     if opts.get("decoder_input_ids") is not None:
@@ -153,7 +154,7 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         raise ValueError(f"generate: max_length ({limit}) must be greater than the length of {what} ({prompt_len})")
     if max_pos is not None and ((limit is not None and limit > max_pos) or ids.shape[1] > max_pos):
         raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "
-                         f"(source {ids.shape[1]}, max_length {limit})")
+                         f"({'prompt' if decoder_only else 'source'} {ids.shape[1]}, max_length {limit})")
     inputs = {"input_ids": ids, "attention_mask": mask, **opts}
     if as_dict and "output_scores" in params:
         inputs.setdefault("output_scores", None)

@@ -71,13 +71,21 @@ def float_input(name: str, ok: Callable[[float], bool] = lambda v: v == v, what:
     return Input(name, check, doc, default)
 
 
+def output_vocabulary(meta: dict):
+    """(size, what to call it) of the vocabulary generate chooses tokens from: an
+    encoder-decoder's decoder vocabulary, a decoder-only model's vocabulary."""
+    if "decoder_vocab_size" in meta:
+        return meta["decoder_vocab_size"], "decoder vocabulary"
+    return meta.get("vocab_size"), "vocabulary"
+
+
 def token_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
-    """A token id of the decoder vocabulary."""
+    """A token id of the vocabulary generate chooses from."""
     def check(v, meta):
         v = _int(name, v, 0)
-        vocab = meta.get("decoder_vocab_size")
+        vocab, what = output_vocabulary(meta)
         if vocab is not None and v >= vocab:
-            raise ValueError(f"generate: {name} {v} is not in the decoder vocabulary ({vocab})")
+            raise ValueError(f"generate: {name} {v} is not in the {what} ({vocab})")
         return v
     return Input(name, check, doc, default)
 
@@ -89,9 +97,9 @@ def token_list_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Inp
         if a.size and (a.ndim != 1 or a.dtype.kind not in "iu"):
             raise ValueError(f"generate: {name} must be a list of token ids, got {v!r}")
         a = np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
-        vocab = meta.get("decoder_vocab_size")
+        vocab, what = output_vocabulary(meta)
         if vocab is not None and a.size and (a.min() < 0 or a.max() >= vocab):
-            raise ValueError(f"generate: {name} {a.tolist()} are not all in the decoder vocabulary ({vocab})")
+            raise ValueError(f"generate: {name} {a.tolist()} are not all in the {what} ({vocab})")
         return a
     return Input(name, check, doc, default, kind="tokens")
 

@@ -52,24 +52,36 @@ def _unsupported_fields() -> dict:
     return {k: v for k, v in _GENERATION_OFF.items() if k not in known}
 
 
-def load_checkpoint(checkpoint_dir, model_class: str):
-    """(config, generation_config, state) of a checkpoint directory, loaded by
-    transformers' `model_class` (eager attention, eval mode). state maps every
-    weight name to (the name it is stored under, f32 array): tied weights share one
-    stored name, the first seen."""
+def _transformers():
     try:
         import torch
         import transformers
-        from transformers import GenerationConfig
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("import_hf needs torch and transformers: pip install 'tensorvm[import]'") from e
+    return torch, transformers
+
+
+def load_config(checkpoint_dir):
+    """(config, generation_config) of a checkpoint directory, read by transformers,
+    so an unsupported config is refused before any weight is loaded."""
+    _, transformers = _transformers()
     path = Path(checkpoint_dir)
-    model = getattr(transformers, model_class).from_pretrained(path, attn_implementation="eager")
-    model.eval()
+    config = transformers.AutoConfig.from_pretrained(path)
     try:
-        gen = GenerationConfig.from_pretrained(path)
+        gen = transformers.GenerationConfig.from_pretrained(path)
     except OSError:
-        gen = GenerationConfig.from_model_config(model.config)
+        gen = transformers.GenerationConfig.from_model_config(config)
+    return config, gen
+
+
+def load_weights(checkpoint_dir, model_class: str, config):
+    """(state, model): the checkpoint loaded by transformers' `model_class` (eager
+    attention, eval mode); state maps every weight name to (the name it is stored
+    under, f32 array): tied weights share one stored name, the first seen."""
+    torch, transformers = _transformers()
+    model = getattr(transformers, model_class).from_pretrained(Path(checkpoint_dir), config=config,
+                                                               attn_implementation="eager")
+    model.eval()
     with torch.no_grad():
         state = {}
         owner = {}  # data pointer -> first name seen, so tied weights are stored once
@@ -77,7 +89,7 @@ def load_checkpoint(checkpoint_dir, model_class: str):
             ptr = (t.data_ptr(), tuple(t.shape))
             owner.setdefault(ptr, name)
             state[name] = (owner[ptr], t.detach().to(torch.float32).contiguous().numpy().copy())
-    return model.config, gen, state, model
+    return state, model
 
 
 def stored_weights(state: dict) -> dict:
@@ -144,7 +156,7 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     for field, default in generation_config_defaults().items():
         value = given[field] if field in given else getattr(gen, field, None)
         try:
-            value = default if value is None else inputs[field].check(value, {"decoder_vocab_size": vocab_size})
+            value = default if value is None else inputs[field].check(value, {"vocab_size": vocab_size})
         except ValueError as e:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r}: {e}") from None
         opts[field] = value.tolist() if hasattr(value, "tolist") else value

@@ -66,7 +66,7 @@ def linear_weights(spec: GPT2Spec, w: dict) -> list:
 
 def meta(spec: GPT2Spec) -> dict:
     return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
+            "max_position_embeddings": spec.max_position_embeddings}
 
 
 ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)

@@ -71,7 +71,7 @@ def linear_weights(spec: LlamaSpec, w: dict) -> list:
 
 def meta(spec: LlamaSpec) -> dict:
     return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings,
+            "max_position_embeddings": spec.max_position_embeddings,
             "num_key_value_heads": spec.kv_heads}
 
 

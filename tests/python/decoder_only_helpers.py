@@ -14,8 +14,9 @@ if str(_FIXTURES) not in sys.path:
 
 import decoder_checkpoints  # noqa: E402
 
-NAMES = tuple(decoder_checkpoints.CONFIGS)
-AVAILABLE = ("gpt2-odd", "gpt2-relu-untied")  # until the Llama family lands
+NAMES = (*decoder_checkpoints.CONFIGS, *decoder_checkpoints.COMMITTED)
+MODEL_CLASS = {**{n: c[0] for n, c in decoder_checkpoints.CONFIGS.items()}, "tiny-llama": "LlamaForCausalLM"}
+
 
 
 def checkpoint(name: str) -> Path:
@@ -26,7 +27,7 @@ def checkpoint(name: str) -> Path:
 def hf_model(name: str):
     import transformers
 
-    model_class = decoder_checkpoints.CONFIGS[name][0]
+    model_class = MODEL_CLASS[name]
     model = getattr(transformers, model_class).from_pretrained(checkpoint(name), attn_implementation="eager")
     model.eval()
     return model

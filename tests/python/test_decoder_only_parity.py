@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tensorvm
-from decoder_only_helpers import AVAILABLE as NAMES, checkpoint, hf_model, hf_position_ids, left_padded, random_prompts
+from decoder_only_helpers import NAMES, checkpoint, decoder_checkpoints, hf_model, hf_position_ids, left_padded, random_prompts
 
 ATOL = 1e-4
 
@@ -23,14 +23,18 @@ def case(request, tmp_path_factory):
     return name, tensorvm.load(out), hf_model(name)
 
 
-def _prompts(model, lengths, seed=0):
-    cfg = model.config
-    return left_padded(random_prompts(np.random.default_rng(seed), cfg.vocab_size, lengths), pad=0)
+def _prompts(name, model, lengths, seed=0):
+    rng = np.random.default_rng(seed)
+    if name == "tiny-llama":  # its task: [BOS, a..., SEP] -> a reversed, EOS
+        task = decoder_checkpoints.committed_task(name)
+        body = random_prompts(rng, task["vocab"], [n - 2 for n in lengths], avoid=range(task["first_token"]))
+        return left_padded([[task["bos"], *b, task["sep"]] for b in body], pad=task["pad"])
+    return left_padded(random_prompts(rng, model.config.vocab_size, lengths), pad=0)
 
 
 def test_forward_logits(case):
     name, prog, model = case
-    ids, mask = _prompts(model, [7, 3, 5])
+    ids, mask = _prompts(name, model, [7, 3, 5])
     with torch.no_grad():
         ref = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
                     position_ids=torch.tensor(hf_position_ids(mask))).logits.numpy()
@@ -43,7 +47,7 @@ def test_forward_logits(case):
 @pytest.mark.parametrize("lengths", [[6], [7, 3, 5]], ids=["batch1", "batch3"])
 def test_greedy_and_step_logits(case, lengths):
     name, prog, model = case
-    ids, mask = _prompts(model, lengths, seed=len(lengths))
+    ids, mask = _prompts(name, model, lengths, seed=len(lengths))
     with torch.no_grad():
         ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=12,
                              do_sample=False, output_logits=True, return_dict_in_generate=True)
@@ -57,7 +61,7 @@ def test_greedy_and_step_logits(case, lengths):
 @pytest.mark.parametrize("lengths", [[5], [4, 8, 6]], ids=["batch1", "batch3"])
 def test_beam_search(case, lengths):
     name, prog, model = case
-    ids, mask = _prompts(model, lengths, seed=10 + len(lengths))
+    ids, mask = _prompts(name, model, lengths, seed=10 + len(lengths))
     kw = dict(max_new_tokens=10, num_beams=3, num_return_sequences=2, do_sample=False)
     with torch.no_grad():
         ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), output_scores=True,
@@ -69,7 +73,7 @@ def test_beam_search(case, lengths):
 
 def test_default_length_is_twenty_new_tokens(case):
     name, prog, model = case
-    ids, mask = _prompts(model, [4, 9], seed=3)
+    ids, mask = _prompts(name, model, [4, 9], seed=3)
     with torch.no_grad():
         ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), do_sample=False)
     np.testing.assert_array_equal(prog.generate(ids, mask, do_sample=False), ref.numpy())
@@ -77,13 +81,13 @@ def test_default_length_is_twenty_new_tokens(case):
 
 def test_replay_matches_vm(case):
     name, prog, model = case
-    ids, mask = _prompts(model, [3, 5], seed=4)
+    ids, mask = _prompts(name, model, [3, 5], seed=4)
     kw = dict(max_new_tokens=4, num_beams=2)
     np.testing.assert_array_equal(prog.generate(ids, mask, engine="replay", **kw), prog.generate(ids, mask, **kw))
 
 
 def test_decoder_input_ids_refused(case):
     name, prog, model = case
-    ids, mask = _prompts(model, [3])
+    ids, mask = _prompts(name, model, [3])
     with pytest.raises(ValueError, match="decoder-only model's prompt is input_ids"):
         prog.generate(ids, mask, decoder_input_ids=ids)

@@ -1,0 +1,80 @@
+"""import_hf for decoder-only checkpoints: the architecture table, what is refused
+(nothing written), meta.json, quantized imports, and tensorvm-run's left padding."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import tensorvm
+from decoder_only_helpers import checkpoint, left_padded
+from tensorvm.pycompiler.importers import ARCHITECTURES, UnsupportedConfig
+from tensorvm.pycompiler.locations import get_tensorvm_run
+
+
+def _edited(tmp_path, name, **changes):
+    """A copy of fixture `name` with config.json entries replaced."""
+    ckpt = tmp_path / name
+    shutil.copytree(checkpoint(name), ckpt)
+    config = json.loads((ckpt / "config.json").read_text())
+    config.update(changes)
+    (ckpt / "config.json").write_text(json.dumps(config))
+    return ckpt
+
+
+def test_architecture_table_lists_the_model_types():
+    assert {"marian", "gpt2", "llama", "qwen2"} <= set(ARCHITECTURES)
+
+
+@pytest.mark.parametrize("name, changes, message", [
+    ("llama-mha", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "rope_type 'dynamic' is not supported"),
+    ("llama-mha", {"num_key_value_heads": 4}, "not a multiple of num_key_value_heads 4"),
+    ("llama-mha", {"hidden_act": "quick_gelu"}, "hidden_act 'quick_gelu' is not supported"),
+    ("gpt2-odd", {"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx"),
+    ("gpt2-odd", {"model_type": "bert"}, "model_type 'bert' is not supported"),
+])
+def test_refused_configs_write_nothing(tmp_path, name, changes, message):
+    ckpt = _edited(tmp_path, name, **changes)
+    out = tmp_path / "out.tvm"
+    with pytest.raises(UnsupportedConfig, match=message):
+        tensorvm.import_hf(ckpt, out)
+    assert not out.exists()
+
+
+def test_meta_describes_a_decoder_only_program(tmp_path):
+    tensorvm.import_hf(checkpoint("llama-gqa2"), tmp_path / "m.tvm")
+    meta = tensorvm.load(tmp_path / "m.tvm").meta
+    assert meta["model_type"] == "llama" and meta["is_encoder_decoder"] is False
+    assert meta["eos_token_id"] == [2, 5] and meta["num_key_value_heads"] == 3
+    assert "decoder_vocab_size" not in meta and "decoder_start_token_id" not in meta
+
+
+@pytest.mark.parametrize("quantize", ["int8", "w8a8"])
+def test_quantized_import_runs_and_stays_close(tmp_path, quantize):
+    ckpt = checkpoint("qwen2-gqa4")
+    tensorvm.import_hf(ckpt, tmp_path / "f32.tvm")
+    tensorvm.import_hf(ckpt, tmp_path / "q.tvm", quantize=quantize)
+    f32, q = tensorvm.load(tmp_path / "f32.tvm"), tensorvm.load(tmp_path / "q.tvm")
+    ids, mask = left_padded([[5, 9, 14, 7], [8, 30]], pad=0)
+    ref, got = f32.run("forward", ids, mask), q.run("forward", ids, mask)
+    real = mask == 1
+    # int8 weights (and w8a8's int8 activations) move logits by a few percent of their spread
+    assert np.abs(got[real] - ref[real]).max() < 0.15 * ref[real].std()
+    out = q.generate(ids, mask, max_new_tokens=5)
+    assert out.shape == (2, 9) and (out >= 0).all() and (out < f32.meta["vocab_size"]).all()
+
+
+def test_tensorvm_run_pads_prompts_on_the_left(tmp_path):
+    tensorvm.import_hf(checkpoint("gpt2-odd"), tmp_path / "g.tvm")
+    prog = tensorvm.load(tmp_path / "g.tvm")
+    res = subprocess.run([get_tensorvm_run(), str(tmp_path / "g.tvm"), "generate", "--ids", "5 6 7 8; 9 10",
+                          "--arg", "max_new_tokens=4", "--outputs", str(tmp_path / "out.npz"), "--time"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "ms per generated token" in res.stdout
+    ids, mask = left_padded([[5, 6, 7, 8], [9, 10]], pad=prog.meta["pad_token_id"])
+    want = prog.generate(ids, mask, max_new_tokens=4)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["arr_0"], want)
