@@ -127,3 +127,22 @@ def test_cli_diff(program, tmp_path, capsys, x):
     assert out.startswith("vm vs replay: ") and "0 past tolerance" in out and "step:9" in out
     code = main(["diff", str(program), "--arg", "n=2"])
     assert code == 1 and "diff takes PROGRAM FUNCTION" in capsys.readouterr().err
+
+
+def test_marian_generate_vm_against_replay_and_w8a8(tmp_path):
+    """A whole beam-search generate of an imported model: the VM agrees with its replay
+    everywhere, and its w8a8 import aligns with it name for name."""
+    from marian_fixtures import hf, imported
+
+    _, prog = imported("tiny-marian", tmp_path)
+    ids = np.array([[5, 6, 7, 8, 0], [9, 10, 0, 1, 1]])
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    report = tensorvm.diff(prog, "generate", ids, mask, num_beams=2, max_new_tokens=3)
+    assert report.first is None and len(report.rows) > 500
+    assert any(r.note.endswith("(not compared)") for r in report.rows)  # the cache and the generator
+    w8 = tensorvm.import_hf(hf.checkpoint_dir("tiny-marian"), tmp_path / "w8.tvm", quantize="w8a8")
+    report = tensorvm.diff(prog, "encode", ids, mask, other=w8, rtol=0.5)
+    linears = [r for r in report.rows if r.op == "linear"]
+    assert linears and all(r.note == "linear vs linear_w8a8" for r in linears)
+    assert not report.only_left and not report.only_right
+    assert max(r.max_abs for r in linears) > 0  # quantized: not the same numbers
