@@ -3,6 +3,8 @@ functions over a small model interface, and its Python front end.
 
     model.py       the interface a model provides (EncoderDecoder, DecoderOnly, TokenIds)
     processors.py  the logits processors: one function each, registered once, run as a chain
+    sequence_bias.py  bad_words_ids and sequence_bias (token sequences matched against each row)
+    end_tokens.py  eos_token_id, one or several end tokens
     search.py      greedy, sampling, beam search and stopping; build_generation(pb, model, defaults)
     inputs.py      generate's keywords and their Python-side checks
     frontend.py    Program.generate: checks the keywords, runs the program's generate

@@ -30,7 +30,11 @@ class Input:
     check: Callable[[Any, dict], Any]
     doc: str = ""
     default: Any = NO_DEFAULT
-    kind: str = ""  # "tokens": a token id list (its checkpoint default is stored as a weight)
+    # "tokens", "sequences", "bias": a token id list, token sequences, sequence biases
+    # (their checkpoint defaults are stored as weights, in the program's form)
+    kind: str = ""
+    # the generation_config (JSON) form of a value, for meta.json; None: check's result
+    config_form: Callable[[Any], Any] | None = None
 
 
 def _int(name, v, low=None):
@@ -122,3 +126,86 @@ def choice_input(name: str, choices: tuple, doc: str = "", default: Any = NO_DEF
         raise ValueError(f"generate: {name} must be {', '.join(repr(c) for c in choices[:-1])} or {choices[-1]!r}, "
                          f"got {v!r}")
     return Input(name, check, doc, default)
+
+
+def _sequence(name, seq, meta):
+    """One token sequence of a list option: a non-empty list of ids of the vocabulary."""
+    if isinstance(seq, np.ndarray):
+        seq = seq.tolist()
+    if not isinstance(seq, (list, tuple)) or not seq or any(
+            isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0 for t in seq):
+        raise ValueError(f"generate: each entry of {name} must be a non-empty list of token ids, got {seq!r}")
+    vocab = meta.get("decoder_vocab_size")
+    if vocab is not None and max(seq) >= vocab:
+        raise ValueError(f"generate: {name} entry {list(seq)} is not in the decoder vocabulary ({vocab})")
+    return [int(t) for t in seq]
+
+
+def right_aligned(seqs, width: int | None = None) -> np.ndarray:
+    """Token sequences as int64 [n, longest], each right-aligned, -1 before it."""
+    width = max((len(q) for q in seqs), default=1) if width is None else width
+    out = np.full((len(seqs), width), -1, np.int64)
+    for i, q in enumerate(seqs):
+        out[i, width - len(q):] = q
+    return out
+
+
+def token_sequences_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
+    """A list of token sequences (transformers' bad_words_ids: [[ids], ...]), passed to
+    the program as int64 [n, longest], each sequence right-aligned after -1s."""
+    def check(v, meta):
+        if isinstance(v, np.ndarray) and v.ndim == 2 and v.dtype.kind in "iu":  # the program's form
+            v = [[int(t) for t in row if t >= 0] for row in v]
+        if not isinstance(v, (list, tuple)) or not v:
+            raise ValueError(f"generate: {name} must be a non-empty list of lists of token ids, got {v!r}")
+        return right_aligned([_sequence(name, q, meta) for q in v])
+
+    def config_form(v):
+        return [[int(t) for t in row if t >= 0] for row in check(v, {}).tolist()]
+    return Input(name, check, doc, default, kind="sequences", config_form=config_form)
+
+
+def _bias_pairs(name, v):
+    """transformers' sequence_bias, a dict {(ids): bias} or a list [[ids], bias], as
+    (ids, bias) pairs; a later entry for the same ids wins, as building the dict does."""
+    if isinstance(v, np.ndarray) and v.ndim == 2 and v.dtype.kind == "f" and v.shape[1] >= 2:  # the program's form
+        v = [[[int(t) for t in row[1:] if t >= 0], float(row[0])] for row in v]
+    if isinstance(v, dict):
+        items = list(v.items())
+    elif isinstance(v, (list, tuple)) and all(isinstance(e, (list, tuple)) and len(e) == 2 for e in v):
+        items = [(tuple(e[0]) if isinstance(e[0], (list, tuple)) else e[0], e[1]) for e in v]
+    else:
+        items = None
+    if not items:
+        raise ValueError(f"generate: {name} must be a non-empty dict {{(token ids): bias}} or list "
+                         f"[[token ids], bias], got {v!r}")
+    out = {}
+    for ids, bias in items:
+        if not isinstance(ids, tuple):
+            raise ValueError(f"generate: {name} keys must be tuples of token ids, got {ids!r}")
+        if isinstance(bias, bool) or not isinstance(bias, numbers.Real) or bias != bias:
+            raise ValueError(f"generate: {name} biases must be numbers, got {bias!r}")
+        out[ids] = float(bias)
+    return out
+
+
+def sequence_bias_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
+    """transformers' sequence_bias, passed to the program as f32 [n, 1 + longest]:
+    column 0 the bias, then the token ids right-aligned after -1s. A bias of a
+    multi-token sequence must be finite (bad_words_ids bans sequences)."""
+    def check(v, meta):
+        pairs = _bias_pairs(name, v)
+        seqs = [_sequence(name, list(ids), meta) for ids in pairs]
+        for ids, bias in pairs.items():
+            if len(ids) > 1 and not np.isfinite(bias):
+                raise ValueError(f"generate: {name} {list(ids)}: a sequence of several tokens needs a finite bias "
+                                 "(bad_words_ids bans a sequence)")
+        out = np.concatenate([np.asarray(list(pairs.values()), np.float32)[:, None],
+                              right_aligned(seqs).astype(np.float32)], axis=1)
+        if out.shape[1] > 1 and np.abs(out[:, 1:]).max() >= 2 ** 24:
+            raise ValueError(f"generate: {name} token ids must be below 2**24 (they travel as f32)")
+        return out
+
+    def config_form(v):
+        return [[list(ids), bias] for ids, bias in _bias_pairs(name, v).items()]
+    return Input(name, check, doc, default, kind="bias", config_form=config_form)

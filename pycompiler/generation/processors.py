@@ -25,7 +25,9 @@ from typing import Any, Callable, Optional
 
 from .. import ops as T
 from ..control import cond, while_loop
-from .inputs import Input, bool_input, float_input, int_input, token_input, token_list_input
+from . import sequence_bias as SB
+from .inputs import (Input, bool_input, float_input, int_input, sequence_bias_input, token_input, token_list_input,
+                     token_sequences_input)
 from .model import TokenIds
 
 STAGES = ("logits", "warp", "last")
@@ -227,13 +229,6 @@ def ban_ngrams(scores, state, o):
     return T.masked_fill(scores, T.slice(banned, 1, 0, V), -math.inf)
 
 
-def ban_bad_words(scores, state, o):
-    """NoBadWordsLogitsProcessor for single-token bad words (the checkpoint's)."""
-    for token in o.bad_words:
-        scores = ban_tokens(scores, T.eq(T.arange(0, T.size(scores, 1)), token))
-    return scores
-
-
 def ban_eos(scores, state, o):
     """MinLengthLogitsProcessor: every end token is -inf while the row is shorter than min_length."""
     return ban_tokens(scores, state.eos)
@@ -350,9 +345,15 @@ def _temperature(get, defaults, ctx):
     return {"temperature": v}
 
 
-def _bad_words(defaults):
-    words = defaults.get("bad_words_ids") or []
-    return {"bad_words": [w[0] for w in words]} if words else None
+def _bad_words(get, defaults, ctx):
+    default = T.param(default_weight("bad_words_ids")) if defaults.get("bad_words_ids") else \
+        T.full([0, 1], -1, dtype="i64")
+    return SB.resolve_bad_words(T.if_none(get("bad_words_ids"), default), ctx)
+
+
+def _sequence_bias(get, defaults, ctx):
+    default = T.param(default_weight("sequence_bias")) if defaults.get("sequence_bias") else T.full([0, 2], -1.0)
+    return SB.resolve_sequence_bias(T.if_none(get("sequence_bias"), default), ctx)
 
 
 def _optional_token(name):
@@ -380,11 +381,10 @@ def default_weight(name: str) -> str:
 
 
 def token_list_defaults(defaults: dict) -> dict:
-    """{weight name: int64 ids} for the token list options the checkpoint sets."""
-    import numpy as np
-
-    return {default_weight(i.name): np.asarray(defaults[i.name], np.int64) for p in _REGISTRY for i in p.inputs
-            if i.kind == "tokens" and defaults.get(i.name)}
+    """{weight name: array in the program's form} for the token list, token sequence
+    and sequence bias options the checkpoint sets."""
+    return {default_weight(i.name): i.check(defaults[i.name], {}) for p in _REGISTRY for i in p.inputs
+            if i.kind in ("tokens", "sequences", "bias") and defaults.get(i.name)}
 
 
 def _begin_suppress(get, defaults, ctx):
@@ -450,6 +450,13 @@ register(Processor("epsilon_cutoff", epsilon_filter, stage="warp",
                    resolve=_float_option("epsilon_cutoff", 0.0, lambda v: T.logical_and(T.ge(v, 0.0), T.lt(v, 1.0)),
                                          "generate: epsilon_cutoff must be in [0, 1)"),
                    when=lambda s, o: T.gt(o.epsilon_cutoff, 0.0), doc="drop tokens below a probability"))
+register(Processor("sequence_bias", SB.add_sequence_bias,
+                   inputs=(sequence_bias_input("sequence_bias", "bias the last token of token sequences: a dict "
+                                               "{(ids): bias} or list [[ids], bias]", default=None),),
+                   options=("sequence_bias_single", "sequence_bias_prefix", "sequence_bias_values",
+                            "sequence_bias_onehot", "sequence_bias_multi_on", "sequence_bias_on"),
+                   resolve=_sequence_bias, when=lambda s, o: o.sequence_bias_on,
+                   doc="bias a token that completes a sequence (before the other processors, as transformers)"))
 register(Processor("repetition_penalty", penalize_repeats,
                    inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0", default=1.0),), options=("repetition_penalty",),
                    resolve=_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0),
@@ -462,8 +469,12 @@ register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_rep
                    when=lambda s, o: T.logical_and(T.gt(o.no_repeat_ngram_size, 0),
                                                    T.ge(s.cur_len, o.no_repeat_ngram_size)),
                    doc="ban tokens that would repeat an n-gram of the row"))
-register(Processor("bad_words_ids", ban_bad_words, import_fields=("bad_words_ids",), constants=_bad_words,
-                   doc="the checkpoint's single-token bad words (import-time)"))
+register(Processor("bad_words_ids", SB.ban_bad_words,
+                   inputs=(token_sequences_input("bad_words_ids", "token sequences never generated", default=None),),
+                   options=("bad_words_banned", "bad_words_prefix", "bad_words_last", "bad_words_on",
+                            "bad_words_multi_on"),
+                   resolve=_bad_words, when=lambda s, o: o.bad_words_on,
+                   doc="ban token sequences (one-token entries at every step)"))
 register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0)),
                    options=("min_length",), resolve=_min_length,
                    when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))

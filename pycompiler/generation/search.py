@@ -94,6 +94,22 @@ def append_step(scores, step):
     return T.concat(scores, T.unsqueeze(step, 0), dim=0)
 
 
+def record_step(scores, raw, step, logits, out_scores, out_logits):
+    """output_scores / output_logits: the step's processed scores and raw logits
+    appended to those asked for."""
+    return cond(out_scores, append_step, first, scores, step), cond(out_logits, append_step, first, raw, logits)
+
+
+def keep_steps(scores, raw, step, logits, out_scores, out_logits):
+    return scores, raw
+
+
+def recorded(scores, raw, step, logits, o):
+    """One cond per step when neither output is asked for (the usual case)."""
+    return cond(T.logical_or(o.out_scores, o.out_logits), record_step, keep_steps, scores, raw, step, logits,
+                o.out_scores, o.out_logits)
+
+
 def best_token(scores, generator):
     return T.argmax(scores, dim=-1)
 
@@ -228,9 +244,8 @@ def build_generation(pb, model, defaults: dict):
         o = P.Options(OPTS, opts)
         pos = T.sub(cur_len, 1)
         logits = model.decode_step(cache, T.slice(seq, 1, pos, cur_len), mask, pos)
-        raw = cond(o.out_logits, append_step, first, raw, logits)
         step = run_process(logits, seq, cur_len, 1, o)
-        scores = cond(o.out_scores, append_step, first, scores, step)
+        scores, raw = recorded(scores, raw, step, logits, o)
         nxt = cond(o.sample, draw_token, best_token, step, o.generator)
         nxt = T.where(unfinished, nxt, pad)
         seq = T.concat(seq, T.unsqueeze(nxt, 1), dim=1)
@@ -289,9 +304,8 @@ def build_generation(pb, model, defaults: dict):
         K2 = T.mul(K, T.maximum(2, T.add(o.n_eos, 1)))
         pos = T.sub(cur_len, 1)
         logits = model.decode_step(cache, T.slice(running, 1, pos, cur_len), mask, pos)
-        raw = cond(o.out_logits, append_step, first, raw, logits)
         step = run_process(T.log_softmax(logits, -1), running, cur_len, T.add(o.n_eos, 1), o)
-        scores = cond(o.out_scores, append_step, first, scores, step)
+        scores, raw = recorded(scores, raw, step, logits, o)
         acc = T.add(T.reshape(step, [B, K, V]), T.unsqueeze(running_scores, 2))
         top, top_index = cond(o.sample, sampled_candidates, best_candidates, T.reshape(acc, [B, T.mul(K, V)]), K2,
                               o.generator)

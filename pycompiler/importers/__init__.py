@@ -11,11 +11,12 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import gpt2, llama, marian
+from . import gpt2, llama, m2m100, marian
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
     "marian": marian.ARCH,
+    "m2m_100": m2m100.ARCH,
     "gpt2": gpt2.ARCH,
     "llama": llama.LLAMA,
     "qwen2": llama.QWEN2,

@@ -134,15 +134,9 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     """generate's defaults by transformers' names, from the checkpoint's generation
     config over transformers' global defaults, checked as generate checks a keyword.
     `default_max_length` is used when the checkpoint sets no max_length (None: 20 new
-    tokens after the prompt, as transformers does for decoder-only models)."""
-    bad = []
-    for ids in getattr(gen, "bad_words_ids", None) or []:
-        if len(ids) == 1 and ids[0] in (eos if isinstance(eos, tuple) else (eos,)):
-            continue  # transformers drops a bad word equal to an EOS token
-        if len(ids) != 1:
-            raise UnsupportedConfig(f"import_hf: bad_words_ids entry {ids} has several tokens; only single-token "
-                                    "bans are supported")
-        bad.append(int(ids[0]))
+    tokens after the prompt, as transformers does for decoder-only models). `eos` is
+    not needed any more (the program drops bad words equal to an end token, as
+    transformers does, for the call's end tokens)."""
     for field, off in _unsupported_fields().items():
         value = getattr(gen, field, off)
         if value not in (off, None) and value != off:
@@ -159,12 +153,13 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
             value = default if value is None else inputs[field].check(value, {"vocab_size": vocab_size})
         except ValueError as e:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r}: {e}") from None
+        if value is not default and inputs[field].config_form is not None:  # token sequences, sequence_bias
+            value = inputs[field].config_form(getattr(gen, field))
         opts[field] = value.tolist() if hasattr(value, "tolist") else value
     if getattr(gen, "min_new_tokens", None) is not None:
         opts["min_new_tokens"] = int(gen.min_new_tokens)  # counted after the prompt at run time
     max_length = getattr(gen, "max_length", None)
-    opts.update(max_length=default_max_length if max_length is None else int(max_length),
-                bad_words_ids=[[t] for t in bad])
+    opts.update(max_length=default_max_length if max_length is None else int(max_length))
     return opts
 
 

@@ -33,7 +33,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
-from .layers import activation, linear, merge_heads, output_projection, split_heads
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
 
 KVCache = ObjectType("KVCache")
 
@@ -63,9 +63,8 @@ class MarianSpec:
     # None (f32) or "int8": every linear weight stored as int8 rows with one f32 scale per row
     quantize: str | None = None
     # generate's defaults by transformers' names: the checkpoint's generation_config
-    # over transformers' global defaults, plus the import-time processors' fields
-    # (bad_words_ids as single-token lists, forced_eos_token_id). The generation
-    # library reads it (pycompiler/generation/), meta.json lists it.
+    # over transformers' global defaults. The generation library reads it
+    # (pycompiler/generation/), meta.json lists it.
     generation: dict = field(default_factory=dict)
 
     @property
@@ -94,26 +93,12 @@ def _add_norm(x, h, prefix: str, layer):
 def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, length):
     """One decoder layer over `length` new positions per row: x [rows, length, d_model]
     (self_mask None for one position: it sees every cached one)."""
-    d, hd = spec.d_model, spec.decoder_heads
-    dh_d = d // hd
+    d, hd, q8 = spec.d_model, spec.decoder_heads, spec.quantize
     p = "model.decoder.layers.{}."
-    rows = T.size(x, 0)
-    q = split_heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, hd, dh_d)
-    k = split_heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, hd, dh_d)
-    v = split_heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, hd, dh_d)
-    k_all, v_all = T.kv_append(cache, layer, k, v)
-    a = merge_heads(T.attention(q, k_all, v_all, self_mask, scale=dh_d ** -0.5), rows, length, d)
-    x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
-    # Cross-attention: the beams of a sentence (and their positions) become its query positions.
-    ck, cv = T.kv_cross(cache, layer)
-    batch = T.size(ck, 0)
-    beams = T.floordiv(rows, batch)
-    queries = beams if length == 1 else T.mul(beams, length)
-    q = _proj(spec, x, p + "encoder_attn.q_proj", layer)
-    q = T.transpose(T.reshape(q, [batch, queries, hd, dh_d]), 1, 2)
-    a = T.attention(q, ck, cv, source_mask, scale=dh_d ** -0.5)
-    a = T.reshape(T.transpose(a, 1, 2), [rows, length, d])
-    x = _add_norm(x, _proj(spec, a, p + "encoder_attn.out_proj", layer), p + "encoder_attn_layer_norm", layer)
+    a = self_attention(q8, x, self_mask, d, hd, p + "self_attn", layer, cache)
+    x = _add_norm(x, a, p + "self_attn_layer_norm", layer)
+    a = cross_attention(q8, x, cache, source_mask, d, hd, p + "encoder_attn", layer, length)
+    x = _add_norm(x, a, p + "encoder_attn_layer_norm", layer)
     h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
     return _add_norm(x, h, p + "final_layer_norm", layer)
 
@@ -127,17 +112,13 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     """Traces the Marian program for `spec` over `weights` (name -> array)."""
     pb = ProgramBuilder(weights=weights, meta=meta or {})
     d, he, hd = spec.d_model, spec.encoder_heads, spec.decoder_heads
-    dh_e, dh_d = d // he, d // hd
+    dh_d = d // hd
 
     @pb.function
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         p = "model.encoder.layers.{}."
-        rows, length = T.size(x, 0), T.size(x, 1)
-        q = split_heads(_proj(spec, x, p + "self_attn.q_proj", layer), rows, length, he, dh_e)
-        k = split_heads(_proj(spec, x, p + "self_attn.k_proj", layer), rows, length, he, dh_e)
-        v = split_heads(_proj(spec, x, p + "self_attn.v_proj", layer), rows, length, he, dh_e)
-        a = merge_heads(T.attention(q, k, v, mask, scale=dh_e ** -0.5), rows, length, d)
-        x = _add_norm(x, _proj(spec, a, p + "self_attn.out_proj", layer), p + "self_attn_layer_norm", layer)
+        x = _add_norm(x, self_attention(spec.quantize, x, mask, d, he, p + "self_attn", layer), p + "self_attn_layer_norm",
+                      layer)
         h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
         return _add_norm(x, h, p + "final_layer_norm", layer)
 
@@ -160,13 +141,9 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
         """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
         of every layer computed now, once, from the encoder states."""
-        p = "model.decoder.layers.{}.encoder_attn."
-        batch, length = T.size(encoder_states, 0), T.size(encoder_states, 1)
         cache = T.kv_cache(spec.decoder_layers, rows, hd, dh_d, max_len)
         for layer in range(spec.decoder_layers):
-            k = split_heads(_proj(spec, encoder_states, p + "k_proj", layer), batch, length, hd, dh_d)
-            v = split_heads(_proj(spec, encoder_states, p + "v_proj", layer), batch, length, hd, dh_d)
-            cache = T.kv_set_cross(cache, layer, k, v)
+            cache = cross_kv(spec.quantize, cache, encoder_states, d, hd, "model.decoder.layers.{}.encoder_attn", layer)
         return cache
 
     @pb.function

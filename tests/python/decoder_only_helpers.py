@@ -12,9 +12,9 @@ _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
     sys.path.insert(0, str(_FIXTURES))
 
-import decoder_checkpoints  # noqa: E402
+import random_checkpoints as decoder_checkpoints  # noqa: E402
 
-NAMES = (*decoder_checkpoints.CONFIGS, *decoder_checkpoints.COMMITTED)
+NAMES = (*decoder_checkpoints.DECODER_ONLY, *decoder_checkpoints.COMMITTED)
 MODEL_CLASS = {**{n: c[0] for n, c in decoder_checkpoints.CONFIGS.items()}, "tiny-llama": "LlamaForCausalLM"}
 
 

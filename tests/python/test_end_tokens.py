@@ -116,3 +116,29 @@ def test_output_logits_sampling_first_step(tmp_path_factory, num_beams):
                        seed=3)
         assert len(got.logits) == got.sequences.shape[1] - 1 or num_beams > 1
         np.testing.assert_allclose(got.logits[0], want["logits"][0], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_decoder_only_eos_list_and_logits(tmp_path_factory, num_beams):
+    """A decoder-only model (GPT-2 of odd sizes) with two end tokens at run time, and
+    its raw logits: token-exact and within 1e-4 of transformers."""
+    import torch
+
+    from decoder_only_helpers import checkpoint, hf_model, left_padded, random_prompts
+
+    out = tmp_path_factory.mktemp("gpt2") / "model.tvm"
+    tensorvm.import_hf(checkpoint("gpt2-odd"), out)
+    prog, model = tensorvm.load(out), hf_model("gpt2-odd")
+    ids, mask = left_padded(random_prompts(np.random.default_rng(5), model.config.vocab_size, [6, 3, 5]), pad=0)
+    kw = dict(max_new_tokens=10, num_beams=num_beams, do_sample=False)
+    with torch.no_grad():
+        plain = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), **kw).numpy()
+    new = plain[:, ids.shape[1]:]
+    tokens, counts = np.unique(new, return_counts=True)
+    x = int(next(t for t in tokens[np.argsort(-counts, kind="stable")] if t != 2))
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), eos_token_id=[2, x],
+                             output_logits=True, return_dict_in_generate=True, **kw)
+    got = prog.generate(ids, mask, eos_token_id=[2, x], output_logits=True, **kw)
+    np.testing.assert_array_equal(got.sequences, ref.sequences.numpy())
+    np.testing.assert_allclose(np.stack(got.logits), torch.stack(ref.logits).numpy(), atol=1e-4, rtol=0)

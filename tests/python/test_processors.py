@@ -135,7 +135,7 @@ def test_option_errors(root):
         ({"top_p": 1.5}, ValueError, "top_p"),
         ({"temperature": 0.0, "do_sample": True}, ValueError, "temperature"),
         ({"num_beam_groups": 2}, ValueError, "group beam search"),
-        ({"bad_words_ids": [[3]]}, ValueError, "fixed at import"),
+        ({"bad_words_ids": [[3, 99]]}, ValueError, "vocabulary"),
         ({"nonsense": 1}, TypeError, "unknown option"),
         ({"suppress_tokens": [99]}, ValueError, "vocabulary"),
         ({"max_new_tokens": 0}, ValueError, "at least 1"),

@@ -1,0 +1,161 @@
+"""M2M100 / NLLB (M2M100ForConditionalGeneration): a pre-LayerNorm encoder-decoder
+of the BART family with final encoder and decoder layer norms, scaled embeddings and
+sinusoidal positions offset by the padding index.
+
+    encode(input_ids, attention_mask) -> encoder states
+    init_cache(encoder_states, rows, max_len) -> KVCache with cross-attention K/V
+    prefill(cache, tokens, source_mask) -> KVCache filled for positions [0, n)
+    decode_step(cache, tokens, source_mask, position) -> next-token logits
+    generate(input_ids, attention_mask=None, ..., forced_bos_token_id=None, decoder_input_ids=None)
+
+Positions follow the token ids as transformers computes them: a token's position
+is padding_idx + its count of non-pad tokens so far (a pad token gets padding_idx,
+a zero row of the table). The target language is forced_bos_token_id, a run-time
+input of generate, so one program serves every target language.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import EncoderDecoder, TokenIds, build_generation
+from ..types import ObjectType, Tensor
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+
+KVCache = ObjectType("KVCache")
+POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
+ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
+
+
+@dataclass
+class M2M100Spec:
+    """Everything in an M2M100 config that changes the computation."""
+    d_model: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    vocab_size: int
+    activation: str
+    scale_embedding: bool
+    pad_token_id: int
+    eos_token_id: int | tuple
+    decoder_start_token_id: int
+    max_position_embeddings: int
+    embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
+    lm_head: str = "lm_head.weight"
+    quantize: str | None = None
+    generation: dict = field(default_factory=dict)
+    positions: object = None  # the sinusoidal table [padding_idx + max_positions + 2, d_model] (import)
+
+    @property
+    def embed_scale(self) -> float:
+        return math.sqrt(self.d_model) if self.scale_embedding else 1.0
+
+
+def _norm(x, name: str, layer=None):
+    return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=1e-5)
+
+
+def _ffn(spec, x, prefix: str, layer):
+    """x + fc2(act(fc1(LN(x))))."""
+    h = _norm(x, prefix + "final_layer_norm", layer)
+    h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
+               prefix + "fc2", layer)
+    return T.add(x, h)
+
+
+def _embed(spec, tokens, positions):
+    x = T.mul(T.embedding(tokens, T.param(spec.embed)), spec.embed_scale)
+    return T.add(x, T.embedding(positions, T.param(POSITIONS)))
+
+
+def _token_positions(tokens, pad: int, past):
+    """transformers' create_position_ids_from_input_ids: (cumsum(token != pad) + past)
+    * (token != pad) + pad."""
+    real = T.cast(T.ne(tokens, pad), "i64")
+    return T.add(T.mul(T.add(T.cumsum(real, 1), past), real), pad)
+
+
+def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
+    """Traces the M2M100 program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, he, hd, q8 = spec.d_model, spec.encoder_heads, spec.decoder_heads, spec.quantize
+
+    @pb.function
+    def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
+        a = self_attention(q8, _norm(x, ENC + "self_attn_layer_norm", layer), mask, d, he, ENC + "self_attn", layer)
+        return _ffn(spec, T.add(x, a), ENC, layer)
+
+    @pb.function
+    def source_mask(attention_mask: Tensor) -> Tensor:
+        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
+        return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+
+    @pb.function
+    def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        x = _embed(spec, input_ids, _token_positions(input_ids, spec.pad_token_id, 0))
+        mask = source_mask(attention_mask)
+        for layer in range(spec.encoder_layers):
+            x = encoder_layer(x, mask, layer)
+        return _norm(x, "model.encoder.layer_norm")
+
+    @pb.function
+    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
+        """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
+        of every layer computed now, once, from the encoder states."""
+        cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
+        for layer in range(spec.decoder_layers):
+            cache = cross_kv(q8, cache, encoder_states, d, hd, DEC + "encoder_attn", layer)
+        return cache
+
+    def decoder_layer(x, cache, source_mask, self_mask, layer, length):
+        a = self_attention(q8, _norm(x, DEC + "self_attn_layer_norm", layer), self_mask, d, hd, DEC + "self_attn",
+                           layer, cache)
+        x = T.add(x, a)
+        a = cross_attention(q8, _norm(x, DEC + "encoder_attn_layer_norm", layer), cache, source_mask, d, hd,
+                            DEC + "encoder_attn", layer, length)
+        return _ffn(spec, T.add(x, a), DEC, layer)
+
+    @pb.function
+    def step_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
+        """One decoder layer for one new position per row: x [rows, 1, d_model]."""
+        return decoder_layer(x, cache, source_mask, None, layer, 1)
+
+    @pb.function
+    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
+        """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
+        return decoder_layer(x, cache, source_mask, self_mask, layer, T.size(x, 1))
+
+    @pb.function
+    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
+        """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
+        causal within them, filling the self-attention cache; returns the cache."""
+        n = T.size(tokens, 1)
+        x = _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, 0))
+        pos = T.arange(0, n)
+        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
+        for layer in range(spec.decoder_layers):
+            x = prefill_layer(x, cache, source_mask, causal, layer)
+        return cache
+
+    @pb.function
+    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
+        x = _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, position))
+        for layer in range(spec.decoder_layers):
+            x = step_layer(x, cache, source_mask, layer)
+        x = _norm(x, "model.decoder.layer_norm")
+        return output_projection(q8, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
+
+    def reorder(cache, index):
+        return T.kv_reorder(cache, index)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
+                   decoder_start=spec.decoder_start_token_id)
+    build_generation(pb, EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache,
+                                        prefill=prefill, decode_step=decode_step, reorder=reorder, ids=ids,
+                                        max_positions=spec.max_position_embeddings), spec.generation)
+    return pb
