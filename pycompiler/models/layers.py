@@ -62,6 +62,12 @@ def position_ids(mask, start, end):
     return T.slice(pos, 1, start, end)
 
 
+def causal(n):
+    """bool [n, n]: position i attends positions j <= i."""
+    pos = T.arange(0, n)
+    return T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
+
+
 def causal_mask(mask, start, end):
     """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
     j <= i where the row has a token (True attends)."""

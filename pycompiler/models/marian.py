@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
+from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
+from .encoder_decoder import build_encoder_decoder
 from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
 
 KVCache = ObjectType("KVCache")
@@ -156,36 +157,17 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
         return _decoder_layer(spec, x, cache, source_mask, self_mask, layer, T.size(x, 1))
 
-    @pb.function
-    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
-        """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
-        causal within them, filling the self-attention cache; returns the cache."""
-        n = T.size(tokens, 1)
-        x = _embed_decoder(spec, tokens, 0, n)
-        pos = T.arange(0, n)
-        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
-        for layer in range(spec.decoder_layers):
-            x = prefill_layer(x, cache, source_mask, causal, layer)
-        return cache
-
-    @pb.function
-    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
-        """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
-        x = _embed_decoder(spec, tokens, position, T.add(position, 1))
-        for layer in range(spec.decoder_layers):
-            x = decoder_layer(x, cache, source_mask, layer)
-        logits = output_projection(spec.quantize, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
+    def head(x):
+        logits = output_projection(spec.quantize, x, spec.lm_head)
         return T.add(logits, T.param("final_logits_bias"))
-
-    def reorder(cache, index):
-        return T.kv_reorder(cache, index)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.decoder_vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
-                           decode_step=decode_step, reorder=reorder, ids=ids,
-                           max_positions=spec.max_position_embeddings)
-    build_generation(pb, model, spec.generation)
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache,
+                          embed=lambda tokens, start, end: _embed_decoder(spec, tokens, start, end),
+                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
+                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_position_embeddings,
+                          generation=spec.generation)
     # generate's inputs keep transformers' names (no op or function may take one).
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_ids", *input_names()]:
