@@ -73,9 +73,9 @@ class Program:
             return shape_result(fn, self.session.run(function, args))
         return shape_result(fn, self.session.run(function, args, on_emit))
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+    def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the
-        C++ VM (see tensorvm.pycompiler.generation)."""
+        C++ VM (see tensorvm.pycompiler.generation); Whisper's takes input_features."""
         return generation.generate(self, input_ids, attention_mask, **kwargs)
 
     def profile(self, function: str, *inputs: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,

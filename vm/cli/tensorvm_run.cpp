@@ -14,6 +14,8 @@
 // one line per step: "stream: " then each row's new ids, rows separated by "; ".
 // --profile prints the profiler's tables after the outputs (docs/tools.md); --trace
 // also writes the run as a Chrome trace.
+// --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
+// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/array_file.h"
+#include "ir/wav_file.h"
 #include "ops/cpu.h"
 #include "vm/profiler.h"
 #include "vm/vm.h"
@@ -40,6 +43,7 @@ const char* kUsage =
     "                    [--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
+    "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
@@ -209,7 +213,7 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
 
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
@@ -235,6 +239,8 @@ int run(int argc, char** argv) {
       ids_text = next();
     } else if (a == "--decoder-ids") {
       decoder_ids_text = next();
+    } else if (a == "--wav") {
+      wav_path = next();
     } else if (a == "--time") {
       timed = true;
     } else if (a == "--stream") {
@@ -286,6 +292,8 @@ int run(int argc, char** argv) {
       vm::fail("--decoder-ids: every row needs the same number of tokens (a decoder prompt is [batch, p]), got {} and {}",
                prompt[0].size(), r.size());
   bool prompt_used = prompt.empty();
+  if (!wav_path.empty() && std::find(fn.param_names.begin(), fn.param_names.end(), "audio") == fn.param_names.end())
+    vm::fail("--wav: {} has no parameter audio", fn.name);
 
   std::vector<vm::Value> inputs;
   std::set<std::string> used;
@@ -294,7 +302,12 @@ int run(int argc, char** argv) {
     const std::string& type = fn.param_types[p];
     const std::string positional_name = fmt::format("arr_{}", p);
     const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
-    if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
+    if (!wav_path.empty() && name == "audio") {
+      const ir::WavAudio wav = ir::read_wav(wav_path);
+      vm::Tensor t = vm::Tensor::empty(vm::DType::f32, {1, int64_t(wav.samples.size())});
+      std::copy(wav.samples.begin(), wav.samples.end(), t.data<float>());
+      inputs.emplace_back(t);
+    } else if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
       const bool mask = name == "attention_mask";
       vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(ids.size()), int64_t(max_len)});
       int64_t* d = t.data<int64_t>();
