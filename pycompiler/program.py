@@ -8,26 +8,10 @@ from typing import Any, Optional
 
 from .. import _C
 from . import generation, ir, weights_io
-from .inputs import coerce_inputs
+from .inputs import coerce_inputs, shape_result
 from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
-
-
-def shape_result(fn: ir.Function, outs: list) -> Any:
-    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
-
-    A one-value function returns its value bare even if declared "-> tuple[T]",
-    because its Python `return a` does.
-    """
-    outs = list(outs)
-    if len(fn.return_types) > 1:
-        return tuple(outs)
-    if not fn.return_types:
-        return None
-    if len(outs) != 1:
-        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
-    return outs[0]
 
 
 class Program:
@@ -150,6 +134,16 @@ class Program:
         if left_pad:  # a decoder-only program returns the prompt too
             seqs = seqs[:, width:]
         return tok.decode_batch([list(map(int, r)) for r in seqs], True)
+
+    def profile(self, function: str, *inputs: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,
+                cpu_time: bool = False, **named: Any):
+        """Runs `function` in the C++ VM under the profiler (after `warmup` unmeasured
+        runs, `repeat` times); inputs by position or by name. Returns a Profile: op,
+        call and instruction tables, and `.trace(path)` for a Chrome trace (profile.py).
+        `cpu_time` measures the thread's CPU time instead of wall time."""
+        from .profile import profile
+
+        return profile(self, function, *inputs, warmup=warmup, repeat=repeat, trace=trace, cpu_time=cpu_time, **named)
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""

@@ -1,7 +1,7 @@
 // tensorvm-run: run a function of a program from the command line, with no Python.
 //   tensorvm-run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
 //                [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
-//                [--threads N] [--time] [--stream]
+//                [--threads N] [--time] [--stream] [--profile] [--trace out.json]
 // The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
 // takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
 // between rows, rows padded with the program's pad id (on the left for a decoder-only
@@ -12,6 +12,8 @@
 // program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
 // output left out). --stream prints the tokens a generate program emits as they come,
 // one line per step: "stream: " then each row's new ids, rows separated by "; ".
+// --profile prints the profiler's tables after the outputs (docs/tools.md); --trace
+// also writes the run as a Chrome trace.
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
@@ -33,6 +35,7 @@
 #include "ir/wav_file.h"
 #include "ops/cpu.h"
 #include "vm/cli/text_verbs.h"
+#include "vm/profiler.h"
 #include "vm/vm.h"
 
 namespace {
@@ -42,6 +45,7 @@ const char* kUsage =
     "                    [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--outputs FILE.npz|FILE.safetensors]\n"
     "                    [--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
+    "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
@@ -232,7 +236,8 @@ int run(int argc, char** argv) {
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
-  bool timed = false, stream = false;
+  bool timed = false, stream = false, profile = false;
+  std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -263,6 +268,13 @@ int run(int argc, char** argv) {
       timed = true;
     } else if (a == "--stream") {
       stream = true;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--trace") {
+      trace_path = next();
+      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
+        vm::fail("--trace {}: the name must end in .json", trace_path);
+      profile = true;
     } else if (a == "--threads") {
       threads = int(parse_count(a, next(), 1, 4096));
     } else if (a == "--max-instructions") {
@@ -390,6 +402,8 @@ int run(int argc, char** argv) {
   vm::SessionOptions opts;
   opts.num_threads = threads;
   opts.max_instructions = max_instructions;
+  opts.profile = profile;
+  opts.profile_trace = !trace_path.empty();
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
   vm::EmitCallback on_emit;
@@ -447,6 +461,13 @@ int run(int argc, char** argv) {
         outs[0].as_tensor().ndim() == 2 && outs[0].as_tensor().size(1) > prompt_width)
       fmt::print(" ({:.2f} ms per generated token)", ms / double(outs[0].as_tensor().size(1) - prompt_width));
     fmt::print("\n");
+  }
+  if (profile) {
+    fmt::print("\n{}", session.profiler()->report(20));
+    if (!trace_path.empty()) {
+      session.profiler()->write_trace(trace_path);
+      fmt::print("trace: {}\n", trace_path);
+    }
   }
   return 0;
 }
