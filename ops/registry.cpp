@@ -16,6 +16,8 @@ void register_reduce_ops(Registry& r);
 void register_creation_ops(Registry& r);
 void register_linalg_ops(Registry& r);
 void register_nn_ops(Registry& r);
+void register_conv_ops(Registry& r);
+void register_audio_ops(Registry& r);
 void register_rotary_ops(Registry& r);
 void register_attention_ops(Registry& r);
 void register_shape_ops(Registry& r);
@@ -33,6 +35,8 @@ Registry& Registry::instance() {
     register_creation_ops(*r);
     register_linalg_ops(*r);
     register_nn_ops(*r);
+    register_conv_ops(*r);
+    register_audio_ops(*r);
     register_rotary_ops(*r);
     register_attention_ops(*r);
     register_shape_ops(*r);

@@ -9,26 +9,10 @@ from typing import Any, Optional
 
 from .. import _C
 from . import generation, ir, weights_io
-from .inputs import coerce_inputs
+from .inputs import coerce_inputs, shape_result
 from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
-
-
-def shape_result(fn: ir.Function, outs: list) -> Any:
-    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
-
-    A one-value function returns its value bare even if declared "-> tuple[T]",
-    because its Python `return a` does.
-    """
-    outs = list(outs)
-    if len(fn.return_types) > 1:
-        return tuple(outs)
-    if not fn.return_types:
-        return None
-    if len(outs) != 1:
-        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
-    return outs[0]
 
 
 class Program:
@@ -53,6 +37,7 @@ class Program:
         self._vm_program = None
         self._session = None
         self._replayer = None
+        self._tokenizer = None
 
     @classmethod
     def from_bytes(cls, program_text, weights=None, meta=None, num_threads: int = 1,
@@ -125,10 +110,76 @@ class Program:
             return shape_result(fn, self.session.run(function, args))
         return shape_result(fn, self.session.run(function, args, on_emit))
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+    def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the
-        C++ VM (see tensorvm.pycompiler.generation)."""
+        C++ VM (see tensorvm.pycompiler.generation); Whisper's takes input_features."""
         return generation.generate(self, input_ids, attention_mask, **kwargs)
+
+    @property
+    def tokenizer(self):
+        """The program's tokenizer (C++, text/): `.encode(text) -> ids`,
+        `.decode(ids, skip_special_tokens=True) -> text`; loaded on first use."""
+        if self._tokenizer is None:
+            if not getattr(_C, "has_text", False):
+                raise NotImplementedError("this build of tensorvm has no text library (built without "
+                                          "libsentencepiece-dev and libpcre2-dev; see docs/text.md)")
+            if not self.meta.get("tokenizer"):
+                raise ProgramError(f"{self.path} has no tokenizer (it was imported from a checkpoint without "
+                                   "tokenizer files); give token ids instead")
+            self._tokenizer = _C.Tokenizer.load(str(self.path))
+        return self._tokenizer
+
+    def translate(self, texts, **generate_kwargs) -> list:
+        """Texts in, texts out for an encoder-decoder program: encode each text,
+        `generate` on the batch, decode each sequence with skip_special_tokens (one
+        output per returned sequence)."""
+        if self.meta.get("is_encoder_decoder") is False:
+            raise ValueError(f"translate: {self.path} is a decoder-only program; use complete")
+        return self._text_generate("translate", texts, generate_kwargs, left_pad=False)
+
+    def complete(self, texts, **generate_kwargs) -> list:
+        """Prompts in, continuations out for a decoder-only program: the prompts are
+        left-padded as transformers pads them, and only the generated text is returned."""
+        if self.meta.get("is_encoder_decoder") is not False:
+            raise ValueError(f"complete: {self.path} is not a decoder-only program; use translate")
+        return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
+
+    def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool) -> list:
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError(f"{verb} takes a list of texts (got one str: wrap it in a list)")
+        texts = list(texts)
+        if not texts:
+            return []
+        tok = self.tokenizer
+        rows = tok.encode_batch(texts)
+        for i, r in enumerate(rows):
+            if not r:
+                raise ValueError(f"{verb}: text {i} gives no tokens (an empty prompt)")
+        pad = int(self.meta.get("pad_token_id", 0) or 0)
+        width = max(len(r) for r in rows)
+        ids = np.full((len(rows), width), pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            cols = slice(width - len(r), width) if left_pad else slice(0, len(r))
+            ids[i, cols] = r
+            mask[i, cols] = 1
+        out = self.generate(ids, mask, **generate_kwargs)
+        seqs = np.asarray(getattr(out, "sequences", out))
+        if left_pad:  # a decoder-only program returns the prompt too
+            seqs = seqs[:, width:]
+        return tok.decode_batch([list(map(int, r)) for r in seqs], True)
+
+    def profile(self, function: str, *inputs: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,
+                cpu_time: bool = False, **named: Any):
+        """Runs `function` in the C++ VM under the profiler (after `warmup` unmeasured
+        runs, `repeat` times); inputs by position or by name. Returns a Profile: op,
+        call and instruction tables, and `.trace(path)` for a Chrome trace (profile.py).
+        `cpu_time` measures the thread's CPU time instead of wall time."""
+        from .profile import profile
+
+        return profile(self, function, *inputs, warmup=warmup, repeat=repeat, trace=trace, cpu_time=cpu_time, **named)
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""

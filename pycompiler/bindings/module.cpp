@@ -10,6 +10,8 @@ namespace py = pybind11;
 using namespace tvm_py;
 
 void bind_program(py::module_& m);     // program.cpp
+void bind_text(py::module_& m);        // text.cpp
+void bind_hooks(py::module_& m);       // hooks.cpp
 void bind_custom_ops(py::module_& m);  // custom_ops.cpp
 
 static py::object call_op(const std::string& name, py::args args, py::kwargs kwargs) {
@@ -85,6 +87,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
   m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
         "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");
+  bind_hooks(m);
   bind_program(m);
+  bind_text(m);
   bind_custom_ops(m);
 }

@@ -1,7 +1,7 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py) gives:
+The network (models/marian.py, m2m100.py, whisper.py) gives:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
     step_layer(x [rows, 1, d], cache, source_mask, layer) -> x     (an IR function)
@@ -22,7 +22,10 @@ KVCache = ObjectType("KVCache")
 
 
 def build_encoder_decoder(pb, *, encode, source_mask, init_cache, embed, step_layer, prefill_layer, head,
-                          width: int, decoder_layers: int, ids: TokenIds, max_positions: int, generation: dict):
+                          width: int, decoder_layers: int, ids: TokenIds, max_positions: int, generation: dict,
+                          encoder_input: str = "input_ids"):
+    """encoder_input: generate's first input, "input_ids" or "input_features" (Whisper's
+    log-mel frames; EncoderDecoder in generation/model.py)."""
     @pb.function
     def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
         """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
@@ -47,5 +50,5 @@ def build_encoder_decoder(pb, *, encode, source_mask, init_cache, embed, step_la
 
     build_generation(pb, EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
                                         decode_step=decode_step, reorder=reorder, ids=ids,
-                                        max_positions=max_positions), generation)
+                                        max_positions=max_positions, encoder_input=encoder_input), generation)
     return pb

@@ -123,3 +123,9 @@ def cross_attention(q8, x, cache, source_mask, width: int, heads: int, prefix: s
     q = T.transpose(T.reshape(linear(q8, x, prefix + ".q_proj", layer), [batch, queries, heads, hd]), 1, 2)
     a = T.attention(q, ck, cv, source_mask, scale=hd ** -0.5)
     return linear(q8, T.reshape(T.transpose(a, 1, 2), [rows, length, width]), prefix + ".out_proj", layer)
+
+
+def position_rows(table: str, start, end):
+    """Rows [start, end) of a learned position table; past its end is an error naming
+    the position (a slice would quietly come back short)."""
+    return T.index_select(T.param(table), 0, T.arange(start, end))

@@ -34,7 +34,7 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
 
 KVCache = ObjectType("KVCache")
 
@@ -81,12 +81,6 @@ def _proj(spec, x, prefix: str, layer):
     return linear(spec.quantize, x, prefix, layer)
 
 
-def _positions(table: str, start, end):
-    """Rows [start, end) of a position table; past its end is an error naming the
-    position (a slice would quietly come back short)."""
-    return T.index_select(T.param(table), 0, T.arange(start, end))
-
-
 def _add_norm(x, h, prefix: str, layer):
     return T.layer_norm(T.add(x, h), T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
 
@@ -106,7 +100,7 @@ def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, le
 
 def _embed_decoder(spec: MarianSpec, tokens, start, end):
     x = T.mul(T.embedding(tokens, T.param(spec.decoder_embed)), spec.embed_scale)
-    return T.add(x, _positions("model.decoder.embed_positions.weight", start, end))
+    return T.add(x, position_rows("model.decoder.embed_positions.weight", start, end))
 
 
 def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
@@ -132,7 +126,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         length = T.size(input_ids, 1)
         x = T.mul(T.embedding(input_ids, T.param(spec.encoder_embed)), spec.embed_scale)
-        x = T.add(x, _positions("model.encoder.embed_positions.weight", 0, length))
+        x = T.add(x, position_rows("model.encoder.embed_positions.weight", 0, length))
         mask = source_mask(attention_mask)
         for layer in range(spec.encoder_layers):
             x = encoder_layer(x, mask, layer)
