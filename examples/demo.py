@@ -1,7 +1,12 @@
-"""The main job: build an opus-mt-en-fr-shaped Marian checkpoint, import it, and
-translate token sequences with the C++ VM (tensorvm-run, no Python in the loop).
+"""The main job, in two parts, both run by the C++ VM (tensorvm-run, no Python in the loop):
 
-    python examples/demo.py [--workdir build/demo] [--threads 2]
+1. text in, text out: a tiny Marian trained here for about a minute on a toy
+   English-to-French corpus of number words (examples/text_demo.py), imported with
+   its tokenizer and asked to translate sentences it has not seen;
+2. the real size: an opus-mt-en-fr-shaped Marian checkpoint, imported, the IR of one
+   decoder layer printed, token sequences translated with ms per generated token.
+
+    python examples/demo.py [--workdir build/demo] [--threads 2] [--train-seconds 60]
 
 No hub access exists here, so the checkpoint is the real opus-mt-en-fr architecture
 and configuration with seeded random weights (tests/fixtures/make_checkpoints.py);
@@ -38,9 +43,18 @@ def main() -> int:
     ap.add_argument("--checkpoint", help="a MarianMTModel directory (default: build the opus-mt-en-fr-shaped one)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--train-seconds", type=float, default=60.0, help="training time of part 1 (0: skip part 1)")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+
+    if args.train_seconds > 0:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import text_demo
+
+        print("==== part 1: text in, text out (a tiny Marian trained on number words)")
+        text_demo.main(["--out", str(work / "numbers"), "--seconds", str(args.train_seconds)])  # exits on failure
+        print("==== part 2: an opus-mt-en-fr-shaped Marian (random weights: token ids, timing)")
 
     if args.checkpoint:
         ckpt = Path(args.checkpoint)

@@ -176,7 +176,17 @@ std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path, bool cop
     wf->map_size_ = size;
   }
 
-  const auto* bytes = static_cast<const unsigned char*>(map);
+  wf->parse();
+  return wf;
+}
+
+void WeightsFile::parse() {
+  const std::string& path = path_;
+  auto fail = [&](const std::string& msg) -> WeightsError { return WeightsError(fmt::format("{}: {}", path, msg)); };
+  const size_t size = map_size_;
+  if (size < 8) throw fail(fmt::format("{} bytes, shorter than the 8-byte header length", size));
+  WeightsFile* wf = this;
+  const auto* bytes = static_cast<const unsigned char*>(map_);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | bytes[i];
   // The reference implementation refuses headers over 100 MB; so do we, rather
@@ -214,10 +224,70 @@ std::shared_ptr<WeightsFile> WeightsFile::open(const std::string& path, bool cop
     wf->index_.emplace(t.name, wf->entries_.size());
     wf->entries_.push_back(std::move(t));
   }
+}
+
+void* WeightsFile::allocate(size_t size, const std::string& name) {
+  void* block = std::aligned_alloc(64, (std::max<size_t>(size, 1) + 63) & ~size_t(63));
+  if (!block) throw WeightsError(fmt::format("{}: out of memory for {} bytes", name, size));
+  return block;
+}
+
+std::shared_ptr<WeightsFile> WeightsFile::from_memory(const void* data, size_t size, const std::string& name, bool copy,
+                                                      std::shared_ptr<const void> owner) {
+  std::shared_ptr<WeightsFile> wf(new WeightsFile());
+  wf->path_ = name;
+  if (!data && size > 0) throw WeightsError(fmt::format("{}: null data pointer for {} bytes", name, size));
+  if (copy) {
+    wf->map_ = allocate(size, name);
+    wf->copied_ = true;
+    if (size) std::memcpy(wf->map_, data, size);
+  } else {
+    wf->map_ = const_cast<void*>(data);
+    wf->borrowed_ = true;
+    wf->owner_ = std::move(owner);
+  }
+  wf->map_size_ = size;
+  wf->parse();
+  return wf;
+}
+
+std::shared_ptr<WeightsFile> WeightsFile::from_reader(ByteReader& reader, const std::string& name) {
+  auto fail = [&](const std::string& msg) -> WeightsError { return WeightsError(fmt::format("{}: {}", name, msg)); };
+  uint64_t total = 0;
+  try {
+    total = reader.size();
+  } catch (const std::exception& e) {
+    throw fail(fmt::format("the reader could not tell its size: {}", e.what()));
+  }
+  if (total > std::numeric_limits<size_t>::max() / 2) throw fail(fmt::format("{} bytes is more than this process can hold", total));
+  const size_t size = size_t(total);
+  // Refuse a short or hostile header before allocating the whole size.
+  if (size < 8) throw fail(fmt::format("{} bytes, shorter than the 8-byte header length", size));
+  std::shared_ptr<WeightsFile> wf(new WeightsFile());
+  wf->path_ = name;
+  wf->map_ = allocate(size, name);
+  wf->copied_ = true;
+  wf->map_size_ = size;
+  constexpr size_t kChunk = size_t(1) << 20;
+  auto* dst = static_cast<unsigned char*>(wf->map_);
+  for (size_t done = 0; done < size;) {
+    const size_t want = std::min(kChunk, size - done);
+    size_t got = 0;
+    try {
+      got = reader.read(done, dst + done, want);
+    } catch (const std::exception& e) {
+      throw fail(fmt::format("reading bytes {}..{} failed: {}", done, done + want, e.what()));
+    }
+    if (got == 0) throw fail(fmt::format("the reader ended at byte {} of the {} it announced", done, size));
+    if (got > want) throw fail(fmt::format("the reader returned {} bytes for a request of {}", got, want));
+    done += got;
+  }
+  wf->parse();
   return wf;
 }
 
 WeightsFile::~WeightsFile() {
+  if (borrowed_) return;  // the app's memory (owner_ lets go of it, if given)
   if (map_ && copied_) std::free(map_);
   else if (map_) munmap(map_, map_size_);
 }

@@ -31,6 +31,17 @@ struct TensorEntry {
   size_t nbytes = 0;
 };
 
+// Where an app's weights come from when they are not a file: an asset in an app
+// bundle, a flash partition, a network buffer. read() fills dst with up to n bytes from
+// `offset` and returns how many it wrote (0 only past the end); it throws (any
+// std::exception) on failure. The loader asks for bounded ranges, in order.
+class ByteReader {
+ public:
+  virtual ~ByteReader() = default;
+  virtual uint64_t size() = 0;
+  virtual size_t read(uint64_t offset, void* dst, size_t n) = 0;
+};
+
 class WeightsFile {
  public:
   // Maps the file read-only (or, with `copy`, reads it into memory) and validates the
@@ -39,6 +50,14 @@ class WeightsFile {
   // truncating the mapped file in place makes later reads of lost pages raise
   // SIGBUS, which only `copy` avoids. Throws WeightsError.
   static std::shared_ptr<WeightsFile> open(const std::string& path, bool copy = false);
+  // The same checks over `size` bytes at `data`; `name` stands for the path in errors.
+  // Without `copy` the bytes are borrowed, not copied: they must stay valid and
+  // unchanged as long as the WeightsFile or any tensor over it lives (`owner`, if
+  // given, is kept alive that long). With `copy` they are copied into a block it owns.
+  static std::shared_ptr<WeightsFile> from_memory(const void* data, size_t size, const std::string& name, bool copy,
+                                                  std::shared_ptr<const void> owner = nullptr);
+  // Reads all of `reader` into a block it owns (in 1 MiB ranges), then the same checks.
+  static std::shared_ptr<WeightsFile> from_reader(ByteReader& reader, const std::string& name);
   ~WeightsFile();
   WeightsFile(const WeightsFile&) = delete;
   WeightsFile& operator=(const WeightsFile&) = delete;
@@ -53,10 +72,14 @@ class WeightsFile {
 
  private:
   WeightsFile() = default;
+  void parse();  // validates the bytes at map_ and fills entries_
+  static void* allocate(size_t size, const std::string& name);
   std::string path_;
   void* map_ = nullptr;
   size_t map_size_ = 0;
-  bool copied_ = false;  // map_ is a heap block, not a mapping
+  bool copied_ = false;    // map_ is a heap block, not a mapping
+  bool borrowed_ = false;  // map_ is the app's memory: nothing to free
+  std::shared_ptr<const void> owner_;
   std::vector<TensorEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;

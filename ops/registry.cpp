@@ -1,8 +1,11 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
+
+#include "ir/names.h"
 
 namespace ops {
 
@@ -13,6 +16,8 @@ void register_reduce_ops(Registry& r);
 void register_creation_ops(Registry& r);
 void register_linalg_ops(Registry& r);
 void register_nn_ops(Registry& r);
+void register_conv_ops(Registry& r);
+void register_audio_ops(Registry& r);
 void register_rotary_ops(Registry& r);
 void register_attention_ops(Registry& r);
 void register_shape_ops(Registry& r);
@@ -22,14 +27,16 @@ void register_quantized_ops(Registry& r);
 void register_w8a8_ops(Registry& r);
 void register_generation_ops(Registry& r);
 
-const Registry& Registry::get() {
-  static const Registry* registry = [] {
-    auto* r = new Registry();
+Registry& Registry::instance() {
+  static Registry* registry = [] {
+    auto* r = new Registry();  // never destroyed: loaded programs point into it until exit
     register_elementwise_ops(*r);
     register_reduce_ops(*r);
     register_creation_ops(*r);
     register_linalg_ops(*r);
     register_nn_ops(*r);
+    register_conv_ops(*r);
+    register_audio_ops(*r);
     register_rotary_ops(*r);
     register_attention_ops(*r);
     register_shape_ops(*r);
@@ -38,28 +45,142 @@ const Registry& Registry::get() {
     register_quantized_ops(*r);
     register_w8a8_ops(*r);
     register_generation_ops(*r);
-    std::sort(r->ops_.begin(), r->ops_.end(), [](const OpDef& a, const OpDef& b) {
-      return std::tie(a.group, a.name) < std::tie(b.group, b.name);
-    });
-    for (size_t i = 1; i < r->ops_.size(); ++i)
+    for (size_t i = 1; i < r->store_.size(); ++i)
       for (size_t j = 0; j < i; ++j)
-        if (r->ops_[i].name == r->ops_[j].name) throw vm::Error("op registered twice: " + r->ops_[i].name);
+        if (r->store_[i].name == r->store_[j].name) throw vm::Error("op registered twice: " + r->store_[i].name);
+    for (OpDef& op : r->store_) {
+      op.builtin = true;
+      r->current_.push_back(&op);
+    }
     return r;
   }();
   return *registry;
 }
 
+const Registry& Registry::get() { return instance(); }
+
 OpDef& Registry::add(std::string name, std::string group) {
-  ops_.emplace_back();
-  ops_.back().name = std::move(name);
-  ops_.back().group = std::move(group);
-  return ops_.back();
+  store_.emplace_back();
+  store_.back().name = std::move(name);
+  store_.back().group = std::move(group);
+  return store_.back();
+}
+
+OpDef* Registry::find_locked(std::string_view name) const {
+  for (OpDef* op : current_)
+    if (op->name == name) return op;
+  return nullptr;
 }
 
 const OpDef* Registry::find(std::string_view name) const {
-  for (const OpDef& op : ops_)
-    if (op.name == name) return &op;
-  return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_locked(name);
+}
+
+std::vector<const OpDef*> Registry::all() const {
+  std::vector<const OpDef*> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.assign(current_.begin(), current_.end());
+  }
+  std::sort(out.begin(), out.end(), [](const OpDef* a, const OpDef* b) {
+    return std::tie(a->group, a->name) < std::tie(b->group, b->name);
+  });
+  return out;
+}
+
+// The kernel of every op registered with state: the OpDef the call was bound to
+// carries the callable.
+static void call_kernel_function(OpContext& ctx, const Args& args, Value* outs) { args.op().function(ctx, args, outs); }
+
+void Registry::set_kernel(OpDef& def, KernelFunction kernel) {
+  if (!kernel) vm::fail("op '{}' needs a kernel", def.name);
+  if (const Kernel* plain = kernel.target<void (*)(OpContext&, const Args&, Value*)>()) {
+    if (!*plain) vm::fail("op '{}' needs a kernel (got a null function pointer)", def.name);
+    def.kernel = *plain;  // a plain function stays a direct call
+    def.function = nullptr;
+  } else {
+    def.kernel = &call_kernel_function;
+    def.function = std::move(kernel);
+  }
+}
+
+static bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+const OpDef& Registry::register_op(OpDef def, bool replace) {
+  const std::string& n = def.name;
+  if (!is_identifier(n) || ir::is_python_keyword(n) || ir::is_dunder(n))
+    vm::fail("register_op: '{}' is not a name the IR can call (letters, digits and _, not a keyword)", n);
+  if (ir::is_builtin_callee(n) || ir::is_reserved_name(n) || ir::is_value_type(n))
+    vm::fail("register_op: '{}' is a name the IR reserves", n);
+  if (def.outputs.empty()) vm::fail("register_op: op '{}' must declare at least one output type", n);
+  for (const std::string& o : def.outputs)
+    if (o.empty()) vm::fail("register_op: op '{}' has an empty output type", n);
+  int variadic = 0;
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const Param& p = def.params[i];
+    if (!is_identifier(p.name) || ir::is_python_keyword(p.name))
+      vm::fail("register_op: op '{}': parameter name '{}' is not an identifier", n, p.name);
+    variadic += p.variadic;
+    for (size_t j = 0; j < i; ++j)
+      if (def.params[j].name == p.name) vm::fail("register_op: op '{}' has two parameters named '{}'", n, p.name);
+    if (p.has_default && !kind_accepts(p.kind, p.default_value))
+      vm::fail("register_op: op '{}': the default of '{}' is not a {}", n, p.name, kind_name(p.kind));
+  }
+  if (variadic > 1) vm::fail("register_op: op '{}' has more than one variadic parameter", n);
+  if (def.group.empty()) def.group = "custom";
+  def.builtin = false;
+  if (def.kernel && !def.function) {
+    def.function = def.kernel;  // set_kernel unwraps it again
+    def.kernel = nullptr;
+  }
+  KernelFunction k = std::move(def.function);
+  def.kernel = nullptr;
+  set_kernel(def, std::move(k));
+  return instance().publish(std::move(def), replace);
+}
+
+const OpDef& Registry::publish(OpDef def, bool replace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OpDef* existing = find_locked(def.name);
+  if (existing && !replace)
+    vm::fail("register_op: op '{}' is already registered ({}); pass replace=true to replace it, or use "
+             "replace_kernel to change only its kernel", def.name, existing->signature());
+  store_.push_back(std::move(def));
+  OpDef* added = &store_.back();
+  if (existing) {
+    *std::find(current_.begin(), current_.end(), existing) = added;
+  } else {
+    current_.push_back(added);
+  }
+  return *added;
+}
+
+KernelFunction Registry::replace_kernel(std::string_view name, KernelFunction kernel) {
+  Registry& r = instance();
+  OpDef copy;
+  {
+    std::lock_guard<std::mutex> lock(r.mu_);
+    const OpDef* existing = r.find_locked(name);
+    if (!existing) vm::fail("replace_kernel: no op named '{}'", name);
+    copy = *existing;
+  }
+  KernelFunction previous = copy.function ? copy.function : KernelFunction(copy.kernel);
+  set_kernel(copy, std::move(kernel));
+  r.publish(std::move(copy), true);
+  return previous;
+}
+
+std::optional<Kind> parse_kind(std::string_view name) {
+  for (Kind k : {Kind::Tensor, Kind::OptTensor, Kind::TensorOrScalar, Kind::Int, Kind::OptInt, Kind::Float, Kind::Bool,
+                 Kind::Str, Kind::Ints, Kind::OptInts, Kind::Object, Kind::Any})
+    if (kind_name(k) == name) return k;
+  return std::nullopt;
 }
 
 std::string_view kind_name(Kind k) {
@@ -265,7 +386,7 @@ std::vector<Value> call(const OpDef& op, const std::vector<Value>& positional,
   try {
     std::vector<std::string> kw_names;
     for (const auto& kw : keywords) kw_names.push_back(kw.first);
-    Binding b = bind(op, int(positional.size()), kw_names);
+    Binding b = ops::bind(op, int(positional.size()), kw_names);
     std::vector<Value> owned(b.slots.size());  // contiguous copies where needed
     std::vector<const Value*> slots(b.slots.size());
     for (size_t s = 0; s < b.slots.size(); ++s) {

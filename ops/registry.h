@@ -4,6 +4,10 @@
 // from it. Kernels are plain functions (one per op) that check shapes first.
 #pragma once
 
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +40,7 @@ enum class Kind {
   Any,             // anything
 };
 std::string_view kind_name(Kind k);
+std::optional<Kind> parse_kind(std::string_view name);  // the inverse of kind_name
 
 struct Param {
   std::string name;
@@ -100,6 +105,9 @@ class Args {
 };
 
 using Kernel = void (*)(OpContext& ctx, const Args& args, Value* outs);
+// A kernel with state (an app's accelerator handle, a Python callable). Built-in ops
+// use plain Kernels; a KernelFunction costs one more indirect call per instruction.
+using KernelFunction = std::function<void(OpContext& ctx, const Args& args, Value* outs)>;
 
 struct OpDef {
   std::string name;
@@ -108,6 +116,10 @@ struct OpDef {
   std::vector<std::string> outputs;  // output types: "Tensor", "int", "bool", "same" (as the first argument), "Any", "KVCache", ...
   std::string doc;
   Kernel kernel = nullptr;
+  // Set for a kernel with state; `kernel` then points at a trampoline that calls it
+  // through Args::op(), so the interpreter's call stays one plain function pointer.
+  KernelFunction function;
+  bool builtin = false;  // one of the runtime's own ops (docs/ops.md lists only these)
 
   int num_fixed() const;        // non-variadic params
   int variadic_index() const;   // index of the variadic param in `params`, or -1
@@ -131,18 +143,39 @@ Binding bind(const OpDef& op, int num_positional, const std::vector<std::string>
 // Whether `v` is acceptable for a slot of kind `k` (exact check used on literals).
 bool kind_accepts(Kind k, const Value& v);
 
+// Every op by name: the built-in ones, then any an app registers (vm/custom_ops.h is
+// the public face of register_op / replace_kernel). An OpDef, once published, never
+// changes and never moves: a loaded program keeps pointers to the ones it bound, so
+// re-registering or replacing a kernel publishes a new OpDef under the name and keeps
+// the old one alive (programs loaded before keep running what they bound). find,
+// all, register_op and replace_kernel are safe to call from several threads.
 class Registry {
  public:
   static const Registry& get();
-  const OpDef* find(std::string_view name) const;
-  const std::vector<OpDef>& all() const { return ops_; }  // sorted by group then name
+  const OpDef* find(std::string_view name) const;  // the current OpDef of `name`, or nullptr
+  std::vector<const OpDef*> all() const;           // current OpDefs, sorted by group then name
 
-  // Builder used by the register_* functions of each op file.
+  // Builder used by the register_* functions of each op file (while the registry is built).
   OpDef& add(std::string name, std::string group);
+
+  // Checks `def` (a name the IR can call, a kernel, one output or more, distinct
+  // parameter names, at most one variadic) and publishes it. An existing name is an
+  // error unless `replace`. Throws vm::Error.
+  static const OpDef& register_op(OpDef def, bool replace);
+  // Publishes a copy of op `name` with `kernel`; returns the kernel it had (a plain
+  // Kernel comes back wrapped, and is unwrapped again when passed back). Throws vm::Error.
+  static KernelFunction replace_kernel(std::string_view name, KernelFunction kernel);
 
  private:
   Registry() = default;
-  std::vector<OpDef> ops_;
+  static Registry& instance();
+  static void set_kernel(OpDef& def, KernelFunction kernel);
+  const OpDef& publish(OpDef def, bool replace);
+  OpDef* find_locked(std::string_view name) const;
+
+  mutable std::mutex mu_;
+  std::deque<OpDef> store_;      // every OpDef ever published; a deque never moves them
+  std::vector<OpDef*> current_;  // the one in use per name
 };
 
 // Helpers for concise signatures in the op files.

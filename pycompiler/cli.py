@@ -5,7 +5,12 @@ checkpoints; list the ops; say where the C++ package is.
                  [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
                  [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
-    tensorvm inspect PROGRAM [--ir]
+    tensorvm run|replay PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
+    tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
+                 [--top N] [--trace out.json] [--cpu-time]
+    tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
+    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce]
+    tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
     tensorvm --cmake-dir | --include-dir
@@ -38,6 +43,13 @@ def cmd_run(args, replay: bool) -> int:
 
     check_output_name(args.outputs)
     program = load(args.program, num_threads=getattr(args, "threads", 1))
+    from .cli_text import VERBS, read_lines, run_verb
+
+    if args.function in VERBS and args.function not in program.functions:
+        run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay)
+        return 0
+    if args.text is not None or args.text_file is not None:
+        raise CLIError("--text and --text-file go with the verbs tokenize, translate and complete")
     fn = program.module.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
@@ -50,6 +62,67 @@ def cmd_run(args, replay: bool) -> int:
     save_outputs(args.outputs, values)
     if args.time:
         print(f"time: {ms:.2f} ms")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from .program import load
+
+    if args.trace is not None and not args.trace.endswith(".json"):
+        raise CLIError(f"--trace {args.trace}: the name must end in .json")
+    program = load(args.program, num_threads=args.threads)
+    fn = program.module.function(args.function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None,
+                           cpu_time=args.cpu_time)
+    runs = f"{args.repeat} run{'s' if args.repeat > 1 else ''}"
+    print(f"profile of {args.function} in {program.path}: {runs}, {args.threads} thread{'s' if args.threads > 1 else ''}, "
+          f"{prof.run_seconds * 1e3:.3f} ms{' of CPU time' if args.cpu_time else ''}\n")
+    print(prof.report(args.top), end="")
+    if args.trace is not None:
+        prof.trace(args.trace)
+        print(f"\ntrace: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import diff
+    from .program import load
+
+    if len(args.paths) not in (2, 3):
+        raise CLIError("diff takes PROGRAM FUNCTION (the VM against the replay) or PROGRAM_A PROGRAM_B FUNCTION")
+    *paths, function = args.paths
+    program = load(paths[0])
+    fn = program.module.function(function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    report = diff(program, function, *inputs, other=paths[1] if len(paths) == 2 else None, rtol=args.rtol, atol=args.atol)
+    print(report.summary())
+    if args.all:
+        print(report.table(), end="")
+        print()
+    print(report.first_report(), end="")
+    return 0
+
+
+def cmd_optimize(args) -> int:
+    from pathlib import Path
+
+    from .passes import DEFAULT_PASSES, optimize_dir, rewrite_pass, standard_rules
+
+    known = dict(DEFAULT_PASSES)
+    names = [n.strip() for n in args.passes.split(",") if n.strip()]
+    if "rewrite" in names:
+        known["rewrite"] = rewrite_pass(standard_rules())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CLIError(f"--passes: no pass '{unknown[0]}' (passes: {', '.join(known)})")
+    if Path(args.output).resolve() == Path(args.program).resolve():
+        raise CLIError("optimize: -o must name another directory than the program's")
+    stats = optimize_dir(args.program, args.output, [(n, known[n]) for n in names])
+    removed = ", ".join(f"{n} {k}" for n, k in stats.removed.items())
+    print(f"wrote {args.output}: {stats.before} -> {stats.after} statements ({removed}; {stats.rounds} rounds)")
     return 0
 
 
@@ -67,6 +140,11 @@ def cmd_inspect(args) -> int:
     program = load(args.program)
     if args.ir:
         sys.stdout.write(program.ir)
+        return 0
+    if args.dot:
+        from .dot import function_dot
+
+        sys.stdout.write(function_dot(program.module, args.dot))
         return 0
     out = [f"program {program.path}"]
     meta = {k: v for k, v in program.meta.items() if k not in ("format", "version")}
@@ -124,7 +202,11 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
-    print(f"wrote {out}")
+    from .program_dir import read_meta
+
+    tokenizer = read_meta(out).get("tokenizer")
+    print(f"wrote {out} (" + (f"tokenizer: {tokenizer['kind']})" if tokenizer else
+                              "no tokenizer: the checkpoint has no tokenizer files; docs/text.md)"))
     return 0
 
 
@@ -137,7 +219,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="print the directory of tensorvmConfig.cmake (for -Dtensorvm_DIR=...) and exit")
     where.add_argument("--include-dir", action="store_true", help="print the C++ include directory and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops")):
+    for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops"),
+                        ("profile", "run a function in the C++ VM under the profiler: op, call and instruction tables")):
         r = sub.add_parser(name, help=help_, parents=[common])
         r.add_argument("program", help="program directory")
         r.add_argument("function", help="function to run")
@@ -147,14 +230,43 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
         r.add_argument("--decoder-ids", dest="decoder_ids",
                        help='a decoder prompt for decoder_input_ids: "59513 12; 59513 7", rows of one length')
-        r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
-        r.add_argument("--time", action="store_true", help="print the time the call took")
-        r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
-        if name == "run":
+        if name == "profile":
+            r.add_argument("--warmup", type=int, default=0, help="unmeasured runs first (fills the buffer pool)")
+            r.add_argument("--repeat", type=int, default=1, help="measured runs")
+            r.add_argument("--top", type=int, default=20, help="rows of the instruction table")
+            r.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace / Perfetto JSON of the run")
+            r.add_argument("--cpu-time", dest="cpu_time", action="store_true",
+                           help="measure the thread's CPU time, not wall time (a busy machine; use one thread)")
+        else:
+            r.add_argument("--outputs", help=".npz or .safetensors to write the outputs to (printed when omitted)")
+            r.add_argument("--time", action="store_true", help="print the time the call took")
+            r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
+            r.add_argument("--text", help="with FUNCTION tokenize, translate or complete: the input text, a line per input")
+            r.add_argument("--text-file", dest="text_file", help="the same, from a UTF-8 file")
+        if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
+    d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
+                       parents=[common])
+    d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",
+                   help="one program (the C++ VM against the Python replay) or two (both in the VM, aligned by SSA name)")
+    d.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
+    d.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
+    d.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    d.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
+    d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
+    d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
+    d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
+    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE) over a program",
+                       parents=[common])
+    z.add_argument("program", help="program directory")
+    z.add_argument("-o", "--output", required=True, help="program directory to write")
+    z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce; "
+                   "rewrite applies the standard pattern rules)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
-    i.add_argument("--ir", action="store_true", help="print the IR text")
+    shown = i.add_mutually_exclusive_group()
+    shown.add_argument("--ir", action="store_true", help="print the IR text")
+    shown.add_argument("--dot", metavar="FUNCTION", help="print FUNCTION as a Graphviz graph (dot -Tpng)")
     h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
@@ -171,6 +283,9 @@ def _parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "run": lambda args: cmd_run(args, replay=False),
     "replay": lambda args: cmd_run(args, replay=True),
+    "profile": cmd_profile,
+    "diff": cmd_diff,
+    "optimize": cmd_optimize,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,

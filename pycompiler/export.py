@@ -14,4 +14,4 @@ def export(builder, path) -> Path:
     check(text)  # the printer's output must be valid IR; a failure here is a tensorvm bug
     names = builder.used_weights()
     weights = {n: as_array(builder.weights[n]) for n in names}
-    return write_program_dir(path, text, weights, builder.meta)
+    return write_program_dir(path, text, weights, builder.meta, getattr(builder, "extra_files", None))

@@ -17,6 +17,7 @@ from .generation.processors import import_fields, token_list_defaults
 from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights, quantize_linears
 from .quantize import QUANTIZATIONS
+from .tokenizer_files import attach_tokenizer
 
 __all__ = ["import_hf", "UnsupportedConfig"]
 
@@ -64,5 +65,6 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
         "quantize": quantize,
     }
     pb = arch.build(spec, weights, meta)
+    attach_tokenizer(pb, path, config.model_type)
     pb.save(out_path)
     return Path(out_path)

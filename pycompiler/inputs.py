@@ -57,3 +57,19 @@ def coerce_inputs(fn: ir.Function, inputs: tuple) -> list:
         sig = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
         raise TypeError(f"{fn.name}({sig}) takes {len(fn.params)} inputs, got {len(inputs)}")
     return [_coerce(v, p.type, f"input '{p.name}' of {fn.name}") for v, p in zip(inputs, fn.params)]
+
+
+def shape_result(fn: ir.Function, outs: list) -> Any:
+    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
+
+    A one-value function returns its value bare even if declared "-> tuple[T]",
+    because its Python `return a` does.
+    """
+    outs = list(outs)
+    if len(fn.return_types) > 1:
+        return tuple(outs)
+    if not fn.return_types:
+        return None
+    if len(outs) != 1:
+        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
+    return outs[0]

@@ -3,31 +3,16 @@ Python, `.generate` over its `generate` function. Reading the directory is
 program_dir.py's job; this module only runs what it reads."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Optional
 
 from .. import _C
 from . import generation, ir, weights_io
-from .inputs import coerce_inputs
+from .inputs import coerce_inputs, shape_result
 from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
-
-
-def shape_result(fn: ir.Function, outs: list) -> Any:
-    """What the replay of `fn` returns: None, the value, or a tuple (k > 1 values).
-
-    A one-value function returns its value bare even if declared "-> tuple[T]",
-    because its Python `return a` does.
-    """
-    outs = list(outs)
-    if len(fn.return_types) > 1:
-        return tuple(outs)
-    if not fn.return_types:
-        return None
-    if len(outs) != 1:
-        raise RuntimeError(f"{fn.name} returned {len(outs)} values, expected 1")
-    return outs[0]
 
 
 class Program:
@@ -52,14 +37,49 @@ class Program:
         self._vm_program = None
         self._session = None
         self._replayer = None
+        self._tokenizer = None
+
+    @classmethod
+    def from_bytes(cls, program_text, weights=None, meta=None, num_threads: int = 1,
+                   max_instructions: int = 0) -> "Program":
+        """A program from its text (str or UTF-8 bytes), its weights (the bytes of a
+        weights.safetensors, or None) and its meta (a dict, meta.json's text, or None),
+        all in memory; the C++ loader checks them as it checks a directory and copies
+        the weights, so the caller's buffer may be dropped. `replay` needs a directory."""
+        if isinstance(program_text, (bytes, bytearray, memoryview)):
+            try:
+                program_text = bytes(program_text).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ProgramError(f"program text (in memory): {e}") from None
+        if not isinstance(program_text, str):
+            raise TypeError(f"load_bytes: the program text must be str or bytes, not {type(program_text).__name__}")
+        if isinstance(meta, dict):
+            meta_text = json.dumps(meta)
+        elif isinstance(meta, (bytes, bytearray)):
+            meta_text = bytes(meta).decode("utf-8", errors="replace")
+        else:
+            meta_text = meta or ""
+        if weights is not None and not isinstance(weights, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load_bytes: weights must be bytes (a weights.safetensors), not {type(weights).__name__}")
+        self = cls.__new__(cls)
+        self.path = None
+        self.ir = program_text.replace("\r\n", "\n").replace("\r", "\n")
+        self.num_threads = num_threads
+        self.max_instructions = max_instructions
+        self.copy_weights = True
+        self._module = self._session = self._replayer = None
+        # Loaded now, so bad bytes fail here rather than at the first run.
+        self._vm_program = _C.Program.from_memory(self.ir, weights, meta_text)
+        self.meta = json.loads(self._vm_program.meta_json)
+        return self
 
     def __repr__(self) -> str:
-        return f"<tensorvm.Program {self.path} functions={self.functions}>"
+        return f"<tensorvm.Program {self.path or '(from memory)'} functions={self.functions}>"
 
     @property
     def module(self) -> ir.Module:
         if self._module is None:
-            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE))
+            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE) if self.path else "program.py")
         return self._module
 
     @property
@@ -75,7 +95,8 @@ class Program:
         if self._session is None:
             if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
                 raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
-            self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
+            if self._vm_program is None:
+                self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
             self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
         return self._session
 
@@ -89,13 +110,82 @@ class Program:
             return shape_result(fn, self.session.run(function, args))
         return shape_result(fn, self.session.run(function, args, on_emit))
 
-    def generate(self, input_ids, attention_mask=None, **kwargs) -> Any:
+    def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the
-        C++ VM (see tensorvm.pycompiler.generation)."""
+        C++ VM (see tensorvm.pycompiler.generation); Whisper's takes input_features."""
         return generation.generate(self, input_ids, attention_mask, **kwargs)
+
+    @property
+    def tokenizer(self):
+        """The program's tokenizer (C++, text/): `.encode(text) -> ids`,
+        `.decode(ids, skip_special_tokens=True) -> text`; loaded on first use."""
+        if self._tokenizer is None:
+            if not getattr(_C, "has_text", False):
+                raise NotImplementedError("this build of tensorvm has no text library (built without "
+                                          "libsentencepiece-dev and libpcre2-dev; see docs/text.md)")
+            if not self.meta.get("tokenizer"):
+                raise ProgramError(f"{self.path} has no tokenizer (it was imported from a checkpoint without "
+                                   "tokenizer files); give token ids instead")
+            self._tokenizer = _C.Tokenizer.load(str(self.path))
+        return self._tokenizer
+
+    def translate(self, texts, **generate_kwargs) -> list:
+        """Texts in, texts out for an encoder-decoder program: encode each text,
+        `generate` on the batch, decode each sequence with skip_special_tokens (one
+        output per returned sequence)."""
+        if self.meta.get("is_encoder_decoder") is False:
+            raise ValueError(f"translate: {self.path} is a decoder-only program; use complete")
+        return self._text_generate("translate", texts, generate_kwargs, left_pad=False)
+
+    def complete(self, texts, **generate_kwargs) -> list:
+        """Prompts in, continuations out for a decoder-only program: the prompts are
+        left-padded as transformers pads them, and only the generated text is returned."""
+        if self.meta.get("is_encoder_decoder") is not False:
+            raise ValueError(f"complete: {self.path} is not a decoder-only program; use translate")
+        return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
+
+    def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool) -> list:
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError(f"{verb} takes a list of texts (got one str: wrap it in a list)")
+        texts = list(texts)
+        if not texts:
+            return []
+        tok = self.tokenizer
+        rows = tok.encode_batch(texts)
+        for i, r in enumerate(rows):
+            if not r:
+                raise ValueError(f"{verb}: text {i} gives no tokens (an empty prompt)")
+        pad = int(self.meta.get("pad_token_id", 0) or 0)
+        width = max(len(r) for r in rows)
+        ids = np.full((len(rows), width), pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            cols = slice(width - len(r), width) if left_pad else slice(0, len(r))
+            ids[i, cols] = r
+            mask[i, cols] = 1
+        out = self.generate(ids, mask, **generate_kwargs)
+        seqs = np.asarray(getattr(out, "sequences", out))
+        if left_pad:  # a decoder-only program returns the prompt too
+            seqs = seqs[:, width:]
+        return tok.decode_batch([list(map(int, r)) for r in seqs], True)
+
+    def profile(self, function: str, *inputs: Any, warmup: int = 0, repeat: int = 1, trace: bool = True,
+                cpu_time: bool = False, **named: Any):
+        """Runs `function` in the C++ VM under the profiler (after `warmup` unmeasured
+        runs, `repeat` times); inputs by position or by name. Returns a Profile: op,
+        call and instruction tables, and `.trace(path)` for a Chrome trace (profile.py).
+        `cpu_time` measures the thread's CPU time instead of wall time."""
+        from .profile import profile
+
+        return profile(self, function, *inputs, warmup=warmup, repeat=repeat, trace=trace, cpu_time=cpu_time, **named)
 
     def replay(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` line by line in Python with the reference ops (`on_emit` as in run)."""
+        if self.path is None:
+            raise NotImplementedError("replay reads its weights from a program directory; this program was loaded "
+                                      "from memory (save it with tensorvm.export, or replay the directory it came from)")
         if self._replayer is None:
             self._replayer = Replayer(self.path, text=self.ir)
         return self._replayer.run(function, *inputs, on_emit=on_emit)
@@ -103,6 +193,12 @@ class Program:
     def weights_info(self) -> list[tuple[str, str, tuple, int]]:
         entries, _, _ = weights_io.read_header(self.path / WEIGHTS_FILE)
         return [(e.name, e.dtype, e.shape, e.nbytes) for e in entries.values()]
+
+
+def load_bytes(program_text, weights=None, meta=None, num_threads: int = 1, max_instructions: int = 0) -> Program:
+    """A program from memory: its text, the bytes of its weights.safetensors and its meta
+    (see Program.from_bytes); the C++ side is vm::Program::from_memory."""
+    return Program.from_bytes(program_text, weights, meta, num_threads=num_threads, max_instructions=max_instructions)
 
 
 def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False) -> Program:

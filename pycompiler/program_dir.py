@@ -1,7 +1,8 @@
 """The program directory: tensorvm's file format, written and read here and nowhere else.
 
 A program directory holds program.py (the IR), weights.safetensors (only the
-weights the IR names) and meta.json. It is written into a temporary sibling
+weights the IR names) and meta.json, and may hold extra files (a tokenizer's, under
+tokenizer/, named by meta.json). It is written into a temporary sibling
 directory and renamed into place, so readers see the old program or the new one,
 never a mix; an existing directory is replaced only if it is a program directory.
 What runs a program (program.py: the C++ VM, replay.py: Python) only reads it
@@ -68,9 +69,25 @@ def _exchange(a: Path, b: Path) -> bool:
     return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
-def write_program_dir(path, text: str, weights: dict, meta: dict) -> Path:
-    """Writes a program directory atomically from its parts; returns its path."""
+def _extra_name(name: str) -> Path:
+    """A relative path inside the program directory that names no part of the program."""
+    rel = Path(name)
+    if (not name or rel.is_absolute() or "\\" in name or any(p in ("", ".", "..") for p in name.split("/"))
+            or name in (PROGRAM_FILE, WEIGHTS_FILE, META_FILE)):
+        raise ProgramError(f"extra file name {name!r} must be a relative path inside the program directory, "
+                           f"other than {PROGRAM_FILE}, {WEIGHTS_FILE} and {META_FILE}")
+    return rel
+
+
+def write_program_dir(path, text: str, weights: dict, meta: dict, extra_files: dict | None = None) -> Path:
+    """Writes a program directory atomically from its parts; returns its path.
+    `extra_files` ({name inside the directory: source file}) are copied in within the
+    same atomic write."""
     path = Path(path)
+    extras = {_extra_name(str(n)): Path(src) for n, src in (extra_files or {}).items()}
+    for src in extras.values():
+        if not src.is_file():
+            raise ProgramError(f"extra file {src} is not a regular file")
     if path.exists() and not _is_program_dir(path):
         raise ProgramError(f"{path} exists and is not a program directory; refusing to replace it")
     parent = path.resolve().parent
@@ -81,6 +98,13 @@ def write_program_dir(path, text: str, weights: dict, meta: dict) -> Path:
         _write_file(tmp / PROGRAM_FILE, text)
         weights_io.write(tmp / WEIGHTS_FILE, weights)
         _write_file(tmp / META_FILE, meta_text)
+        for rel, src in extras.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, tmp / rel)
+            with open(tmp / rel, "rb+") as f:
+                os.fsync(f.fileno())
+        for d in {str((tmp / rel).parent) for rel in extras}:
+            weights_io.fsync_dir(d)
         os.chmod(tmp, 0o755)
         weights_io.fsync_dir(str(tmp))
         target = parent / path.name

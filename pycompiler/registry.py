@@ -7,6 +7,7 @@ registry stays the single source of truth.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
@@ -31,12 +32,15 @@ class OpSpec:
     outputs: tuple[str, ...]
     doc: str
     signature_text: str
-    # Set only for stand-ins registered by tests while an op's C++ kernel is missing.
+    # Set for stand-ins registered by tests while an op's C++ kernel is missing, and for
+    # custom ops (tensorvm.register_op), whose reference serves replay.
     reference: Optional[Callable[..., Any]] = field(default=None, compare=False)
+    custom: bool = False  # registered by the app: a C++ kernel exists, `reference` replays it
+    builtin: bool = True  # one of the runtime's own ops (not registered by an app at run time)
 
     @property
     def is_stand_in(self) -> bool:
-        return self.reference is not None
+        return self.reference is not None and not self.custom
 
     def python_signature(self) -> inspect.Signature:
         return _python_signature(self)
@@ -46,18 +50,33 @@ def _spec_from_dict(d: dict) -> OpSpec:
     params = tuple(
         ParamSpec(p["name"], p["kind"], bool(p["has_default"]), p["default"], bool(p["variadic"])) for p in d["params"]
     )
-    return OpSpec(d["name"], d["group"], params, tuple(d["outputs"]), d["doc"], d["signature"])
+    return OpSpec(d["name"], d["group"], params, tuple(d["outputs"]), d["doc"], d["signature"],
+                  builtin=bool(d.get("builtin", True)))
 
 
 _real: Optional[dict[str, OpSpec]] = None
 _stand_ins: dict[str, OpSpec] = {}
+_references: dict[str, Callable[..., Any]] = {}  # custom ops' reference implementations
 
 
 def _load_real() -> dict[str, OpSpec]:
     global _real
     if _real is None:
-        _real = {d["name"]: _spec_from_dict(d) for d in _C.registry()}
+        real = {}
+        for d in _C.registry():
+            spec = _spec_from_dict(d)
+            if spec.name in _references:
+                spec = dataclasses.replace(spec, reference=_references[spec.name], custom=True)
+            real[spec.name] = spec
+        _real = real
     return _real
+
+
+def add_custom_reference(name: str, reference: Callable[..., Any]) -> None:
+    """Attaches the reference implementation of a custom op and rereads the C++ registry."""
+    global _real
+    _references[name] = reference
+    _real = None
 
 
 def ops() -> dict[str, OpSpec]:

@@ -9,6 +9,7 @@ breakpoint or print anywhere to debug. `check(text)` does the checking alone.
 from __future__ import annotations
 
 import __future__
+import ast
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -91,11 +92,40 @@ def namespace(weights: Mapping[str, Any], ops: Mapping[str, Any]) -> dict:
     return ns
 
 
+WATCH = "__watch__"  # a name no checked program can use (ir_check refuses dunders)
+
+
+def _watched(tree: ast.Module) -> ast.Module:
+    """`tree` with `__watch__(function, line, op, names, values)` after every assignment
+    but `param`: the replay's side of the VM's per-instruction hook (tensorvm diff)."""
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        body = []
+        for stmt in fn.body:
+            body.append(stmt)
+            if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                    and isinstance(stmt.value.func, ast.Name)) or stmt.value.func.id == "param":
+                continue
+            target = stmt.targets[0]
+            names = [t.id for t in target.elts] if isinstance(target, ast.Tuple) else [target.id]
+            call = ast.Expr(ast.Call(ast.Name(WATCH, ast.Load()), [
+                ast.Constant(fn.name), ast.Constant(stmt.lineno), ast.Constant(stmt.value.func.id),
+                ast.Tuple([ast.Constant(n) for n in names], ast.Load()),
+                ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load())], []))
+            body.append(ast.copy_location(call, stmt))
+        fn.body = body
+    return ast.fix_missing_locations(tree)
+
+
 class Replayer:
-    """A checked, compiled program ready to replay; weights are read once (memory-mapped)."""
+    """A checked, compiled program ready to replay; weights are read once (memory-mapped).
+
+    With `watch`, watch(function, line, op, names, values) is called after every
+    instruction but param, as the VM's hooks see them (tensorvm diff)."""
 
     def __init__(self, path=None, *, text: Optional[str] = None, weights: Optional[Mapping[str, Any]] = None,
-                 filename: Optional[str] = None):
+                 filename: Optional[str] = None, watch=None):
         self.path = Path(path) if path is not None else None
         if text is None:
             if self.path is None:
@@ -108,6 +138,9 @@ class Replayer:
         if weights is None:
             weights = weights_io.read(self.path / WEIGHTS_FILE)[0] if self.path is not None else {}
         self.namespace = namespace(weights, ops)
+        if watch is not None:
+            tree = _watched(tree)  # after the check: the check never sees the hook
+            self.namespace[WATCH] = watch
         # Annotations stay unevaluated strings: nothing but the checked calls runs.
         code = compile(tree, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
         exec(code, self.namespace)

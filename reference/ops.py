@@ -130,6 +130,65 @@ def embedding(ids, weight):
 
 
 @op
+def conv1d(x, weight, bias=None, stride=1, padding=0):
+    """torch's conv1d (one group, no dilation) as a sum over the kernel taps, in float64."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 3:
+        _b_fail("conv1d", "x must be f32 [batch, channels, length]")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.float32 or weight.ndim != 3:
+        _b_fail("conv1d", "weight must be f32 [out_channels, in_channels, kernel]")
+    if stride < 1:
+        _b_fail("conv1d", f"stride must be at least 1, got {stride}")
+    if padding < 0:
+        _b_fail("conv1d", f"padding must be at least 0, got {padding}")
+    batch, cin, length = x.shape
+    cout, _, k = weight.shape
+    if weight.shape[1] != cin:
+        _b_fail("conv1d", f"x has {cin} channels but weight is {weight.shape}")
+    if k < 1:
+        _b_fail("conv1d", "the kernel size must be at least 1")
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != (cout,)):
+        _b_fail("conv1d", f"bias must be f32[{cout}]")
+    if length + 2 * padding < k:
+        _b_fail("conv1d", f"x's length {length} with padding {padding} is shorter than the kernel size {k}")
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding)))
+    tout = (length + 2 * padding - k) // stride + 1
+    y = np.zeros((batch, cout, tout))
+    for j in range(k):
+        taps = xp[:, :, j:j + stride * (tout - 1) + 1:stride]  # [batch, cin, tout]
+        y += np.einsum("bct,oc->bot", taps, weight[:, :, j].astype(np.float64))
+    if bias is not None:
+        y += bias[None, :, None]
+    return _f32(y)
+
+
+@op
+def log_mel(audio, filters, n_fft=400, hop_length=160, n_samples=480000):
+    """Whisper's log-mel spectrogram, as WhisperFeatureExtractor's numpy path computes it (float64)."""
+    if not isinstance(audio, np.ndarray) or audio.dtype != np.float32 or audio.ndim != 2:
+        _b_fail("log_mel", "audio must be f32 [batch, samples]")
+    if n_fft < 2 or n_fft % 2:
+        _b_fail("log_mel", f"n_fft must be even and at least 2, got {n_fft}")
+    if hop_length < 1:
+        _b_fail("log_mel", f"hop_length must be at least 1, got {hop_length}")
+    if n_samples < hop_length or n_samples <= n_fft // 2:
+        _b_fail("log_mel", f"n_samples must be at least hop_length and more than n_fft / 2, got {n_samples}")
+    bins = n_fft // 2 + 1
+    if not isinstance(filters, np.ndarray) or filters.dtype != np.float32 or filters.ndim != 2 \
+            or filters.shape[0] != bins:
+        _b_fail("log_mel", f"filters must be f32 [{bins}, n_mels] (n_fft / 2 + 1 frequency bins)")
+    frames = n_samples // hop_length
+    wave = np.zeros((audio.shape[0], n_samples))
+    wave[:, :min(audio.shape[1], n_samples)] = audio[:, :n_samples]
+    wave = np.pad(wave, ((0, 0), (n_fft // 2, n_fft // 2)), mode="reflect")
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)
+    idx = np.arange(frames)[:, None] * hop_length + np.arange(n_fft)[None, :]
+    power = np.abs(np.fft.rfft(wave[:, idx] * window, axis=-1)) ** 2  # [batch, frames, bins]
+    mel = np.log10(np.maximum(np.einsum("bfk,km->bmf", power, filters.astype(np.float64)), 1e-10))
+    top = mel.max(axis=(1, 2), keepdims=True) if mel.size else mel
+    return _f32((np.maximum(mel, top - 8.0) + 4.0) / 4.0)
+
+
+@op
 def rotary(x, positions, inv_freq, scale=1.0):
     """transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb in float32: the angle is
     one f32 product float(position) * inv_freq; cos/sin are taken in float64 of that f32

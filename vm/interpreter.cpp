@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "vm/profiler.h"
 #include "vm/session.h"
 
 namespace vm {
@@ -46,13 +47,25 @@ class Interpreter {
   }
 
   // Runs `fn` with its parameters already in frame[0..n) and writes its results to
-  // `results`. The frame's registers are cleared on the way out.
+  // `results`. The frame's registers are cleared on the way out. The hook is looked
+  // at once per function: without one, the loop has no hook calls at all.
   void exec(const Function& fn, Value* frame, Value* results) {
-    Hook* hook = s_.hook_;
+    if (Hook* hook = s_.hook_) {
+      hook->enter(fn);
+      exec_loop<true>(fn, frame, results, hook);
+      hook->leave(fn);
+    } else {
+      exec_loop<false>(fn, frame, results, nullptr);
+    }
+  }
+
+ private:
+  template <bool Hooked>
+  void exec_loop(const Function& fn, Value* frame, Value* results, Hook* hook) {
     const size_t n = fn.packed.size();
     for (size_t i = 0; i < n; ++i) {
       const PackedInstr& ins = fn.packed[i];
-      if (hook) hook->before(fn, fn.code[i], frame);
+      if constexpr (Hooked) hook->before(fn, fn.code[i], frame);
       try {
         step(fn, ins, frame, results);
       } catch (const Error& e) {
@@ -62,7 +75,7 @@ class Interpreter {
         clear(fn, frame);
         rethrow(fn, fn.code[i], e.what());
       }
-      if (hook) hook->after(fn, fn.code[i], frame);
+      if constexpr (Hooked) hook->after(fn, fn.code[i], frame);
       const uint32_t* frees = fn.index_pool.data() + ins.frees;
       for (uint16_t k = 0; k < ins.num_frees; ++k) frame[frees[k]] = Value();
     }
@@ -70,7 +83,6 @@ class Interpreter {
     clear(fn, frame);
   }
 
- private:
   static void clear(const Function& fn, Value* frame) {
     for (uint32_t r = 0; r < fn.num_regs; ++r) frame[r] = Value();
   }
@@ -249,6 +261,12 @@ Session::Session(std::shared_ptr<const Program> program, SessionOptions options)
     : program_(std::move(program)), options_(options), pool_(make_ref<Pool>()) {
   if (!program_) fail("Session: no program");
   set_num_threads(options.num_threads);
+  if (options.profile) {
+    ProfilerOptions po;
+    po.trace = options.profile_trace;
+    profiler_ = std::make_unique<Profiler>(po);
+    hook_ = profiler_.get();
+  }
   stack_.resize(program_->max_stack() + 64);
 }
 
@@ -282,6 +300,7 @@ std::vector<Value> Session::run(const std::string& name, std::vector<Value> inpu
   } engage(threads_.get());
   const uint64_t budget = options_.max_instructions;
   budget_end_ = budget == 0 || instructions_ > UINT64_MAX - budget ? UINT64_MAX : instructions_ + budget;
+  if (hook_) hook_->begin_run(fn);
   try {
     Interpreter(*this).exec(fn, frame, results);
   } catch (...) {

@@ -405,7 +405,9 @@ class Loader {
       return;
     }
     const ops::OpDef* op = ops::Registry::get().find(c);
-    if (!op) fail_at(s.line, "unknown op or function '{}'", c);
+    if (!op)
+      fail_at(s.line, "unknown op or function '{}' (an app's own op must be registered with vm::register_op, "
+              "or tensorvm.register_op in Python, before the program is loaded)", c);
     ins.kind = Instr::Kind::Kernel;
     ins.op = op;
     ins.kernel = op->kernel;
@@ -614,8 +616,8 @@ class Loader {
   std::map<std::pair<int, int64_t>, uint32_t> scalar_consts_;  // per function being loaded
 };
 
-std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,
-                                                  const std::string& filename, const LoadOptions& options) {
+std::shared_ptr<const Program> Program::build(const std::string& text, const std::string& filename,
+                                              const std::function<std::shared_ptr<ir::WeightsFile>()>& open_weights) {
   auto p = std::make_shared<Program>();
   p->text_ = text;
   p->filename_ = filename;
@@ -626,15 +628,45 @@ std::shared_ptr<const Program> Program::from_text(const std::string& text, const
     throw Error(e.what());
   }
   Loader loader(*p, m);
-  if (!weights_path.empty()) {
-    try {
-      loader.weights_ = ir::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
-    } catch (const ir::WeightsError& e) {
-      throw Error(e.what());
-    }
+  try {
+    loader.weights_ = open_weights();
+  } catch (const ir::WeightsError& e) {
+    throw Error(e.what());
   }
   loader.load();
   p->weights_ = loader.weights_;
+  return p;
+}
+
+std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,
+                                                  const std::string& filename, const LoadOptions& options) {
+  return build(text, filename, [&]() -> std::shared_ptr<ir::WeightsFile> {
+    if (weights_path.empty()) return nullptr;
+    return ir::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
+  });
+}
+
+// The names errors give the parts of a program loaded from memory.
+constexpr const char* kMemoryText = "program.py (in memory)";
+constexpr const char* kMemoryWeights = "weights.safetensors (in memory)";
+constexpr const char* kMemoryMeta = "meta.json (in memory)";
+
+std::shared_ptr<const Program> Program::from_memory(std::string_view text, const void* weights, size_t weights_size,
+                                                    std::string_view meta_json, const LoadOptions& options,
+                                                    std::shared_ptr<const void> owner) {
+  if (!meta_json.empty()) check_meta(kMemoryMeta, std::string(meta_json));
+  auto p = build(std::string(text), kMemoryText, [&]() -> std::shared_ptr<ir::WeightsFile> {
+    if (!weights && weights_size == 0) return nullptr;
+    return ir::WeightsFile::from_memory(weights, weights_size, kMemoryWeights, options.copy_weights, std::move(owner));
+  });
+  if (!meta_json.empty()) const_cast<Program&>(*p).meta_json_ = std::string(meta_json);
+  return p;
+}
+
+std::shared_ptr<const Program> Program::from_reader(std::string_view text, WeightsReader& reader, std::string_view meta_json) {
+  if (!meta_json.empty()) check_meta(kMemoryMeta, std::string(meta_json));
+  auto p = build(std::string(text), kMemoryText, [&] { return ir::WeightsFile::from_reader(reader, kMemoryWeights); });
+  if (!meta_json.empty()) const_cast<Program&>(*p).meta_json_ = std::string(meta_json);
   return p;
 }
 

@@ -5,19 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ir/safetensors.h"
 #include "ops/registry.h"
 #include "vm/value.h"
 
 namespace ir {
-class WeightsFile;
 struct Module;
 }
 
 namespace vm {
+
+// An app's source of weight bytes for Program::from_reader (an asset manager, a flash
+// partition): size() and read(offset, dst, n) -> bytes written. See ir/safetensors.h.
+using WeightsReader = ir::ByteReader;
 
 // Load-time limits, so that no program can make the interpreter overflow its own
 // stack or its 16-bit operand counts; a program past them is a load error.
@@ -105,6 +111,21 @@ class Program {
   static std::shared_ptr<const Program> from_text(const std::string& text, const std::string& weights_path,
                                                   const std::string& filename = "program.py",
                                                   const LoadOptions& options = {});
+  // A program whose text, weights (safetensors bytes; nullptr and 0 for none) and meta
+  // (meta.json's text; empty for none) are in memory: an embedded resource, an asset,
+  // a network buffer. The same checks as load(): bad bytes are a vm::Error, never a
+  // crash. The weights are BORROWED: tensors view them in place, so the buffer must
+  // stay valid and unchanged until the Program, every Session on it and every tensor
+  // a run returned are gone (`owner`, if given, is kept alive exactly that long).
+  // options.copy_weights copies them instead (64-byte aligned), and the buffer may
+  // then be freed as soon as this returns. The text and meta are always copied.
+  static std::shared_ptr<const Program> from_memory(std::string_view text, const void* weights, size_t weights_size,
+                                                    std::string_view meta_json = {}, const LoadOptions& options = {},
+                                                    std::shared_ptr<const void> owner = nullptr);
+  // As from_memory, the weights read from `reader` into memory the Program owns (the
+  // reader is not used after this returns).
+  static std::shared_ptr<const Program> from_reader(std::string_view text, WeightsReader& reader,
+                                                    std::string_view meta_json = {});
 
   const Function* find(const std::string& name) const;  // nullptr if absent
   const Function& function(const std::string& name) const;  // throws naming the functions there are
@@ -117,6 +138,8 @@ class Program {
 
  private:
   friend class Loader;
+  static std::shared_ptr<const Program> build(const std::string& text, const std::string& filename,
+                                              const std::function<std::shared_ptr<ir::WeightsFile>()>& open_weights);
   std::vector<Function> functions_;
   std::string text_;
   std::string filename_;

@@ -14,11 +14,23 @@
 
 namespace vm {
 
+class Profiler;
+
 // Called around every instruction when installed (the profiler and the numerics
-// debugger are built on it). With no hook the interpreter pays one branch.
+// debugger are built on it). With no hook the interpreter pays one branch per
+// function it runs, none per instruction: it runs a loop without hook calls.
 class Hook {
  public:
   virtual ~Hook() = default;
+  // A run of Session::run starts with `fn` (a run that failed may have left
+  // enter/before calls without their leave/after).
+  virtual void begin_run(const Function&) {}
+  // Around each function the interpreter runs: the run's own, a call, each while_loop
+  // condition and body, a cond's branch.
+  virtual void enter(const Function&) {}
+  virtual void leave(const Function&) {}
+  // Around each instruction; `regs` is the function's frame: after() sees the
+  // instruction's results in regs[ins.outs[i]], before its dead registers are cleared.
   virtual void before(const Function& fn, const Instr& ins, const Value* regs) = 0;
   virtual void after(const Function& fn, const Instr& ins, const Value* regs) = 0;
 };
@@ -44,6 +56,11 @@ struct SessionOptions {
   // while_loop that passes it stops the run with an error, so a loop that never ends
   // (a bad program or an input it does not expect) cannot hold a caller forever.
   uint64_t max_instructions = 0;
+  // Install a Profiler of the session's own (Session::profiler()), with its trace of
+  // every slice when profile_trace is set. Off, nothing is measured and the
+  // interpreter runs its loop without hook calls.
+  bool profile = false;
+  bool profile_trace = false;
 };
 
 class Session {
@@ -60,6 +77,10 @@ class Session {
   std::vector<Value> run_named(const std::string& function, const std::vector<std::pair<std::string, Value>>& named);
 
   void set_hook(Hook* hook) { hook_ = hook; }  // not owned; nullptr to remove
+  Hook* hook() const { return hook_; }
+  // The session's own profiler (SessionOptions::profile), or nullptr. set_hook
+  // replaces it as the hook; set_hook(profiler()) puts it back.
+  Profiler* profiler() { return profiler_.get(); }
   // With no callback (the default, or an empty function) emit costs one branch and
   // answers "continue".
   void set_on_emit(EmitCallback on_emit) { on_emit_ = std::move(on_emit); }
@@ -79,6 +100,7 @@ class Session {
   std::unique_ptr<ThreadPool> threads_;
   std::vector<Value> stack_;
   Hook* hook_ = nullptr;
+  std::unique_ptr<Profiler> profiler_;
   EmitCallback on_emit_;
   uint64_t instructions_ = 0;
   uint64_t budget_end_ = UINT64_MAX;  // instructions_ value at which the current run stops

@@ -9,7 +9,10 @@
 namespace py = pybind11;
 using namespace tvm_py;
 
-void bind_program(py::module_& m);  // program.cpp
+void bind_program(py::module_& m);     // program.cpp
+void bind_text(py::module_& m);        // text.cpp
+void bind_hooks(py::module_& m);       // hooks.cpp
+void bind_custom_ops(py::module_& m);  // custom_ops.cpp
 
 static py::object call_op(const std::string& name, py::args args, py::kwargs kwargs) {
   const ops::OpDef* op = ops::Registry::get().find(name);
@@ -32,7 +35,8 @@ static py::object call_op(const std::string& name, py::args args, py::kwargs kwa
 
 static py::list registry() {
   py::list out;
-  for (const ops::OpDef& op : ops::Registry::get().all()) {
+  for (const ops::OpDef* def : ops::Registry::get().all()) {
+    const ops::OpDef& op = *def;
     py::list params;
     for (const ops::Param& p : op.params) {
       py::dict d;
@@ -50,6 +54,7 @@ static py::list registry() {
     d["outputs"] = op.outputs;
     d["doc"] = op.doc;
     d["signature"] = op.signature();
+    d["builtin"] = op.builtin;
     out.append(d);
   }
   return out;
@@ -82,5 +87,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
   m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
         "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");
+  bind_hooks(m);
   bind_program(m);
+  bind_text(m);
+  bind_custom_ops(m);
 }

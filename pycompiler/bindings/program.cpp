@@ -4,7 +4,7 @@
 #include "convert.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "vm/profiler.h"
+#include "vm/profiler.h"  // Session.profiler returns one
 #include "vm/vm.h"
 
 namespace py = pybind11;
@@ -65,21 +65,6 @@ py::dict function_info(const vm::Function& f) {
   return d;
 }
 
-py::dict stats_dict(const std::map<std::string, vm::OpStats>& stats) {
-  py::dict out;
-  for (const auto& [name, s] : stats) {
-    py::dict d;
-    d["count"] = s.count;
-    d["seconds"] = s.seconds;
-    d["macs"] = s.macs;
-    d["weight_macs"] = s.weight_macs;
-    d["bytes_out"] = s.bytes_out;
-    d["weight_bytes"] = s.weight_bytes;
-    out[py::str(name)] = d;
-  }
-  return out;
-}
-
 }  // namespace
 
 void bind_program(py::module_& m) {
@@ -96,6 +81,22 @@ void bind_program(py::module_& m) {
                     return std::const_pointer_cast<vm::Program>(vm::Program::from_text(text, weights));
                   },
                   py::arg("text"), py::arg("weights_path") = "")
+      .def_static("from_memory",
+                  [](const std::string& text, const py::object& weights, const std::string& meta) {
+                    // Copied: the Program must not depend on a Python buffer's lifetime.
+                    vm::LoadOptions o;
+                    o.copy_weights = true;
+                    if (weights.is_none())
+                      return std::const_pointer_cast<vm::Program>(vm::Program::from_memory(text, nullptr, 0, meta, o));
+                    py::buffer_info info = py::reinterpret_borrow<py::buffer>(weights).request();
+                    if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1)
+                      throw vm::Error("from_memory: weights must be bytes or a contiguous byte buffer");
+                    py::gil_scoped_release nogil;
+                    return std::const_pointer_cast<vm::Program>(
+                        vm::Program::from_memory(text, info.ptr, size_t(info.size), meta, o));
+                  },
+                  py::arg("text"), py::arg("weights") = py::none(), py::arg("meta") = "",
+                  "A program from its text, weights (safetensors bytes, copied) and meta.json text.")
       .def("functions", [](const vm::Program& p) {
         std::vector<std::string> names;
         for (const auto& f : p.functions()) names.push_back(f.name);
@@ -106,21 +107,18 @@ void bind_program(py::module_& m) {
       .def_property_readonly("meta_json", &vm::Program::meta_json)
       .def_property_readonly("weight_bytes", &vm::Program::weight_bytes);
 
-  py::class_<vm::Profiler>(m, "Profiler")
-      .def(py::init<>())
-      .def("reset", &vm::Profiler::reset)
-      .def("report", &vm::Profiler::report)
-      .def("ops", [](const vm::Profiler& p) { return stats_dict(p.ops()); })
-      .def("calls", [](const vm::Profiler& p) { return stats_dict(p.calls()); });
-
   py::class_<vm::Session>(m, "Session")
-      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions) {
+      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions, bool profile,
+                       bool profile_trace) {
              vm::SessionOptions o;
              o.num_threads = num_threads;
              o.max_instructions = max_instructions;
+             o.profile = profile;
+             o.profile_trace = profile_trace;
              return std::make_unique<vm::Session>(p, o);
            }),
-           py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0)
+           py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0, py::arg("profile") = false,
+           py::arg("profile_trace") = false)
       .def("run", &run_session, py::arg("function"), py::arg("args"), py::arg("on_emit") = py::none())
       .def("run_named",
            [](vm::Session& s, const std::string& fn, const py::dict& kwargs) {
@@ -142,7 +140,9 @@ void bind_program(py::module_& m) {
       .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
       .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); })
       .def("set_profiler", [](vm::Session& s, vm::Profiler* p) { s.set_hook(p); }, py::arg("profiler").none(true),
-           py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.");
+           py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.")
+      .def_property_readonly("profiler", &vm::Session::profiler, py::return_value_policy::reference_internal,
+                             "The session's own Profiler (Session(..., profile=True)), else None.");
 
   m.def("parse_and_print", [](const std::string& text) {
     try {

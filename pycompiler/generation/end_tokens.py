@@ -31,6 +31,12 @@ EOS_INPUT = Input("eos_token_id", _check, "the end token id, or a list of them (
                   "default: the model's", kind="tokens")
 
 
+def vocabulary(ids) -> str:
+    """What error messages call the vocabulary generate chooses from (as
+    inputs.output_vocabulary does on the Python side)."""
+    return "vocabulary" if ids.decoder_start is None else "decoder vocabulary"
+
+
 def resolve(eos_token_id, ids):
     """The call's end tokens [n] (int64) from the input (None: the model's ids.eos),
     checked, and their [vocab] mask."""
@@ -40,7 +46,7 @@ def resolve(eos_token_id, ids):
     T.check(T.gt(T.size(eos, 0), 0), "generate: eos_token_id must name at least one token")
     # scatter itself refuses an id outside the vocabulary, naming the op; this names the input
     T.check(T.all(T.logical_and(T.ge(eos, 0), T.lt(eos, ids.vocab_size))),
-            "generate: eos_token_id is not in the decoder vocabulary")
+            f"generate: eos_token_id is not in the {vocabulary(ids)}")
     return eos, T.scatter(T.full([ids.vocab_size], False, dtype="bool"), 0, eos, True)
 
 

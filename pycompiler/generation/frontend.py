@@ -43,7 +43,6 @@ _REFUSED = {
     "eta_cutoff": "eta sampling is not implemented",
     "encoder_repetition_penalty": "encoder_repetition_penalty is not implemented",
     "encoder_no_repeat_ngram_size": "encoder_no_repeat_ngram_size is not implemented",
-    "sequence_bias": "sequence_bias is not implemented",
     "exponential_decay_length_penalty": "exponential_decay_length_penalty is not implemented",
     "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
     "logits_processor": "custom logits processors cannot run inside the program",
@@ -83,7 +82,18 @@ def _check(options: dict, meta: dict) -> dict:
     return {name: None if v is None else INPUTS[name].check(v, meta) for name, v in options.items()}
 
 
-def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", streamer=None, **kwargs):
+def _features(array) -> np.ndarray:
+    a = np.asarray(array)
+    if a.ndim != 3 or a.dtype.kind != "f":
+        raise ValueError(f"generate: input_features must be a float array [batch, n_mels, frames], "
+                         f"got {a.dtype}{list(a.shape)}")
+    if a.shape[0] == 0:
+        raise ValueError("generate: input_features has no rows (an empty batch)")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm", streamer=None,
+             input_features=None, **kwargs):
     """Sequences [batch * num_return_sequences, length] (int64), as `model.generate(...)`
     returns them; a GenerateOutput (sequences, sequences_scores, scores) when
     return_dict_in_generate, output_scores or output_logits is asked. engine="replay" runs the same
@@ -107,19 +117,35 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         if name in OPTIONS and name not in params and kwargs[name] is not None:
             raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
                              "re-import the checkpoint with this version of tensorvm")
+    # an encoder that reads features (Whisper) names its input input_features, as transformers does
+    first = params[0]
+    if (input_ids is None) == (input_features is None):
+        raise TypeError(f"generate: pass the encoder's input, {first}, once (positionally or by name)")
+    source = input_ids if input_features is None else input_features
+    if input_features is not None and first != "input_features":
+        raise ValueError(f"generate: this program's encoder takes {first}, not input_features")
     as_dict = bool(kwargs.pop("return_dict_in_generate", False)) or bool(kwargs.get("output_scores")) or \
         bool(kwargs.get("output_logits"))
     defaults = dict(meta.get("generation") or {})
     defaults.setdefault("max_length", meta.get("max_length", 20))
     defaults.setdefault("num_beams", meta.get("num_beams", 1))
     opts = _check(kwargs, meta)
-    ids = _ids(input_ids, "input_ids")
-    mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
-    if mask.shape != ids.shape:
-        raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
+    if first == "input_features":
+        ids = _features(source)
+        mask = None if attention_mask is None else _ids(attention_mask, "attention_mask")
+        if mask is not None and mask.shape != (ids.shape[0], ids.shape[2]):
+            raise ValueError(f"generate: attention_mask {list(mask.shape)} must be [batch, frames] "
+                             f"{[ids.shape[0], ids.shape[2]]}")
+        source_len = 0  # the program's encoder checks the frames
+    else:
+        ids = _ids(source, "input_ids")
+        mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
+        if mask.shape != ids.shape:
+            raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
+        source_len = ids.shape[1]
     if ids.shape[0] == 0:
         raise ValueError("generate: input_ids has no rows (an empty batch)")
-    if ids.shape[1] == 0:
+    if first != "input_features" and ids.shape[1] == 0:
         raise ValueError(f"generate: input_ids has no tokens (a zero-length {'prompt' if decoder_only else 'source'}); "
                          "transformers refuses it too")
 
@@ -128,7 +154,7 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
         prompt = _ids(opts["decoder_input_ids"], "decoder_input_ids")
         if prompt.shape[0] != ids.shape[0] or prompt.shape[1] == 0:
             raise ValueError(f"generate: decoder_input_ids {list(prompt.shape)} must have one row of at least one "
-                             f"token per input_ids row ({ids.shape[0]})")
+                             f"token per {first} row ({ids.shape[0]})")
         opts["decoder_input_ids"], prompt_len = prompt, prompt.shape[1]
 
     def value(name):
@@ -152,10 +178,10 @@ def generate(program, input_ids, attention_mask=None, *, engine: str = "vm", str
     if limit is not None and limit <= prompt_len:
         what = "input_ids" if decoder_only else "decoder_input_ids"
         raise ValueError(f"generate: max_length ({limit}) must be greater than the length of {what} ({prompt_len})")
-    if max_pos is not None and ((limit is not None and limit > max_pos) or ids.shape[1] > max_pos):
+    if max_pos is not None and ((limit is not None and limit > max_pos) or source_len > max_pos):
         raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "
-                         f"({'prompt' if decoder_only else 'source'} {ids.shape[1]}, max_length {limit})")
-    inputs = {"input_ids": ids, "attention_mask": mask, **opts}
+                         f"({'prompt' if decoder_only else 'source'} {source_len}, max_length {limit})")
+    inputs = {first: ids, "attention_mask": mask, **opts}
     if as_dict and "output_scores" in params:
         inputs.setdefault("output_scores", None)
     args = [inputs.get(p) for p in params]

@@ -135,9 +135,9 @@ def _sequence(name, seq, meta):
     if not isinstance(seq, (list, tuple)) or not seq or any(
             isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0 for t in seq):
         raise ValueError(f"generate: each entry of {name} must be a non-empty list of token ids, got {seq!r}")
-    vocab = meta.get("decoder_vocab_size")
+    vocab, what = output_vocabulary(meta)
     if vocab is not None and max(seq) >= vocab:
-        raise ValueError(f"generate: {name} entry {list(seq)} is not in the decoder vocabulary ({vocab})")
+        raise ValueError(f"generate: {name} entry {list(seq)} is not in the {what} ({vocab})")
     return [int(t) for t in seq]
 
 

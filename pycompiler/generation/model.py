@@ -7,6 +7,7 @@ traced inline), with these signatures:
 
 Encoder-decoder (EncoderDecoder):
     encode(input_ids, attention_mask) -> encoder states [batch, source_len, d]
+        (input_features instead of input_ids when encoder_input says so: Whisper)
     source_mask(attention_mask) -> the mask prefill/decode_step take
     init_cache(encoder_states, rows, max_len) -> cache: self-attention room for
         `rows` decoder rows (batch x beams, sentence-major) and max_len positions,
@@ -48,6 +49,9 @@ class TokenIds:
         object.__setattr__(self, "eos", normalize(self.eos))
 
 
+ENCODER_INPUTS = ("input_ids", "input_features")
+
+
 @dataclass(frozen=True)
 class EncoderDecoder:
     encode: Callable
@@ -58,6 +62,16 @@ class EncoderDecoder:
     reorder: Callable
     ids: TokenIds
     max_positions: int  # longest source and decoder length (max_position_embeddings)
+    # generate's first input, named as transformers names the encoder's input:
+    # "input_ids" (token ids [batch, source_len], checked against max_positions) or
+    # "input_features" (f32 [batch, ...], e.g. Whisper's log-mel frames; encode checks
+    # their shape; the attention_mask default is ones [batch, last dim])
+    encoder_input: str = "input_ids"
+
+    def __post_init__(self):
+        if self.encoder_input not in ENCODER_INPUTS:
+            raise ValueError(f"EncoderDecoder: encoder_input must be one of {ENCODER_INPUTS}, "
+                             f"got {self.encoder_input!r}")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 from .. import ops as T
 from ..control import cond, while_loop
 from . import sequence_bias as SB
+from .end_tokens import vocabulary
 from .inputs import (Input, bool_input, float_input, int_input, sequence_bias_input, token_input, token_list_input,
                      token_sequences_input)
 from .model import TokenIds
@@ -361,7 +362,7 @@ def _optional_token(name):
     def resolve(get, defaults, ctx):
         default = defaults.get(name)
         v = T.if_none(get(name), -1 if default is None else default)
-        T.check(T.lt(v, ctx.ids.vocab_size), f"generate: {name} is not in the decoder vocabulary")
+        T.check(T.lt(v, ctx.ids.vocab_size), f"generate: {name} is not in the {vocabulary(ctx.ids)}")
         return {name: v}
     return resolve
 

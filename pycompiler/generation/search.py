@@ -386,6 +386,8 @@ def build_generation(pb, model, defaults: dict):
 
     names = input_names(decoder_only)
     max_pos = model.max_positions
+    first_input = "input_ids" if decoder_only else model.encoder_input
+    features = first_input == "input_features"
 
     def default_limit(prompt_len):
         """transformers' max_length when neither the call nor the checkpoint sets one:
@@ -395,7 +397,7 @@ def build_generation(pb, model, defaults: dict):
         return T.minimum(T.add(prompt_len, 20), max_pos)
 
     @pb.function(arg_types=["Tensor"] + ["Any"] * len(names))
-    @_named("input_ids", *names)
+    @_named(first_input, *names)
     def generate(input_ids, *inputs):
         """transformers' generate() for this checkpoint: greedy search, sampling, beam
         search or beam sampling, with the logits processors, all inside the program.
@@ -407,20 +409,24 @@ def build_generation(pb, model, defaults: dict):
         given = dict(zip(names, inputs))
         get = given.__getitem__
         # Bad inputs fail here, each with its own message, rather than deep inside an op.
-        T.check(T.gt(T.size(input_ids, 0), 0), "generate: input_ids has no rows (an empty batch)")
-        T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length "
-                f"{'prompt' if decoder_only else 'source'})")
-        T.check(T.le(T.size(input_ids, 1), max_pos),
-                f"generate: the {'prompt' if decoder_only else 'source'} is longer than max_position_embeddings "
-                f"({max_pos})")
-        attention_mask = T.if_none(get("attention_mask"), T.full_like(input_ids, 1))
+        T.check(T.gt(T.size(input_ids, 0), 0), f"generate: {first_input} has no rows (an empty batch)")
         batch = T.size(input_ids, 0)
+        if features:  # the model's encode checks the features' shape
+            attention_mask = T.if_none(get("attention_mask"),
+                                       T.full([batch, T.size(input_ids, -1)], 1, dtype="i64"))
+        else:
+            T.check(T.gt(T.size(input_ids, 1), 0), "generate: input_ids has no tokens (a zero-length "
+                    f"{'prompt' if decoder_only else 'source'})")
+            T.check(T.le(T.size(input_ids, 1), max_pos),
+                    f"generate: the {'prompt' if decoder_only else 'source'} is longer than max_position_embeddings "
+                    f"({max_pos})")
+            attention_mask = T.if_none(get("attention_mask"), T.full_like(input_ids, 1))
         if decoder_only:
             prompt, what = input_ids, "input_ids"
         else:
             prompt, what = T.if_none(get("decoder_input_ids"), T.full([batch, 1], start, dtype="i64")), \
                 "decoder_input_ids"
-            T.check(T.eq(T.size(prompt, 0), batch), "generate: decoder_input_ids must have one row per input_ids row")
+            T.check(T.eq(T.size(prompt, 0), batch), f"generate: decoder_input_ids must have one row per {first_input} row")
             T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
         prompt_len = T.size(prompt, 1)
         # lengths count the prompt; max_new_tokens wins over max_length

@@ -17,13 +17,14 @@ import math
 
 from .. import ops as T
 from ..control import cond
+from .end_tokens import vocabulary
 
 
-def split(words, vocab: int, what: str):
+def split(words, ids, what: str):
     """words: int64 [n, L] (-1 before each entry) -> (prefix [n, L-1], last [n],
     single [n] bool: the one-token entries), with its checks."""
-    T.check(T.all(T.logical_and(T.ge(words, -1), T.lt(words, vocab))),
-            f"generate: {what} are not all in the decoder vocabulary")
+    T.check(T.all(T.logical_and(T.ge(words, -1), T.lt(words, ids.vocab_size))),
+            f"generate: {what} are not all in the {vocabulary(ids)}")
     n, width = T.size(words, 0), T.size(words, 1)
     last = T.reshape(T.slice(words, 1, T.sub(width, 1), width), [n])
     T.check(T.all(T.ge(last, 0)), f"generate: every {what} entry needs at least one token, right-aligned")
@@ -54,7 +55,7 @@ def resolve_bad_words(words, ctx):
     """Options of ban_bad_words from the int64 [n, L] entries. As transformers, a
     one-token entry that is an end token is dropped."""
     V = ctx.ids.vocab_size
-    prefix, last, single = split(words, V, "bad_words_ids")
+    prefix, last, single = split(words, ctx.ids, "bad_words_ids")
     multi = T.logical_not(single)
     single = T.logical_and(single, T.logical_not(T.index_select(ctx.eos, 0, last)))
     banned = spread(T.where(single, last, V), True, V, False)
@@ -93,7 +94,7 @@ def resolve_sequence_bias(table, ctx):
     table = T.cast(table, "f32")  # a C++ caller may hand int biases
     n = T.size(table, 0)
     bias = T.reshape(T.slice(table, 1, 0, 1), [n])
-    prefix, last, single = split(T.cast(T.slice(table, 1, 1, T.size(table, 1)), "i64"), V, "sequence_bias")
+    prefix, last, single = split(T.cast(T.slice(table, 1, 1, T.size(table, 1)), "i64"), ctx.ids, "sequence_bias")
     multi = T.logical_not(single)
     T.check(T.all(T.logical_or(single, T.lt(T.abs(bias), math.inf))),
             "generate: sequence_bias of several tokens needs a finite bias (bad_words_ids bans a sequence)")

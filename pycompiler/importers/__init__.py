@@ -11,7 +11,7 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import gpt2, llama, m2m100, marian
+from . import gpt2, llama, m2m100, marian, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
@@ -20,6 +20,7 @@ ARCHITECTURES = {
     "gpt2": gpt2.ARCH,
     "llama": llama.LLAMA,
     "qwen2": llama.QWEN2,
+    "whisper": whisper.ARCH,
 }
 
 

@@ -147,10 +147,11 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     opts = {}
     inputs = {i.name: i for i in generate_inputs()}
     given = {"forced_eos_token_id": forced_eos}
+    vocab = {"decoder_vocab_size" if getattr(config, "is_encoder_decoder", False) else "vocab_size": vocab_size}
     for field, default in generation_config_defaults().items():
         value = given[field] if field in given else getattr(gen, field, None)
         try:
-            value = default if value is None else inputs[field].check(value, {"vocab_size": vocab_size})
+            value = default if value is None else inputs[field].check(value, vocab)
         except ValueError as e:
             raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r}: {e}") from None
         if value is not default and inputs[field].config_form is not None:  # token sequences, sequence_bias

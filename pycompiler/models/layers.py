@@ -62,6 +62,12 @@ def position_ids(mask, start, end):
     return T.slice(pos, 1, start, end)
 
 
+def causal(n):
+    """bool [n, n]: position i attends positions j <= i."""
+    pos = T.arange(0, n)
+    return T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
+
+
 def causal_mask(mask, start, end):
     """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
     j <= i where the row has a token (True attends)."""
@@ -117,3 +123,9 @@ def cross_attention(q8, x, cache, source_mask, width: int, heads: int, prefix: s
     q = T.transpose(T.reshape(linear(q8, x, prefix + ".q_proj", layer), [batch, queries, heads, hd]), 1, 2)
     a = T.attention(q, ck, cv, source_mask, scale=hd ** -0.5)
     return linear(q8, T.reshape(T.transpose(a, 1, 2), [rows, length, width]), prefix + ".out_proj", layer)
+
+
+def position_rows(table: str, start, end):
+    """Rows [start, end) of a learned position table; past its end is an error naming
+    the position (a slice would quietly come back short)."""
+    return T.index_select(T.param(table), 0, T.arange(start, end))

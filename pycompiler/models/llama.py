@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import DecoderOnly, TokenIds, build_generation
 from ..types import ObjectType, Tensor
-from .layers import activation, causal_mask, linear, merge_heads, output_projection, position_ids, split_heads, \
-    step_mask
+from .decoder_only import build_decoder_only
+from .layers import activation, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 P = "model.layers.{}."
@@ -89,37 +88,7 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
             x = block(x, cache, attn_mask, positions, layer)
         return norm(x, "model.norm")
 
-    @pb.function
-    def init_cache(rows: int, max_len: int) -> KVCache:
-        """Self-attention room for `rows` rows and max_len slots of kv_heads heads in every layer."""
-        return T.kv_cache(spec.layers, rows, kvh, hd, max_len)
-
-    @pb.function
-    def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:
-        """Runs tokens [rows, n] at slots [0, n) in one pass; returns the filled cache."""
-        n = T.size(tokens, 1)
-        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
-        return cache
-
-    @pb.function
-    def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
-        """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
-        x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position))
-        return output_projection(q8, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
-
-    @pb.function
-    def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        """Logits [batch, length, vocab] of every position, as the model's forward pass."""
-        rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
-        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n))
-        return T.reshape(output_projection(q8, T.reshape(x, [T.mul(rows, n), d]), spec.lm_head),
-                         [rows, n, spec.vocab_size])
-
-    def reorder(cache, index):
-        return T.kv_reorder(cache, index)
-
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size)
-    build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step,
-                                     reorder=reorder, ids=ids, max_positions=spec.max_position_embeddings),
-                     spec.generation)
-    return pb
+    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=kvh, head_dim=hd, width=d,
+                              vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
+                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
+                              generation=spec.generation)

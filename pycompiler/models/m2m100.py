@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import EncoderDecoder, TokenIds, build_generation
+from ..generation import TokenIds
 from ..types import ObjectType, Tensor
+from .encoder_decoder import build_encoder_decoder
 from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
 
 KVCache = ObjectType("KVCache")
@@ -129,33 +130,15 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
         """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
         return decoder_layer(x, cache, source_mask, self_mask, layer, T.size(x, 1))
 
-    @pb.function
-    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
-        """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
-        causal within them, filling the self-attention cache; returns the cache."""
-        n = T.size(tokens, 1)
-        x = _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, 0))
-        pos = T.arange(0, n)
-        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
-        for layer in range(spec.decoder_layers):
-            x = prefill_layer(x, cache, source_mask, causal, layer)
-        return cache
+    def embed(tokens, start, end):
+        return _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, start))
 
-    @pb.function
-    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
-        """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
-        x = _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, position))
-        for layer in range(spec.decoder_layers):
-            x = step_layer(x, cache, source_mask, layer)
-        x = _norm(x, "model.decoder.layer_norm")
-        return output_projection(q8, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
-
-    def reorder(cache, index):
-        return T.kv_reorder(cache, index)
+    def head(x):
+        return output_projection(q8, _norm(x, "model.decoder.layer_norm"), spec.lm_head)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    build_generation(pb, EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache,
-                                        prefill=prefill, decode_step=decode_step, reorder=reorder, ids=ids,
-                                        max_positions=spec.max_position_embeddings), spec.generation)
-    return pb
+    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache, embed=embed,
+                                 step_layer=step_layer, prefill_layer=prefill_layer, head=head, width=d,
+                                 decoder_layers=spec.decoder_layers, ids=ids,
+                                 max_positions=spec.max_position_embeddings, generation=spec.generation)

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
+from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .encoder_decoder import build_encoder_decoder
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
 
 KVCache = ObjectType("KVCache")
 
@@ -80,12 +81,6 @@ def _proj(spec, x, prefix: str, layer):
     return linear(spec.quantize, x, prefix, layer)
 
 
-def _positions(table: str, start, end):
-    """Rows [start, end) of a position table; past its end is an error naming the
-    position (a slice would quietly come back short)."""
-    return T.index_select(T.param(table), 0, T.arange(start, end))
-
-
 def _add_norm(x, h, prefix: str, layer):
     return T.layer_norm(T.add(x, h), T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
 
@@ -105,7 +100,7 @@ def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, le
 
 def _embed_decoder(spec: MarianSpec, tokens, start, end):
     x = T.mul(T.embedding(tokens, T.param(spec.decoder_embed)), spec.embed_scale)
-    return T.add(x, _positions("model.decoder.embed_positions.weight", start, end))
+    return T.add(x, position_rows("model.decoder.embed_positions.weight", start, end))
 
 
 def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
@@ -131,7 +126,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         length = T.size(input_ids, 1)
         x = T.mul(T.embedding(input_ids, T.param(spec.encoder_embed)), spec.embed_scale)
-        x = T.add(x, _positions("model.encoder.embed_positions.weight", 0, length))
+        x = T.add(x, position_rows("model.encoder.embed_positions.weight", 0, length))
         mask = source_mask(attention_mask)
         for layer in range(spec.encoder_layers):
             x = encoder_layer(x, mask, layer)
@@ -156,36 +151,17 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
         return _decoder_layer(spec, x, cache, source_mask, self_mask, layer, T.size(x, 1))
 
-    @pb.function
-    def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
-        """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
-        causal within them, filling the self-attention cache; returns the cache."""
-        n = T.size(tokens, 1)
-        x = _embed_decoder(spec, tokens, 0, n)
-        pos = T.arange(0, n)
-        causal = T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
-        for layer in range(spec.decoder_layers):
-            x = prefill_layer(x, cache, source_mask, causal, layer)
-        return cache
-
-    @pb.function
-    def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
-        """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
-        x = _embed_decoder(spec, tokens, position, T.add(position, 1))
-        for layer in range(spec.decoder_layers):
-            x = decoder_layer(x, cache, source_mask, layer)
-        logits = output_projection(spec.quantize, T.reshape(x, [T.size(x, 0), d]), spec.lm_head)
+    def head(x):
+        logits = output_projection(spec.quantize, x, spec.lm_head)
         return T.add(logits, T.param("final_logits_bias"))
-
-    def reorder(cache, index):
-        return T.kv_reorder(cache, index)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.decoder_vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    model = EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
-                           decode_step=decode_step, reorder=reorder, ids=ids,
-                           max_positions=spec.max_position_embeddings)
-    build_generation(pb, model, spec.generation)
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache,
+                          embed=lambda tokens, start, end: _embed_decoder(spec, tokens, start, end),
+                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
+                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_position_embeddings,
+                          generation=spec.generation)
     # generate's inputs keep transformers' names (no op or function may take one).
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_ids", *input_names()]:

@@ -1,5 +1,7 @@
 // libFuzzer target: a whole program. The input is the program text, optionally
-// followed by a NUL byte and the bytes of its weights.safetensors. The program is
+// followed by a NUL byte and the bytes of its weights.safetensors. Inputs of odd size
+// load through Program::from_memory (the weights borrowed in place), even ones through
+// a file (Program::from_text with a path). The program is
 // loaded (parse, check, bind to ops and weights) and up to kMaxFunctions of its
 // functions whose parameters are all plain values run on small fixed inputs.
 // Loading and running must end in results or a vm::Error, never a crash.
@@ -134,7 +136,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), text_size);
   std::shared_ptr<const vm::Program> program;
   try {
-    if (nul) {
+    if (nul && size % 2 == 1) {
+      program = vm::Program::from_memory(text, nul + 1, size - text_size - 1);
+    } else if (nul) {
       fuzz::MemFile weights(nul + 1, size - text_size - 1);
       program = vm::Program::from_text(text, weights.path(), "fuzz.py");
     } else {

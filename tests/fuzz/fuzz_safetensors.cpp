@@ -1,6 +1,8 @@
-// libFuzzer target: bytes as a safetensors file through ir::WeightsFile::open.
-// Any input must end in a WeightsFile or an ir::WeightsError. Every entry the reader
-// hands out is read end to end, so a pointer or size outside the mapping faults here.
+// libFuzzer target: bytes as a safetensors file through ir::WeightsFile::open, and the
+// same bytes through WeightsFile::from_memory (borrowed: libFuzzer's exactly sized copy,
+// so ASan sees any read past the end). Any input must end in a WeightsFile or an
+// ir::WeightsError, the same for both. Every entry the reader hands out is read end to
+// end, so a pointer or size outside the mapping faults here.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -8,14 +10,31 @@
 #include "fuzz_memfile.h"
 #include "ir/safetensors.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz::MemFile file(data, size);
-  std::shared_ptr<ir::WeightsFile> wf;
+static std::shared_ptr<ir::WeightsFile> load(const uint8_t* data, size_t size, bool from_memory) {
   try {
-    wf = ir::WeightsFile::open(file.path());
+    if (from_memory) return ir::WeightsFile::from_memory(data, size, "fuzz", /*copy=*/false);
+    fuzz::MemFile file(data, size);
+    return ir::WeightsFile::open(file.path());
   } catch (const ir::WeightsError&) {
-    return 0;
+    return nullptr;
   }
+}
+
+static void read_all(const std::shared_ptr<ir::WeightsFile>& wf);
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto from_file = load(data, size, false);
+  auto from_memory = load(data, size, true);
+  if (bool(from_file) != bool(from_memory) || (from_file && from_file->size() != from_memory->size())) {
+    std::fprintf(stderr, "open and from_memory disagree on these bytes\n");
+    std::abort();
+  }
+  if (from_file) read_all(from_file);
+  if (from_memory) read_all(from_memory);
+  return 0;
+}
+
+static void read_all(const std::shared_ptr<ir::WeightsFile>& wf) {
   unsigned sum = 0;
   for (const ir::TensorEntry& t : wf->entries()) {
     size_t count = 1;
@@ -34,5 +53,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Keeps the reads from being optimised away.
   volatile unsigned sink = sum;
   (void)sink;
-  return 0;
 }

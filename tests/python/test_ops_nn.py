@@ -118,3 +118,18 @@ def test_embedding_errors(rng):
     check_error("embedding", np.array([1], np.int64), f32(rng, 10), match=r"weight must be f32 \[V, D\]")
     check_error("embedding", np.array([1], np.int64), w.astype(np.int64), match="weight must be f32")
     check_error("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")
+
+
+def test_embedding_of_per_row_position_ids(rng):
+    """GPT-2's learned positions for a left-padded batch: ids i64 [B, T] from the mask
+    (cumsum - 1, padding filled with 1, as transformers derives them) pick rows of wpe."""
+    wpe = f32(rng, 1024, 24)
+    mask = np.arange(6)[None, :] >= (6 - np.array([6, 3, 1]))[:, None]
+    pos = np.where(mask, np.cumsum(mask, -1) - 1, 1).astype(np.int64)
+    got = check_exact("embedding", pos, wpe)
+    assert got.shape == (3, 6, 24)
+    np.testing.assert_array_equal(got[1, 3:], wpe[:3])
+    np.testing.assert_array_equal(got[1, :3], np.broadcast_to(wpe[1], (3, 24)))
+    np.testing.assert_array_equal(got[2, 5], wpe[0])
+    check_exact("embedding", pos[:, -1:] + 1023 - pos.max(), wpe)  # a decode step at the last position
+    check_error("embedding", pos + 1019, wpe, match=r"id 1024 out of range \[0, 1024\)")

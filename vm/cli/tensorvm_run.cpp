@@ -1,7 +1,7 @@
 // tensorvm-run: run a function of a program from the command line, with no Python.
 //   tensorvm-run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
 //                [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
-//                [--threads N] [--time] [--stream]
+//                [--threads N] [--time] [--stream] [--profile] [--trace out.json]
 // The same options and files as `tensorvm run` (pycompiler/cli.py). Each parameter
 // takes, in this order: --ids (a parameter named input_ids: int64 [batch, len], ';'
 // between rows, rows padded with the program's pad id (on the left for a decoder-only
@@ -12,6 +12,12 @@
 // program's default. Outputs are written as arr_0, arr_1, ... (scalars as 0-d arrays, a None
 // output left out). --stream prints the tokens a generate program emits as they come,
 // one line per step: "stream: " then each row's new ids, rows separated by "; ".
+// --profile prints the profiler's tables after the outputs (docs/tools.md); --trace
+// also writes the run as a Chrome trace.
+// --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
+// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
+// Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
+//   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,7 +32,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/array_file.h"
+#include "ir/wav_file.h"
 #include "ops/cpu.h"
+#include "vm/cli/text_verbs.h"
+#include "vm/profiler.h"
 #include "vm/vm.h"
 
 namespace {
@@ -36,6 +45,10 @@ const char* kUsage =
     "                    [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--outputs FILE.npz|FILE.safetensors]\n"
     "                    [--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
+    "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
+    "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+    "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
+    "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
@@ -203,13 +216,28 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
   return v;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) vm::fail("--text-file {}: cannot open it", path);
+  std::string out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) vm::fail("--text-file {}: cannot read it", path);
+  return out;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
+  std::vector<std::string> text_lines;
+  bool text_given = false;
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
-  bool timed = false, stream = false;
+  bool timed = false, stream = false, profile = false;
+  std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -228,12 +256,25 @@ int run(int argc, char** argv) {
       outputs_path = next();
     } else if (a == "--ids") {
       ids_text = next();
+    } else if (a == "--text" || a == "--text-file") {
+      if (text_given) vm::fail("give one --text or --text-file");
+      text_given = true;
+      text_lines = cli::split_lines(a == "--text" ? next() : read_text_file(next()));
     } else if (a == "--decoder-ids") {
       decoder_ids_text = next();
+    } else if (a == "--wav") {
+      wav_path = next();
     } else if (a == "--time") {
       timed = true;
     } else if (a == "--stream") {
       stream = true;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--trace") {
+      trace_path = next();
+      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
+        vm::fail("--trace {}: the name must end in .json", trace_path);
+      profile = true;
     } else if (a == "--threads") {
       threads = int(parse_count(a, next(), 1, 4096));
     } else if (a == "--max-instructions") {
@@ -254,6 +295,28 @@ int run(int argc, char** argv) {
     return 2;
   }
   auto program = vm::Program::load(positional[0]);
+  if (cli::is_text_verb(positional[1]) && !program->find(positional[1])) {
+    const std::string& verb = positional[1];
+    if (!text_given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream)
+      vm::fail("{} takes --text or --text-file, --arg, --threads and --max-instructions only", verb);
+    cli::TextVerbOptions o;
+    o.lines = std::move(text_lines);
+    o.session.num_threads = threads;
+    o.session.max_instructions = max_instructions;
+    if (!args.empty()) {
+      const vm::Function* gen = verb == "tokenize" ? nullptr : program->find("generate");
+      if (!gen) vm::fail("--arg {}: {} takes no --arg", args.begin()->first, verb);
+      for (const auto& [name, value] : args) {
+        auto it = std::find(gen->param_names.begin(), gen->param_names.end(), name);
+        if (it == gen->param_names.end() || name == "input_ids" || name == "attention_mask")
+          vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(gen->param_names, ", "));
+        o.args.emplace_back(name, parse_scalar(gen->param_types[size_t(it - gen->param_names.begin())], value, name));
+      }
+    }
+    return cli::run_text_verb(positional[0], program, verb, o);
+  }
+  if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
   const vm::Function& fn = program->function(positional[1]);
 
   if (!outputs_path.empty() && !ir::is_array_file_name(outputs_path))
@@ -274,6 +337,8 @@ int run(int argc, char** argv) {
       vm::fail("--decoder-ids: every row needs the same number of tokens (a decoder prompt is [batch, p]), got {} and {}",
                prompt[0].size(), r.size());
   bool prompt_used = prompt.empty();
+  if (!wav_path.empty() && std::find(fn.param_names.begin(), fn.param_names.end(), "audio") == fn.param_names.end())
+    vm::fail("--wav: {} has no parameter audio", fn.name);
 
   std::vector<vm::Value> inputs;
   std::set<std::string> used;
@@ -282,7 +347,12 @@ int run(int argc, char** argv) {
     const std::string& type = fn.param_types[p];
     const std::string positional_name = fmt::format("arr_{}", p);
     const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
-    if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
+    if (!wav_path.empty() && name == "audio") {
+      const ir::WavAudio wav = ir::read_wav(wav_path);
+      vm::Tensor t = vm::Tensor::empty(vm::DType::f32, {1, int64_t(wav.samples.size())});
+      std::copy(wav.samples.begin(), wav.samples.end(), t.data<float>());
+      inputs.emplace_back(t);
+    } else if (!ids.empty() && (name == "input_ids" || name == "attention_mask")) {
       const bool mask = name == "attention_mask";
       vm::Tensor t = vm::Tensor::empty(vm::DType::i64, {int64_t(ids.size()), int64_t(max_len)});
       int64_t* d = t.data<int64_t>();
@@ -332,6 +402,8 @@ int run(int argc, char** argv) {
   vm::SessionOptions opts;
   opts.num_threads = threads;
   opts.max_instructions = max_instructions;
+  opts.profile = profile;
+  opts.profile_trace = !trace_path.empty();
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
   vm::EmitCallback on_emit;
@@ -389,6 +461,13 @@ int run(int argc, char** argv) {
         outs[0].as_tensor().ndim() == 2 && outs[0].as_tensor().size(1) > prompt_width)
       fmt::print(" ({:.2f} ms per generated token)", ms / double(outs[0].as_tensor().size(1) - prompt_width));
     fmt::print("\n");
+  }
+  if (profile) {
+    fmt::print("\n{}", session.profiler()->report(20));
+    if (!trace_path.empty()) {
+      session.profiler()->write_trace(trace_path);
+      fmt::print("trace: {}\n", trace_path);
+    }
   }
   return 0;
 }

@@ -1,0 +1,76 @@
+"""Whisper (WhisperForConditionalGeneration): config -> WhisperSpec, checkpoint
+weights -> the names models/whisper.py reads."""
+from __future__ import annotations
+
+from ..models import whisper
+from ..models.layers import ACTIVATIONS
+from ..models.whisper import WhisperSpec
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options,
+                     stored_weights)
+
+
+def spec_from_config(config, gen) -> WhisperSpec:
+    """The computation a Whisper config and generation config describe, or UnsupportedConfig."""
+    act = config.activation_function
+    if act not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
+        if config.d_model % getattr(config, heads_attr):
+            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    # Not read, as WhisperForConditionalGeneration does not read them: scale_embedding
+    # (transformers computes embed_scale and never applies it), use_weighted_layer_sum
+    # (audio classification), SpecAugment and dropout (training).
+    eos = eos_ids(config, gen, config.vocab_size)
+    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
+                              default_max_length=min(20 + 1, config.max_target_positions))
+    decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    return WhisperSpec(
+        d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
+        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
+        vocab_size=config.vocab_size, num_mel_bins=config.num_mel_bins,
+        max_source_positions=config.max_source_positions, max_target_positions=config.max_target_positions,
+        activation=act, pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
+        generation=opts)
+
+
+def weights(spec: WhisperSpec, state: dict) -> dict:
+    """The stored weights under the names models/whisper.py reads (the tied proj_out resolved)."""
+    spec.lm_head = canonical_name(state, spec.lm_head)
+    w = stored_weights(state)
+    pos = w["model.encoder.embed_positions.weight"]
+    if pos.shape != (spec.max_source_positions, spec.d_model):
+        raise UnsupportedConfig(f"import_hf: model.encoder.embed_positions.weight is {list(pos.shape)}, "
+                                f"not [{spec.max_source_positions}, {spec.d_model}]")
+    w[whisper.MEL_FILTERS] = mel_filters(spec.num_mel_bins)
+    return w
+
+
+def mel_filters(n_mels: int):
+    """The mel filterbank of transformers' WhisperFeatureExtractor with Whisper's framing
+    (16 kHz, n_fft 400), [n_fft / 2 + 1, n_mels] f32: the log_mel op's `filters`."""
+    import numpy as np
+    from transformers import WhisperFeatureExtractor
+
+    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=whisper.SAMPLING_RATE, n_fft=whisper.N_FFT,
+                                 hop_length=whisper.HOP)
+    return np.ascontiguousarray(fe.mel_filters, dtype=np.float32)
+
+
+def linear_weights(spec: WhisperSpec, w: dict) -> list:
+    """The weights quantize= turns into int8: every linear layer's and the output projection
+    (the convolutions stay f32)."""
+    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
+
+
+def meta(spec: WhisperSpec) -> dict:
+    return {
+        "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
+        "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
+        "num_mel_bins": spec.num_mel_bins, "max_source_positions": spec.max_source_positions,
+        # the decoder's: generate's length checks read it
+        "max_position_embeddings": spec.max_target_positions,
+    }
+
+
+ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, linear_weights, meta, whisper.build)

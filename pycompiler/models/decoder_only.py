@@ -1,0 +1,58 @@
+"""The functions every decoder-only network is wrapped in, around its `hidden`
+function, and the generation library's `generate` over them.
+
+    hidden(cache, tokens [rows, n], mask [rows, >= end], start, end, attn_mask)
+        -> the final hidden states [rows, n, width] of tokens at cache slots [start, end)
+
+is the network (models/gpt2.py, llama.py); this adds init_cache, prefill,
+decode_step and forward (the logits of every position) to the ProgramBuilder, and
+generate (pycompiler/generation/). `mask` is the attention mask over every cache
+slot (1 token, 0 left padding), as generation/model.py describes it.
+"""
+from __future__ import annotations
+
+from .. import ops as T
+from ..generation import DecoderOnly, TokenIds, build_generation
+from ..types import ObjectType, Tensor
+from .layers import causal_mask, output_projection, step_mask
+
+KVCache = ObjectType("KVCache")
+
+
+def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int, width: int, vocab_size: int,
+                       quantize, lm_head: str, eos, pad: int, max_positions: int, generation: dict):
+    @pb.function
+    def init_cache(rows: int, max_len: int) -> KVCache:
+        """Self-attention room for `rows` rows and max_len slots of the K/V heads in every layer."""
+        return T.kv_cache(layers, rows, kv_heads, head_dim, max_len)
+
+    def logits(x):
+        return output_projection(quantize, x, lm_head)
+
+    @pb.function
+    def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:
+        """Runs tokens [rows, n] at slots [0, n) in one pass; returns the filled cache."""
+        n = T.size(tokens, 1)
+        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
+        return cache
+
+    @pb.function
+    def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
+        x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position))
+        return logits(T.reshape(x, [T.size(x, 0), width]))
+
+    @pb.function
+    def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """Logits [batch, length, vocab] of every position, as the model's forward pass."""
+        rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
+        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n))
+        return T.reshape(logits(T.reshape(x, [T.mul(rows, n), width])), [rows, n, vocab_size])
+
+    def reorder(cache, index):
+        return T.kv_reorder(cache, index)
+
+    ids = TokenIds(eos=eos, pad=pad, vocab_size=vocab_size)
+    build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step, reorder=reorder,
+                                     ids=ids, max_positions=max_positions), generation)
+    return pb

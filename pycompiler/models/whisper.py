@@ -1,0 +1,167 @@
+"""Whisper (speech to text) encoder-decoder written once with the op front-end.
+
+    encode(input_features [batch, n_mels, 2 * max_source_positions], attention_mask) -> states
+    init_cache, and prefill / decode_step / generate from models/encoder_decoder.py
+    generate(input_features, attention_mask=None, ..., decoder_input_ids) -> sequences (with the prompt)
+    transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams) -> sequences:
+        log_mel (the feature extractor's log-mel spectrogram), then generate
+
+The encoder: conv1 (kernel 3) + gelu, conv2 (kernel 3, stride 2) + gelu, plus the
+checkpoint's encoder position table, pre-LayerNorm layers and a final LayerNorm.
+The decoder: token embeddings plus learned positions, pre-LayerNorm layers with
+self- and cross-attention, a final LayerNorm, logits from the tied embedding
+(proj_out). k_proj has no bias. The attention blocks are layers.py's (the BART
+family's).
+
+transformers ignores Whisper's attention_mask (the features are always 30 s), so
+does this model: source_mask hands the mask through unused and cross-attention sees
+every encoder position. The task prompt (<|startoftranscript|>, language, task,
+<|notimestamps|>) is generate's decoder_input_ids, prefilled in one pass by the
+generation library; suppress_tokens / begin_suppress_tokens come from the
+checkpoint's generation_config through the library's processors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import TokenIds, input_names
+from ..types import ObjectType, Tensor
+from .encoder_decoder import build_encoder_decoder
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
+
+KVCache = ObjectType("KVCache")
+ENC, DEC = "model.encoder.", "model.decoder."
+MEL_FILTERS = "mel_filters"  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
+# WhisperFeatureExtractor's framing: 16 kHz audio, n_fft 400, hop 160; the audio is padded
+# or cut to the encoder's frames x hop samples (30 s for Whisper's 3000 frames)
+SAMPLING_RATE, N_FFT, HOP = 16000, 400, 160
+
+
+@dataclass
+class WhisperSpec:
+    """Everything in a Whisper config that changes the computation."""
+    d_model: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    vocab_size: int
+    num_mel_bins: int
+    max_source_positions: int  # encoder positions; the features have twice as many frames
+    max_target_positions: int
+    activation: str
+    pad_token_id: int
+    eos_token_id: int | tuple
+    decoder_start_token_id: int
+    lm_head: str = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
+    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as marian.py)
+    generation: dict = field(default_factory=dict)
+
+    @property
+    def frames(self) -> int:
+        return 2 * self.max_source_positions
+
+
+def _ln(x, prefix: str, layer=None):
+    return T.layer_norm(x, T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
+
+
+def _feed_forward(spec, x, prefix: str, layer):
+    h = _ln(x, prefix + "final_layer_norm", layer)
+    h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
+               prefix + "fc2", layer)
+    return T.add(x, h)
+
+
+def _decoder_layer(spec: WhisperSpec, x, cache, self_mask, layer, length):
+    """One pre-LayerNorm decoder layer over `length` new positions per row: x [rows,
+    length, d_model] (self_mask None for one position: it sees every cached one).
+    Cross-attention has no mask: every encoder position counts."""
+    p, d, heads = DEC + "layers.{}.", spec.d_model, spec.decoder_heads
+    h = _ln(x, p + "self_attn_layer_norm", layer)
+    x = T.add(x, self_attention(spec.quantize, h, self_mask, d, heads, p + "self_attn", layer, cache, k_bias=False))
+    h = _ln(x, p + "encoder_attn_layer_norm", layer)
+    x = T.add(x, cross_attention(spec.quantize, h, cache, None, d, heads, p + "encoder_attn", layer, length))
+    return _feed_forward(spec, x, p, layer)
+
+
+def _embed_decoder(tokens, start, end):
+    x = T.embedding(tokens, T.param(DEC + "embed_tokens.weight"))
+    return T.add(x, position_rows(DEC + "embed_positions.weight", start, end))
+
+
+def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
+    """Traces the Whisper program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, he, hd = spec.d_model, spec.encoder_heads, spec.decoder_heads
+
+    @pb.function
+    def encoder_layer(x: Tensor, layer: int) -> Tensor:
+        p = ENC + "layers.{}."
+        h = _ln(x, p + "self_attn_layer_norm", layer)
+        x = T.add(x, self_attention(spec.quantize, h, None, d, he, p + "self_attn", layer, k_bias=False))
+        return _feed_forward(spec, x, p, layer)
+
+    @pb.function
+    def source_mask(attention_mask: Tensor) -> Tensor:
+        """Whisper attends every encoder position (transformers ignores the mask too)."""
+        return attention_mask
+
+    @pb.function
+    def encode(input_features: Tensor, attention_mask: Tensor) -> Tensor:
+        """log-mel features [batch, n_mels, frames] -> encoder states [batch, frames / 2, d_model]."""
+        T.check(T.logical_and(T.eq(T.size(input_features, 1), spec.num_mel_bins),
+                              T.eq(T.size(input_features, 2), spec.frames)),
+                f"generate: Whisper expects input_features [batch, {spec.num_mel_bins}, {spec.frames}] "
+                "(30 s of log-mel frames, padded)")
+        x = T.gelu(T.conv1d(input_features, T.param(ENC + "conv1.weight"), T.param(ENC + "conv1.bias"), 1, 1))
+        x = T.gelu(T.conv1d(x, T.param(ENC + "conv2.weight"), T.param(ENC + "conv2.bias"), 2, 1))
+        x = T.add(T.transpose(x, 1, 2), T.param(ENC + "embed_positions.weight"))
+        for layer in range(spec.encoder_layers):
+            x = encoder_layer(x, layer)
+        return _ln(x, ENC + "layer_norm")
+
+    @pb.function
+    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
+        """Self-attention room for `rows` decoder rows and the cross-attention K/V of
+        every layer, computed once per sentence from the encoder states."""
+        cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
+        for layer in range(spec.decoder_layers):
+            cache = cross_kv(spec.quantize, cache, encoder_states, d, hd, DEC + "layers.{}.encoder_attn", layer,
+                             k_bias=False)
+        return cache
+
+    @pb.function
+    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
+        return _decoder_layer(spec, x, cache, None, layer, 1)
+
+    @pb.function
+    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
+        return _decoder_layer(spec, x, cache, self_mask, layer, T.size(x, 1))
+
+    def head(x):
+        return output_projection(spec.quantize, _ln(x, DEC + "layer_norm"), spec.lm_head)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
+                   decoder_start=spec.decoder_start_token_id)
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache, embed=_embed_decoder,
+                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
+                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_target_positions,
+                          generation=spec.generation, encoder_input="input_features")
+    generate = pb.functions["generate"]
+    names = [p.name for p in pb.program().function("generate").params]
+    if names != ["input_features", *input_names()]:
+        raise AssertionError(f"generate's inputs were renamed: {names}")
+
+    @pb.function(arg_types=["Tensor", "Any", "Any", "Any"])
+    def transcribe(audio, decoder_input_ids, max_new_tokens, num_beams):
+        """audio f32 [batch, samples] at 16 kHz (padded or cut to 30 s: frames x hop) -> sequences
+        [batch, length]: the log-mel features, then generate (the prompt, then the
+        tokens); options left None are the checkpoint's defaults."""
+        features = T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, spec.frames * HOP)
+        given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams}
+        return generate(features, *(given.get(n) for n in names[1:]))[0]
+
+    return pb

@@ -1,0 +1,107 @@
+"""Which files of a transformers checkpoint directory make up its tokenizer, and the
+meta.json entry that tells the C++ text library (text/) how to read them.
+
+    files, entry = tokenizer_files(checkpoint_dir, "marian")
+    # files: {"tokenizer/source.spm": Path(...), ...} to copy into the program directory
+    # entry: {"kind": "marian-spm", "files": {"source_spm": "tokenizer/source.spm", ...}}
+
+A checkpoint without the files gives ({}, None): the program is imported without a
+tokenizer, and the text verbs (tokenize, translate, complete) then say so.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+SUBDIR = "tokenizer"
+
+# kind -> {role: (file name in the checkpoint, required)}
+_LAYOUTS = {
+    "marian-spm": {"source_spm": ("source.spm", True), "target_spm": ("target.spm", True),
+                   "vocab": ("vocab.json", True), "target_vocab": ("target_vocab.json", False),
+                   "config": ("tokenizer_config.json", False)},
+    "byte-level-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
+                   "config": ("tokenizer_config.json", False)},
+}
+
+# model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
+# tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
+KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
+                 "llama": "tokenizer.json"}
+
+
+def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
+    """({name in the program directory: source path}, meta.json "tokenizer" entry), or
+    ({}, None) when the checkpoint has no tokenizer files of the kind its model uses."""
+    kind = KIND_OF_MODEL.get(model_type)
+    ckpt = Path(checkpoint_dir)
+    if kind == "tokenizer.json":
+        kind = _tokenizer_json_kind(ckpt / "tokenizer.json")
+    if kind is None:
+        return {}, None
+    files, roles = {}, {}
+    for role, (name, required) in _LAYOUTS[kind].items():
+        src = ckpt / name
+        if not src.is_file():
+            if required:
+                return {}, None
+            continue
+        files[f"{SUBDIR}/{name}"] = src
+        roles[role] = f"{SUBDIR}/{name}"
+    entry = {"kind": kind, "files": roles}
+    if kind == "m2m100-spm":
+        entry["language_codes"] = _m2m100_language_codes(ckpt / "tokenizer_config.json")
+        if entry["language_codes"] is None:
+            return {}, None
+    return files, entry
+
+
+def _m2m100_language_codes(config_path: Path) -> list | None:
+    """transformers' language code list of the checkpoint's set ("m2m100" or "wmt21"),
+    in id order: M2M100Tokenizer numbers __xx__ tokens after vocab.json by it."""
+    import json
+
+    try:
+        from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+    except ImportError:
+        return None
+    name = "m2m100"
+    if config_path.is_file():
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not str(config.get("tokenizer_class") or "M2M100").startswith("M2M100"):
+            return None  # NLLB's checkpoints are model_type m2m_100 too, with another tokenizer
+        name = config.get("language_codes", name)
+    codes = FAIRSEQ_LANGUAGE_CODES.get(name)
+    return list(codes) if codes else None
+
+
+def _tokenizer_json_kind(path: Path) -> str | None:
+    """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces and no pre-tokenizer),
+    or None (no tokenizer.json, or one of another kind: the C++ library says at load
+    what in a file of a known kind it does not support)."""
+    import json
+
+    try:
+        tj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if (tj.get("model") or {}).get("type") != "BPE":
+        return None
+    if "ByteLevel" in json.dumps(tj.get("pre_tokenizer")):
+        return "byte-level-bpe"
+    if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
+        return "sentencepiece"
+    return None
+
+
+def attach_tokenizer(builder, checkpoint_dir, model_type: str) -> None:
+    """Has `builder` write the checkpoint's tokenizer into its program directory (the
+    files, and meta.json's "tokenizer"); nothing when the checkpoint has none."""
+    files, entry = tokenizer_files(checkpoint_dir, model_type)
+    if entry is not None:
+        builder.meta["tokenizer"] = entry
+        builder.extra_files = files

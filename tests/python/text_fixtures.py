@@ -1,0 +1,345 @@
+"""Tokenizers built locally for the text tests (no model hub): sentencepiece models and a
+byte-level BPE trained in a few seconds on a seeded synthetic corpus, saved the way
+transformers saves them, and the varied lines the parity tests encode."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+_NUMBERS_EN = "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred".split()
+_NUMBERS_FR = "zéro un deux trois quatre cinq six sept huit neuf dix onze douze vingt trente cent".split()
+_WORDS_EN = ("the cat sat on a mat and the dog ran to its house with many friends who were very happy today "
+             "while it rained outside the small village near old river bridge").split()
+_WORDS_FR = ("le chat était assis sur un tapis et le chien a couru vers sa maison avec beaucoup d'amis qui "
+             "étaient très heureux aujourd'hui pendant qu'il pleuvait dehors près du vieux pont où l'été çà").split()
+_PUNCT = [",", ".", "!", "?", ";", ":", "...", "«", "»", "“", "”", "‘", "’", "(", ")", "-", "–", "—", "…", "\""]
+_ODD = ["東京", "日本語", "中文", "🙂", "👍🏽", "🇫🇷", "café", "naïve", "Ångström", "ß", "Ωμέγα", "Привет", "שלום",
+        "مرحبا", "\u00a0", "\u200b", "ﬁ", "①", "Ⅻ", "ｆｕｌｌ", "e\u0301", "2024", "3.14", "1,000,000", "007",
+        "123456789", "\t", "  ", "   ", "\n"]
+
+
+def corpus(lang: str, n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    words = (_WORDS_EN + _NUMBERS_EN) if lang == "en" else (_WORDS_FR + _NUMBERS_FR)
+    lines = []
+    for _ in range(n):
+        k = rnd.randint(3, 14)
+        toks = [rnd.choice(words) for _ in range(k)]
+        if rnd.random() < 0.3:
+            toks.insert(rnd.randrange(len(toks) + 1), str(rnd.randint(0, 9999)))
+        line = " ".join(toks)
+        line = line[0].upper() + line[1:] + rnd.choice([".", "!", "?", " ...", ","])
+        lines.append(line)
+    return lines
+
+
+def tricky_lines(n: int, seed: int, specials: tuple = ()) -> list[str]:
+    """Varied lines: accents, CJK, emoji, runs of spaces and tabs, curly quotes,
+    guillemets, ellipses, digits, language codes, special tokens in the text."""
+    rnd = random.Random(seed)
+    pool = _WORDS_EN + _WORDS_FR + _NUMBERS_EN + _NUMBERS_FR + _PUNCT + _ODD + list(specials)
+    fixed = ["", " ", "  ", "\t", "a", "A", ".", "...", "Hello world", " leading", "trailing ", "  both  ",
+             "tab\there", "multi   space", "«Bonjour»", "“quoted”", "l’été", "1 2 3", "12345 67890",
+             "東京は晴れ", "🙂🙂🙂", "emoji 👍🏽 and flag 🇫🇷", "Ｆｕｌｌｗｉｄｔｈ", "e\u0301t\u00e9", "zero\u200bwidth",
+             ">>fr<< Le chat", ">>de<<", ">>xx<< unknown code", ">>fr<<>>de<<", "noend >>fr", "<<reversed>>",
+             "ﬁne ①②", "non\u00a0breaking", "A\u030angstro\u0308m", "\u1100\u1161\u11a8", "\u212b \u2126",
+             "line\u2028sep", "x" * 200]
+    fixed += [s for sp in specials for s in (sp, f"a {sp} b", f"{sp}{sp}", f"x{sp}y")]
+    lines = list(fixed)
+    while len(lines) < n:
+        k = rnd.randint(1, 16)
+        parts = []
+        for _ in range(k):
+            parts.append(rnd.choice(pool))
+            parts.append(rnd.choice([" ", " ", " ", "", "  ", "\t", " \t "]))
+        line = "".join(parts)
+        if rnd.random() < 0.1:
+            line = rnd.choice([">>fr<<", ">>de<<", ">>fr<< "]) + line
+        lines.append(line)
+    return lines[:n]
+
+
+def _train_spm(lines: list[str], prefix: Path, vocab_size: int, model_type: str = "unigram") -> Path:
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_prefix=str(prefix), vocab_size=vocab_size, model_type=model_type,
+        character_coverage=0.995, num_threads=1, seed_sentencepiece_size=10000, minloglevel=2,
+        bos_id=-1, eos_id=0, unk_id=1, pad_id=-1, eos_piece="</s>", unk_piece="<unk>")
+    return prefix.with_suffix(".model")
+
+
+def make_marian_tokenizer(out_dir: Path, seed: int = 0, separate_vocabs: bool = False) -> Path:
+    """A checkpoint-style directory holding a MarianTokenizer (source.spm, target.spm,
+    vocab.json, tokenizer_config.json...) from sentencepiece models trained here.
+    vocab.json is ordered as Marian's (</s>, <unk>, language codes, pieces, <pad>), so
+    its ids are not the spm ids, and it leaves out a few pieces, which then encode as <unk>.
+    With separate_vocabs, vocab.json has the source pieces and target_vocab.json the target's."""
+    from transformers import MarianTokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    src = _train_spm(corpus("en", 600, seed) + ["Σ ß ü 東 🙂"], work / "source", 180)
+    tgt = _train_spm(corpus("fr", 600, seed + 1), work / "target", 200)
+    import sentencepiece as spm
+
+    rnd = random.Random(seed)
+
+    def vocab_of(models) -> dict:
+        vocab = {"</s>": 0, "<unk>": 1, ">>fr<<": 2, ">>de<<": 3}
+        for model in models:
+            sp = spm.SentencePieceProcessor(model_file=str(model))
+            for i in range(sp.get_piece_size()):
+                piece = sp.id_to_piece(i)
+                if sp.is_control(i) or sp.is_unknown(i) or piece in vocab:
+                    continue
+                if rnd.random() < 0.03:  # left out on purpose: encodes as <unk>
+                    continue
+                vocab[piece] = len(vocab)
+        vocab["<pad>"] = len(vocab)
+        return vocab
+
+    extra = {}
+    if separate_vocabs:
+        (work / "vocab.json").write_text(json.dumps(vocab_of([src]), ensure_ascii=False), encoding="utf-8")
+        (work / "target_vocab.json").write_text(json.dumps(vocab_of([tgt]), ensure_ascii=False), encoding="utf-8")
+        extra = {"separate_vocabs": True, "target_vocab_file": str(work / "target_vocab.json")}
+    else:
+        (work / "vocab.json").write_text(json.dumps(vocab_of([src, tgt]), ensure_ascii=False), encoding="utf-8")
+    tok = MarianTokenizer(str(src), str(tgt), str(work / "vocab.json"), source_lang="en", target_lang="fr", **extra)
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def tokenizer_only_program(checkpoint_dir: Path, out: Path, model_type: str) -> Path:
+    """A program directory holding only a tokenizer (and a one-line program), written as
+    import-hf writes one: enough for the text library, quick to make."""
+    from tensorvm.pycompiler.program_dir import write_program_dir
+    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+
+    files, entry = tokenizer_files(checkpoint_dir, model_type)
+    assert entry is not None, f"{checkpoint_dir} has no {model_type} tokenizer files"
+    text = "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n"
+    return write_program_dir(out, text, {}, {"model_type": model_type, "tokenizer": entry}, extra_files=files)
+
+
+def tiny_marian_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random MarianMTModel whose vocabulary is the tokenizer's, saved with it."""
+    import shutil
+
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    vocab = json.loads((Path(tokenizer_dir) / "vocab.json").read_text(encoding="utf-8"))
+    v = len(vocab)
+    config = MarianConfig(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                          max_position_embeddings=64, pad_token_id=vocab["<pad>"], eos_token_id=vocab["</s>"],
+                          decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=vocab["</s>"], max_length=12,
+                          num_beams=1, bad_words_ids=[[vocab["<pad>"]]])
+    torch.manual_seed(seed)
+    model = MarianMTModel(config).eval()
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
+
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
+BPE_SPECIALS = ("<|endoftext|>", "<|begin_of_text|>", "<|im_start|>", "<|im_end|>")
+
+
+def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
+    """A checkpoint-style directory with tokenizer.json (+ tokenizer_config.json) of a
+    byte-level BPE trained here. style: "gpt2" (ByteLevel with GPT-2's regex), "llama3"
+    (Split on Llama 3's regex, ignore_merges, <|begin_of_text|> prepended by a
+    template) or "qwen2" (Split on Qwen2's regex, NFC normalizer)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from tokenizers import normalizers
+
+    tok = Tokenizer(models.BPE(ignore_merges=style == "llama3"))
+    if style == "qwen2":
+        tok.normalizer = normalizers.NFC()
+    if style == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        pattern = LLAMA3_PATTERN if style == "llama3" else QWEN2_PATTERN
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=list(BPE_SPECIALS), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    text = corpus("en", 800, seed) + corpus("fr", 800, seed + 1) + tricky_lines(300, seed + 2)
+    tok.train_from_iterator(text, trainer)
+    if style == "llama3":
+        bos = tok.token_to_id("<|begin_of_text|>")
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B:1",
+                                          special_tokens=[("<|begin_of_text|>", bos)])])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.add_tokens(["<added>", "ünï"])  # non-special added tokens
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|begin_of_text|>",
+                                   pad_token="<|endoftext|>")
+    out_dir = Path(out_dir)
+    fast.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_gpt2_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random GPT2LMHeadModel whose vocabulary is the byte-level BPE's, saved with it."""
+    import shutil
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    v = max(tj["model"]["vocab"].values()) + 1 + len(tj["added_tokens"])
+    eos = next(t["id"] for t in tj["added_tokens"] if t["content"] == "<|endoftext|>")
+    config = GPT2Config(vocab_size=v, n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=eos,
+                        eos_token_id=eos, pad_token_id=eos)
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(config).eval()
+    model.generation_config.max_length = 24
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
+
+
+def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+    """A checkpoint-style directory with a Llama 2 style tokenizer.json: BPE over
+    characters with "▁" for spaces (normalizer Prepend + Replace), <0x00>..<0xFF> byte
+    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    norm = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    trained = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    trained.normalizer = norm
+    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    trained.train_from_iterator(corpus("en", 600, seed) + corpus("fr", 600, seed + 1), trainer)
+    model = json.loads(trained.to_str())["model"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
+    for piece, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(piece, len(vocab))
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = norm
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(content=" ", left=1, right=0)])
+    tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    tok.add_tokens(["<added>", "ünï"])  # non-special, normalized: found after "▁" replaces spaces
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="</s>")
+    out_dir = Path(out_dir)
+    fast.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random LlamaForCausalLM whose vocabulary is the tokenizer's, saved with it."""
+    import shutil
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    v = max(tj["model"]["vocab"].values()) + 1
+    config = LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # larger weights than the default init: logits far apart, no near-ties
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, 1.0 / p.shape[1] ** 0.5)
+    model.generation_config.max_length = 24
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
+
+
+def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") -> Path:
+    """A checkpoint-style directory holding an M2M100Tokenizer: a BPE sentencepiece model
+    trained here, vocab.json in fairseq's layout (<s> <pad> </s> <unk> first, so its ids
+    are not the spm ids) leaving out a few pieces; language tokens come after it."""
+    import sentencepiece as spm
+    from transformers import M2M100Tokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)), model_prefix=str(work / "spm"),
+        vocab_size=300, model_type="bpe", character_coverage=0.995, num_threads=1, minloglevel=2,
+        bos_id=0, pad_id=1, eos_id=2, unk_id=3)
+    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    rnd = random.Random(seed)
+    for i in range(sp.get_piece_size()):
+        if not (sp.is_control(i) or sp.is_unknown(i)) and rnd.random() >= 0.03:
+            vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en")
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random M2M100ForConditionalGeneration covering the tokenizer's vocabulary
+    and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
+    spreads them, so that logits are far apart)."""
+    import shutil
+    import sys as _sys
+
+    import torch
+    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from random_checkpoints import _randomize
+
+    tok = M2M100Tokenizer.from_pretrained(tokenizer_dir)
+    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words
+    config = M2M100Config(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=48, decoder_ffn_dim=48,
+                          max_position_embeddings=64, pad_token_id=1, eos_token_id=2, bos_token_id=0,
+                          decoder_start_token_id=2)
+    torch.manual_seed(seed)
+    model = M2M100ForConditionalGeneration(config).eval()
+    _randomize(model, seed)
+    model.generation_config = GenerationConfig(decoder_start_token_id=2, eos_token_id=2, pad_token_id=1,
+                                               bos_token_id=0, max_length=16)
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
+
+
+def run_cli(*args, ok=True):
+    """tensorvm-run with `args`; asserts success unless ok=False."""
+    import subprocess
+
+    from pyc_helpers import tensorvm_run_tool
+
+    res = subprocess.run([tensorvm_run_tool(), *map(str, args)], capture_output=True, timeout=300)
+    if ok:
+        assert res.returncode == 0, res.stderr.decode()
+    return res

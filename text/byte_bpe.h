@@ -1,0 +1,19 @@
+// BPE from a tokenizer.json: byte-level (kind "byte-level-bpe": GPT-2, Qwen2, Llama 3) or
+// sentencepiece-style (kind "sentencepiece": Llama 2).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "text/tokenizer.h"
+
+namespace text {
+
+// `files` maps "tokenizer" to tokenizer.json (and optionally "config" to tokenizer_config.json).
+std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>& files);
+
+// A sentencepiece-style BPE tokenizer.json (kind "sentencepiece": Llama 2): the same files.
+std::unique_ptr<Tokenizer> load_sentencepiece_bpe(const std::map<std::string, std::string>& files);
+
+}  // namespace text

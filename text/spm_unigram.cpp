@@ -1,0 +1,197 @@
+#include "text/spm_unigram.h"
+
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+
+#include <sentencepiece_processor.h>
+
+#include "text/util.h"
+
+namespace text {
+namespace {
+
+// Just enough of the protobuf wire format to read a ModelProto's pieces and model type
+// and a SentencePieceText's pieces (the installed library ships no generated headers).
+class Wire {
+ public:
+  explicit Wire(std::string_view b) : b_(b) {}
+  bool next(uint32_t& field, uint32_t& type) {
+    if (pos_ >= b_.size()) return false;
+    const uint64_t key = varint();
+    field = uint32_t(key >> 3), type = uint32_t(key & 7);
+    return true;
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= b_.size()) fail("sentencepiece model: truncated protobuf");
+      const auto c = static_cast<unsigned char>(b_[pos_++]);
+      v |= uint64_t(c & 0x7f) << shift;
+      if (!(c & 0x80)) return v;
+    }
+    fail("sentencepiece model: bad protobuf varint");
+  }
+  std::string_view bytes() {
+    const uint64_t n = varint();
+    if (n > b_.size() - pos_) fail("sentencepiece model: truncated protobuf");
+    std::string_view s = b_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  float fixed32() {
+    if (b_.size() - pos_ < 4) fail("sentencepiece model: truncated protobuf");
+    float f;
+    std::memcpy(&f, b_.data() + pos_, 4);
+    pos_ += 4;
+    return f;
+  }
+  void skip(uint32_t type) {
+    if (type == 0) varint();
+    else if (type == 1) pos_ += 8;
+    else if (type == 2) bytes();
+    else if (type == 5) pos_ += 4;
+    else fail("sentencepiece model: unsupported protobuf wire type {}", type);
+    if (pos_ > b_.size()) fail("sentencepiece model: truncated protobuf");
+  }
+
+ private:
+  std::string_view b_;
+  size_t pos_ = 0;
+};
+
+enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+size_t utf8_len(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  return std::min(n, s.size() - i);
+}
+
+}  // namespace
+
+UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp) : sp_(sp) {
+  const std::string proto = sp.serialized_model_proto();
+  Wire w(proto);
+  uint32_t field, type;
+  int id = 0, model_type = 1;  // UNIGRAM when the trainer spec does not say
+  min_score_ = FLT_MAX, max_score_ = FLT_MIN;
+  struct Entry {
+    std::string piece;
+    Piece p;
+  };
+  std::vector<Entry> entries;
+  while (w.next(field, type)) {
+    if (field == 1 && type == 2) {  // ModelProto.pieces
+      Wire p(w.bytes());
+      std::string piece;
+      float score = 0;
+      int kind = kNormal;
+      uint32_t f, t;
+      while (p.next(f, t)) {
+        if (f == 1 && t == 2) piece = std::string(p.bytes());
+        else if (f == 2 && t == 5) score = p.fixed32();
+        else if (f == 3 && t == 0) kind = int(p.varint());
+        else p.skip(t);
+      }
+      if (kind == kNormal) min_score_ = std::min(min_score_, score), max_score_ = std::max(max_score_, score);
+      if (kind == kNormal || kind == kUserDefined || kind == kUnused) {
+        if (kind != kUnused) {
+          max_len_ = std::max(max_len_, piece.size());
+          entries.push_back({piece, {id, score, kind == kUserDefined}});
+        }
+      }
+      ++id;
+    } else if (field == 2 && type == 2) {  // ModelProto.trainer_spec: model_type is field 3
+      Wire ts(w.bytes());
+      uint32_t f, t;
+      while (ts.next(f, t)) {
+        if (f == 3 && t == 0) model_type = int(ts.varint());
+        else ts.skip(t);
+      }
+    } else {
+      w.skip(type);
+    }
+  }
+  piece_text_.reserve(entries.size());  // no reallocation: pieces_ keys point into it
+  for (Entry& e : entries) {
+    piece_text_.push_back(std::move(e.piece));
+    pieces_.emplace(std::string_view(piece_text_.back()), e.p);  // the first of equal pieces wins
+  }
+  unk_id_ = sp.unk_id();
+  usable_ = model_type == 1 && !pieces_.empty();
+}
+
+void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& out) const {
+  out.clear();
+  // The normalised text: the library's own pieces, joined.
+  const std::string spt = sp_.EncodeAsSerializedProto(text);
+  std::string norm;
+  {
+    Wire w(spt);
+    uint32_t f, t;
+    while (w.next(f, t)) {
+      if (f != 2 || t != 2) {
+        w.skip(t);
+        continue;
+      }
+      Wire p(w.bytes());
+      uint32_t pf, pt;
+      while (p.next(pf, pt)) {
+        if (pf == 1 && pt == 2) norm += p.bytes();
+        else p.skip(pt);
+      }
+    }
+  }
+  if (norm.empty()) return;
+  // Viterbi, as sentencepiece's EncodeOptimized, in single precision.
+  struct Best {
+    float score = 0;
+    int start = -1, id = -1;
+  };
+  const size_t n = norm.size();
+  std::vector<Best> best(n + 1);
+  const float unk_score = min_score_ - 10.0f;
+  const std::string_view text_view(norm);
+  for (size_t start = 0; start < n;) {
+    const float till = best[start].score;
+    const size_t mblen = utf8_len(norm, start);
+    bool single = false;
+    for (size_t len = 1; len <= max_len_ && start + len <= n; ++len) {
+      auto it = pieces_.find(text_view.substr(start, len));
+      if (it == pieces_.end()) continue;
+      const float score = it->second.user_defined ? float(double(len) * max_score_ - 0.1) : it->second.score;
+      const float cand = score + till;
+      Best& b = best[start + len];
+      if (b.start == -1 || cand > b.score) b = {cand, int(start), it->second.id};
+      if (len == mblen) single = true;
+    }
+    if (!single) {
+      const float cand = unk_score + till;
+      Best& b = best[start + mblen];
+      if (b.start == -1 || cand > b.score) b = {cand, int(start), unk_id_};
+    }
+    start += mblen;
+  }
+  std::vector<std::pair<size_t, size_t>> spans;  // [start, end) of each piece, last first
+  std::vector<int> ids;
+  for (size_t end = n; end > 0;) {
+    const Best& b = best[end];
+    if (b.start < 0) fail("sentencepiece: no segmentation of the text");
+    spans.emplace_back(size_t(b.start), end);
+    ids.push_back(b.id);
+    end = size_t(b.start);
+  }
+  // Neighbouring unknown characters make one unknown piece, as sentencepiece's do.
+  for (size_t k = spans.size(); k-- > 0;) {
+    const bool unk = ids[k] == unk_id_;
+    if (unk && !out.empty() && k + 1 < spans.size() && ids[k + 1] == unk_id_) {
+      out.back() += norm.substr(spans[k].first, spans[k].second - spans[k].first);
+      continue;
+    }
+    out.push_back(unk ? norm.substr(spans[k].first, spans[k].second - spans[k].first)
+                      : sp_.IdToPiece(ids[k]));
+  }
+}
+
+}  // namespace text

@@ -1,0 +1,43 @@
+// The unigram segmentation of a sentencepiece model, computed here rather than by
+// libsentencepiece's Encode: Debian's library (0.1.97) and the pip wheel transformers
+// uses (0.2.x) break exact score ties between segmentations apart ("..." as ". .." or
+// ".. ."), and we must give transformers' ids. The library still does the hard part,
+// the normalisation; this redoes only the Viterbi search over its normalised text,
+// with single-precision scores as the wheel does (tests/python/test_text_marian.py).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace text {
+
+class UnigramSegmenter {
+ public:
+  explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp);
+  // False for a BPE, word or char model (the library's Encode is then used as it is).
+  bool usable() const { return usable_; }
+  // The pieces of `text`, as sentencepiece's Encode(text) gives them.
+  void encode(std::string_view text, std::vector<std::string>& pieces) const;
+
+ private:
+  const sentencepiece::SentencePieceProcessor& sp_;
+  struct Piece {
+    int id;
+    float score;
+    bool user_defined;
+  };
+  std::vector<std::string> piece_text_;                  // owns the keys of pieces_
+  std::unordered_map<std::string_view, Piece> pieces_;  // the pieces the search may use
+  size_t max_len_ = 0;
+  float min_score_ = 0, max_score_ = 0;
+  int unk_id_ = 0;
+  bool usable_ = false;
+};
+
+}  // namespace text

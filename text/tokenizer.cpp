@@ -1,0 +1,80 @@
+// The tokenizer of a program directory: meta.json's "tokenizer" entry
+// ({"kind": ..., "files": {role: path inside the directory}}) picks the kind.
+#include "text/tokenizer.h"
+
+#include <map>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "text/byte_bpe.h"
+#include "text/m2m100.h"
+#include "text/marian.h"
+#include "text/util.h"
+
+namespace text {
+namespace {
+
+nlohmann::json tokenizer_entry(const std::string& dir) {
+  const std::string meta_path = dir + "/meta.json";
+  struct stat st {};
+  if (::stat(meta_path.c_str(), &st) != 0) fail("{} is not a tensorvm program (no meta.json in it)", dir);
+  const auto meta = nlohmann::json::parse(read_text_file(meta_path), nullptr, false);
+  if (!meta.is_object()) fail("{}: not a JSON object", meta_path);
+  auto it = meta.find("tokenizer");
+  if (it == meta.end() || it->is_null()) return nullptr;
+  if (!it->is_object() || !it->contains("kind") || !(*it)["kind"].is_string() || !it->contains("files") ||
+      !(*it)["files"].is_object())
+    fail("{}: \"tokenizer\" must be {{\"kind\": ..., \"files\": {{...}}}}", meta_path);
+  return *it;
+}
+
+// A file a program names must stay inside its directory: loading a program never
+// reads files elsewhere.
+std::string inside(const std::string& dir, const std::string& rel, const std::string& meta_path) {
+  if (rel.empty() || rel[0] == '/' || rel.find('\\') != std::string::npos)
+    fail("{}: tokenizer file '{}' must be a relative path inside the program directory", meta_path, rel);
+  size_t start = 0;
+  while (start <= rel.size()) {
+    const size_t end = std::min(rel.find('/', start), rel.size());
+    const std::string part = rel.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..")
+      fail("{}: tokenizer file '{}' must be a relative path inside the program directory", meta_path, rel);
+    start = end + 1;
+  }
+  return dir + "/" + rel;
+}
+
+}  // namespace
+
+bool has_tokenizer(const std::string& dir) { return !tokenizer_entry(dir).is_null(); }
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
+  const nlohmann::json entry = tokenizer_entry(dir);
+  const std::string meta_path = dir + "/meta.json";
+  if (entry.is_null())
+    fail("{} has no tokenizer (it was imported from a checkpoint without tokenizer files); "
+         "give token ids instead, or import a checkpoint that has them",
+         dir);
+  const std::string kind = entry["kind"].get<std::string>();
+  std::map<std::string, std::string> files;
+  for (const auto& [role, rel] : entry["files"].items()) {
+    if (!rel.is_string()) fail("{}: tokenizer file '{}' is not a path", meta_path, role);
+    files[role] = inside(dir, rel.get<std::string>(), meta_path);
+  }
+  if (kind == "marian-spm") return load_marian(files);
+  if (kind == "byte-level-bpe") return load_byte_bpe(files);
+  if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
+  if (kind == "m2m100-spm") {
+    std::vector<std::string> codes;
+    if (entry.contains("language_codes") && entry["language_codes"].is_array())
+      for (const auto& c : entry["language_codes"]) codes.push_back(c.get<std::string>());
+    if (codes.empty()) fail("{}: an m2m100-spm tokenizer needs \"language_codes\"", meta_path);
+    return load_m2m100(files, codes);
+  }
+  fail("{}: tokenizer kind '{}' is not supported by this build "
+       "(it reads marian-spm, m2m100-spm, byte-level-bpe, sentencepiece)",
+       meta_path, kind);
+}
+
+}  // namespace text

@@ -1,0 +1,32 @@
+// tensorvm-run's text verbs (text in, text out), beside its function runner:
+//   tokenize   one line of ids per input line
+//   translate  encoder-decoder programs: generate, then decode with skip_special_tokens
+//   complete   decoder-only programs: generate on the prompt, print the continuation
+// They need the text library (text/); a build without it says so.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vm/vm.h"
+
+namespace cli {
+
+bool is_text_verb(const std::string& name);
+
+struct TextVerbOptions {
+  std::vector<std::string> lines;                  // from --text / --text-file, one input each
+  std::vector<std::pair<std::string, vm::Value>> args;  // --arg values, parsed by generate's types
+  vm::SessionOptions session;
+};
+
+// Runs `verb` on the program loaded from `dir`; prints one output line per input line.
+int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
+                  const TextVerbOptions& options);
+
+// The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
+std::vector<std::string> split_lines(const std::string& text);
+
+}  // namespace cli
