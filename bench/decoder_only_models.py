@@ -4,7 +4,7 @@ and cached.
 
     ensure(name, cache_root) -> Path    # built once into <cache_root>/<name>-v<VERSION>
 
-The weights come from tests/fixtures/decoder_checkpoints.py's `_randomize` (matrices
+The weights come from tests/fixtures/random_checkpoints.py's `_randomize` (matrices
 N(0, 2.5^2 / fan_in), embeddings N(0, 1)), so the logits are well spread and greedy
 continuations vary: an agreement check between engines then means something (with
 transformers' default init, greedy search repeats one token and every engine agrees
@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = REPO_ROOT / "tests" / "fixtures" / "decoder_checkpoints.py"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "random_checkpoints.py"
 VERSION = 1
 
 # name -> (model class, config class, config kwargs, generation_config kwargs)
@@ -48,7 +48,7 @@ MODELS = {
 
 
 def _randomize():
-    spec = importlib.util.spec_from_file_location("tensorvm_decoder_checkpoints", FIXTURE)
+    spec = importlib.util.spec_from_file_location("tensorvm_random_checkpoints", FIXTURE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod._randomize
