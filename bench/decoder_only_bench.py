@@ -1,0 +1,371 @@
+"""Decoder-only LMs side by side: tensorvm (f32, int8, w8a8), transformers eager and
+CTranslate2 (float32, int8) on the same seeded random-weight checkpoint and prompt,
+tokens checked against transformers.
+
+    python3 bench/decoder_only_bench.py --threads 2 --out results.json --md results.md
+    python3 bench/decoder_only_bench.py --quick --strict          # smoke run: toy shapes, seconds
+
+Models (bench/decoder_only_models.py): GPT-2 124M-shaped and Qwen2.5-0.5B-shaped, built
+with transformers from seeded random weights and cached under $TENSORVM_BENCH_CACHE
+(default bench/.cache). Per model and engine, batch 1, one prompt of --prompt-len
+tokens:
+
+* prefill ms: median time of a generate call making 1 new token (the whole prompt in,
+  the first token out: time to first token);
+* ms/token: (median of generate making 1 + N tokens - median of generate making 1) / N,
+  N = --new-tokens: the decode steps alone, the prefill excluded. EOS is banned until
+  the last token (min_new_tokens = max_new_tokens), so every engine does the same work;
+* peak RSS: VmHWM of the engine's own worker process (imports + model + every run).
+
+Each engine runs in a fresh process, one after the other (--rounds times, in turn; the
+repetitions of all rounds are pooled before the medians, so a drift of the machine's
+speed falls on every engine alike). Conversions (tensorvm import, CTranslate2 converter)
+run before, in their own processes, untimed. Agreement: the generated tokens against
+transformers'; float32 engines must be token-exact (--strict exits 1 otherwise),
+int8 / w8a8 engines report the fraction of equal positions.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench import checkpoint as bench_checkpoint  # noqa: E402
+from bench import decoder_only_models as models  # noqa: E402
+from bench.compare import environment, peak_rss_mb, rss_mb  # noqa: E402
+from bench.engines import decoder_only as engines  # noqa: E402
+from bench.engines.base import EngineUnavailable  # noqa: E402
+
+ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
+# which CTranslate2 row each engine's speed is compared with
+CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8"}
+FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b"], prompt_len=64, new_tokens=64, reps=5, rounds=2)
+QUICK = dict(models=["gpt2-tiny", "qwen2-tiny"], prompt_len=16, new_tokens=8, reps=2, rounds=1)
+
+
+def prompt(checkpoint_dir: Path, length: int, seed: int = 0) -> np.ndarray:
+    """Seeded ordinary token ids: below the first end token (GPT-2's and Qwen's special
+    tokens are the last ids), so the prompt holds no EOS."""
+    _, _, eos = engines.special_ids(checkpoint_dir)
+    return np.random.default_rng(seed).integers(0, eos, size=length, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- subprocesses
+
+
+def run_prepare(model: str, names: list[str], cache_root: Path, out: Path) -> None:
+    """Builds the checkpoint (once) and every engine's converted model, in one process."""
+    ckpt = models.ensure(model, cache_root)
+    eng_cache = cache_root / f"{ckpt.name}-engines"
+    eng_cache.mkdir(parents=True, exist_ok=True)
+    notes = {}
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            notes[name] = {"status": "ok", **engines.make(name).prepare(ckpt, eng_cache)}
+        except EngineUnavailable as e:
+            notes[name] = {"status": "unavailable", "error": str(e)}
+        except Exception as e:  # noqa: BLE001 - that engine's row says why
+            notes[name] = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+        notes[name]["prepare_s"] = round(time.perf_counter() - t0, 2)
+    out.write_text(json.dumps({"status": "ok", "checkpoint": str(ckpt), "engine_cache": str(eng_cache),
+                               "engines": notes}))
+
+
+def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, prompt_len: int, new_tokens: int,
+               reps: int, out: Path) -> None:
+    res: dict = {"engine": name}
+    try:
+        eng = engines.make(name)
+        res["precision"] = eng.precision
+        eng.imports()
+        res["rss_imports_MB"] = rss_mb()
+        t0 = time.perf_counter()
+        eng.load(checkpoint_dir, cache_dir, threads)
+        res["load_s"] = time.perf_counter() - t0
+        res["rss_loaded_MB"] = rss_mb()
+        ids = prompt(checkpoint_dir, prompt_len)
+        tokens = eng.generate(ids, 1 + new_tokens)  # warm-up, and the tokens compared
+        first = eng.generate(ids, 1)
+        if tokens.shape != (1 + new_tokens,) or first.shape != (1,):
+            raise RuntimeError(f"{name} made {tokens.shape[0]} and {first.shape[0]} tokens, "
+                               f"asked for {1 + new_tokens} and 1")
+        t_first, t_all, stable = [], [], True
+        gc.disable()
+        for _ in range(reps):  # interleaved, so drift hits both timings alike
+            t0 = time.perf_counter()
+            eng.generate(ids, 1)
+            t_first.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            again = eng.generate(ids, 1 + new_tokens)
+            t_all.append(time.perf_counter() - t0)
+            stable &= bool(np.array_equal(again, tokens))
+        gc.enable()
+        res.update(status="ok", tokens=tokens.tolist(), first_s=t_first, all_s=t_all, deterministic=stable,
+                   info=eng.info())
+    except EngineUnavailable as e:
+        res.update(status="unavailable", error=str(e))
+    except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
+        res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+    res["peak_rss_MB"] = peak_rss_mb()
+    out.write_text(json.dumps(res))
+
+
+def _sub(args: list[str], timeout: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tvm-dec-bench-") as tmp:
+        out = Path(tmp) / "out.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), *args, "--result", str(out)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0 or not out.exists():
+            return {"status": "error", "error": f"exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}"}
+        return json.loads(out.read_text())
+
+
+# --------------------------------------------------------------------------- report
+
+
+def agreement(tokens: list[int], ref: list[int]) -> dict:
+    a, b = np.asarray(tokens), np.asarray(ref)
+    same = a == b
+    first = int(np.argmin(same)) if not same.all() else None
+    return {"exact": bool(same.all()), "agreement_pct": 100.0 * float(same.mean()), "first_difference": first}
+
+
+def summarize(rows: dict, new_tokens: int) -> None:
+    """Medians, ratios against CTranslate2 at the same precision, agreement with transformers."""
+    for r in rows.values():
+        if r["status"] == "ok":
+            r["prefill_ms"] = 1000 * float(np.median(r["first_s"]))
+            r["ms_per_token"] = 1000 * (float(np.median(r["all_s"])) - float(np.median(r["first_s"]))) / new_tokens
+    ref = rows.get(engines.REFERENCE)
+    for name, r in rows.items():
+        if r["status"] != "ok":
+            continue
+        if ref and ref["status"] == "ok":
+            r["vs_transformers"] = agreement(r["tokens"], ref["tokens"])
+        ct2 = rows.get(CT2_OF[r["precision"]])
+        if ct2 and ct2["status"] == "ok" and name != ct2["engine"]:
+            r["ct2_reference"] = ct2["engine"]
+            r["prefill_vs_ct2"] = ct2["prefill_ms"] / r["prefill_ms"]
+            if r["ms_per_token"] > 0 and ct2["ms_per_token"] > 0:  # a difference of two medians: noise can flip it
+                r["decode_vs_ct2"] = ct2["ms_per_token"] / r["ms_per_token"]
+
+
+def agreement_text(r: dict) -> str:
+    a = r.get("vs_transformers")
+    if r["engine"] == engines.REFERENCE:
+        return "reference"
+    if a is None:
+        return "-"
+    if a["exact"]:
+        return "exact"
+    text = f"{a['agreement_pct']:.0f}% (from token {a['first_difference']})"
+    return f"MISMATCH {text}" if r["precision"] == "float32" else text
+
+
+def table(rows: dict) -> list[str]:
+    lines = ["| engine | precision | prefill ms | ms/token | tokens/s | peak RSS MB | decode x CT2 | prefill x CT2 "
+             "| tokens vs transformers |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in rows.items():
+        if r["status"] != "ok":
+            lines.append(f"| {name} | {r.get('precision', '?')} | {r['status']}: {r.get('error', '')[:120]} "
+                         "| | | | | | |")
+            continue
+        ratio = (f"{r['decode_vs_ct2']:.2f}x" if "decode_vs_ct2" in r else "-")
+        pratio = (f"{r['prefill_vs_ct2']:.2f}x" if "prefill_vs_ct2" in r else "-")
+        lines.append(f"| {name} | {r['precision']} | {r['prefill_ms']:.1f} | {r['ms_per_token']:.2f} | "
+                     f"{1000 / r['ms_per_token'] if r['ms_per_token'] > 0 else float('nan'):.1f} | {r['peak_rss_MB']:.0f} | {ratio} | {pratio} | "
+                     f"{agreement_text(r)} |")
+    return lines
+
+
+def model_header(m: dict) -> str:
+    floor = ""
+    if m.get("floor_ms_per_token"):
+        floor = (f"; a float32 step reads {m['bytes_per_step'] / 1e6:.0f} MB: {m['floor_ms_per_token']:.1f} ms/token "
+                 f"at the {m['streaming_GBps']:.1f} GB/s streaming read measured in the same run")
+    return (f"**{m['model']}** ({m['weights_MB']:.0f} MB of float32 weights{floor}; prompt {m['prompt_len']} tokens, "
+            f"{m['new_tokens']} timed decode steps, batch 1, {m['threads']} threads; medians of "
+            f"{m['reps']} x {m['rounds']} rounds; load average {m['loadavg_start'][0]:.1f} at the start, "
+            f"{m['loadavg_max_1min']:.1f} at most between engines)")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="toy shapes, a few seconds (the smoke test)")
+    ap.add_argument("--models", help=f"comma list (default {','.join(FULL['models'])}; known: "
+                    f"{', '.join(models.MODELS)})")
+    ap.add_argument("--engines", default=",".join(ENGINES), help="comma list of " + ", ".join(ENGINES))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-len", type=int)
+    ap.add_argument("--new-tokens", type=int, help="timed decode steps after the first token")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--cache", help="checkpoints and converted models ($TENSORVM_BENCH_CACHE or bench/.cache)")
+    ap.add_argument("--out", help="JSON report")
+    ap.add_argument("--md", help="markdown tables")
+    ap.add_argument("--strict", action="store_true", help="exit 1 on an engine error or a float32 token mismatch")
+    ap.add_argument("--bandwidth", action=argparse.BooleanOptionalAction, default=None,
+                    help="measure the streaming read bandwidth, for the float32 floor (default: on, off with --quick)")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="build the checkpoints and convert them for every engine, then stop (no timing)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per subprocess")
+    # internal: the subprocesses
+    ap.add_argument("--task", choices=["prepare", "run"], help=argparse.SUPPRESS)
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--checkpoint", help=argparse.SUPPRESS)
+    ap.add_argument("--engine-cache", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    preset = QUICK if args.quick else FULL
+    for k in ("prompt_len", "new_tokens", "reps", "rounds"):
+        if getattr(args, k) is None:
+            setattr(args, k, preset[k])
+
+    if args.task == "prepare":
+        run_prepare(args.checkpoint, args.engine.split(","), Path(args.engine_cache), Path(args.result))
+        return 0
+    if args.task == "run":
+        run_worker(args.engine, Path(args.checkpoint), Path(args.engine_cache), args.threads, args.prompt_len,
+                   args.new_tokens, args.reps, Path(args.result))
+        return 0
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    names = [e for e in args.engines.split(",") if e]
+    for e in names:
+        engines.make(e)  # unknown names fail here, before any work
+    model_names = args.models.split(",") if args.models else preset["models"]
+    root = bench_checkpoint.cache_root(args.cache)
+    env = environment()
+    print(f"cpu: {env['cpu']} | tensorvm kernels: {env['tensorvm_kernels'].get('active', '?')} "
+          f"(gemm {env['tensorvm_kernels'].get('gemm', '?')}) | {args.threads} threads | commit {env['git_commit']} "
+          f"| load average {env['loadavg_start'][0]:.2f}", flush=True)
+    report = {"environment": env, "settings": {k: getattr(args, k) for k in
+                                               ("threads", "prompt_len", "new_tokens", "reps", "rounds")},
+              "engines": names, "models": {}}
+    failed = False
+    if args.bandwidth is None:
+        args.bandwidth = not args.quick
+    if args.bandwidth and not args.prepare_only:
+        from bench import bandwidth
+
+        report["bandwidth"] = bandwidth.measure(args.threads)
+        print(f"streaming read: {report['bandwidth']['streaming_GBps']:.1f} GB/s "
+              f"({report['bandwidth']['best']['kernel']}, {report['bandwidth']['best']['threads']} threads)", flush=True)
+    md = [f"CPU: {env['cpu']}; tensorvm kernels {env['tensorvm_kernels'].get('active', '?')}, GEMM "
+          f"{env['tensorvm_kernels'].get('gemm', '?')}; commit {env['git_commit']}; {env['date']}.", ""]
+    for model in model_names:
+        t0 = time.perf_counter()
+        prep = _sub(["--task", "prepare", "--checkpoint", model, "--engine", ",".join(names),
+                     "--engine-cache", str(root)], args.timeout)
+        if prep["status"] != "ok":
+            print(f"{model}: could not build the checkpoint: {prep['error']}", file=sys.stderr)
+            return 1
+        print(f"  {model}: checkpoint and conversions ready ({time.perf_counter() - t0:.1f} s): "
+              f"{prep['engines']}", flush=True)
+        ckpt, eng_cache, prepared = Path(prep["checkpoint"]), Path(prep["engine_cache"]), prep["engines"]
+        if args.prepare_only:
+            continue
+        rows = {e: {"engine": e, "status": prepared[e]["status"], "error": prepared[e].get("error", ""),
+                    "prepare": prepared[e], "first_s": [], "all_s": [], "rounds": []} for e in names}
+        meta = {"model": model, "checkpoint": str(ckpt), "weights_MB": models.weight_bytes(ckpt) / 2**20,
+                "prompt_len": args.prompt_len, "new_tokens": args.new_tokens, "threads": args.threads,
+                "reps": args.reps, "rounds": args.rounds, "loadavg_start": os.getloadavg(),
+                "bytes_per_step": models.bytes_per_step(ckpt)}
+        if "bandwidth" in report:
+            meta["streaming_GBps"] = report["bandwidth"]["streaming_GBps"]
+            meta["floor_ms_per_token"] = meta["bytes_per_step"] / 1e6 / meta["streaming_GBps"]
+        loads = [meta["loadavg_start"][0]]
+        for rnd in range(args.rounds):
+            for e in names:
+                r = rows[e]
+                if r["status"] not in ("ok",):
+                    continue
+                la = os.getloadavg()
+                res = _sub(["--task", "run", "--engine", e, "--checkpoint", str(ckpt), "--engine-cache",
+                            str(eng_cache), "--threads", str(args.threads), "--prompt-len", str(args.prompt_len),
+                            "--new-tokens", str(args.new_tokens), "--reps", str(args.reps)], args.timeout)
+                loads.append(os.getloadavg()[0])
+                res["loadavg_before"] = la
+                r["rounds"].append({k: v for k, v in res.items() if k != "tokens"})
+                if res["status"] != "ok":
+                    r.update(status=res["status"], error=res.get("error", ""))
+                    print(f"  {model} {e}: {res['status']}: {res.get('error', '')}", file=sys.stderr, flush=True)
+                    continue
+                if "tokens" in r and r["tokens"] != res["tokens"]:
+                    r["deterministic"] = False
+                r.setdefault("deterministic", res["deterministic"])
+                r["deterministic"] = r["deterministic"] and res["deterministic"]
+                r.update(precision=res["precision"], tokens=res["tokens"], info=res.get("info", {}))
+                r["first_s"] += res["first_s"]
+                r["all_s"] += res["all_s"]
+                r["peak_rss_MB"] = max(r.get("peak_rss_MB", 0), res["peak_rss_MB"])
+                r["rss_imports_MB"] = res["rss_imports_MB"]
+                r["load_s"] = res["load_s"]
+                print(f"  {model} round {rnd + 1} {e}: generate(1) {1000 * np.median(res['first_s']):.1f} ms, "
+                      f"generate(1+{args.new_tokens}) {1000 * np.median(res['all_s']):.1f} ms, "
+                      f"peak {res['peak_rss_MB']:.0f} MB, load {la[0]:.2f}", flush=True)
+        for r in rows.values():
+            if r["status"] == "ok" and "precision" not in r:
+                r["status"] = "error"
+        summarize(rows, args.new_tokens)
+        meta["loadavg_max_1min"] = max(loads)
+        meta["loadavg_end"] = os.getloadavg()
+        report["models"][model] = {"meta": meta, "rows": rows}
+        lines = [model_header(meta), "", *table(rows), ""]
+        if meta.get("floor_ms_per_token"):
+            reach = []
+            for name, r in rows.items():
+                if r["status"] == "ok" and r["precision"] == "float32" and r["ms_per_token"] > 0:
+                    r["bandwidth_fraction"] = meta["floor_ms_per_token"] / r["ms_per_token"]
+                    reach.append(f"{name} {100 * r['bandwidth_fraction']:.0f}%")
+            lines += [f"Float32 decode steps read the weights at this fraction of the streaming read: "
+                      f"{', '.join(reach)}.", ""]
+        print("\n" + "\n".join(lines), flush=True)
+        md += lines
+        for name, r in rows.items():
+            if r["status"] == "error":
+                failed = True
+            elif r["status"] != "ok":
+                continue
+            elif r["precision"] == "float32" and not r.get("vs_transformers", {"exact": True})["exact"]:
+                print(f"!! {model}: {name} float32 tokens differ from transformers", file=sys.stderr)
+                failed = True
+            elif not r.get("deterministic", True):
+                print(f"!! {model}: {name} gave different tokens from run to run", file=sys.stderr)
+                failed = True
+        write_reports(args, report, md)  # after every model: an interrupted run keeps what it measured
+    report["environment"]["loadavg_end"] = os.getloadavg()
+    write_reports(args, report, md)
+    return 1 if (failed and args.strict) else 0
+
+
+def write_reports(args, report: dict, md: list[str]) -> None:
+    for path, text in ((args.out, json.dumps(report, indent=1) + "\n"), (args.md, "\n".join(md) + "\n")):
+        if path:
+            tmp = Path(f"{path}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The decoder-only checkpoints of bench/decoder_only_bench.py: real model shapes,
+seeded random weights, built locally with transformers (there is no model hub here)
+and cached.
+
+    ensure(name, cache_root) -> Path    # built once into <cache_root>/<name>-v<VERSION>
+
+The weights come from tests/fixtures/random_checkpoints.py's `_randomize` (matrices
+N(0, 2.5^2 / fan_in), embeddings N(0, 1)), so the logits are well spread and greedy
+continuations vary: an agreement check between engines then means something (with
+transformers' default init, greedy search repeats one token and every engine agrees
+trivially). The `-tiny` names are the smoke test's: same architectures, toy sizes.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "random_checkpoints.py"
+VERSION = 1
+
+# name -> (model class, config class, config kwargs, generation_config kwargs)
+MODELS = {
+    # GPT2Config's defaults are GPT-2 small (124M): 12 layers, 768 wide, 12 heads, vocab 50257, 1024 positions
+    "gpt2-124m": ("GPT2LMHeadModel", "GPT2Config", {}, dict(bos_token_id=50256, eos_token_id=50256)),
+    # Qwen2.5-0.5B's config.json, with the KV cache capped at 4096 positions (the real one says 32768)
+    "qwen2.5-0.5b": ("Qwen2ForCausalLM", "Qwen2Config",
+                     dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                          num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096,
+                          rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                          hidden_act="silu", bos_token_id=151643, eos_token_id=151643),
+                     dict(bos_token_id=151643, eos_token_id=151643, pad_token_id=151643)),
+    "gpt2-tiny": ("GPT2LMHeadModel", "GPT2Config",
+                  dict(vocab_size=211, n_embd=48, n_layer=2, n_head=4, n_positions=160,
+                       bos_token_id=210, eos_token_id=210),
+                  dict(bos_token_id=210, eos_token_id=210)),
+    "qwen2-tiny": ("Qwen2ForCausalLM", "Qwen2Config",
+                   dict(vocab_size=233, hidden_size=56, intermediate_size=96, num_hidden_layers=2,
+                        num_attention_heads=7, num_key_value_heads=1, max_position_embeddings=160,
+                        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                        bos_token_id=232, eos_token_id=232),
+                   dict(bos_token_id=232, eos_token_id=232, pad_token_id=232)),
+}
+
+
+def _randomize():
+    spec = importlib.util.spec_from_file_location("tensorvm_random_checkpoints", FIXTURE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._randomize
+
+
+def build(name: str, out: Path, seed: int = 0) -> Path:
+    import torch
+    import transformers
+
+    model_class, config_class, config_kw, gen_kw = MODELS[name]
+    torch.manual_seed(seed)
+    config = getattr(transformers, config_class)(**config_kw)
+    model = getattr(transformers, model_class)(config)
+    _randomize()(model, seed)
+    model.generation_config = transformers.GenerationConfig(**gen_kw)
+    model.save_pretrained(out)
+    (out / "bench_checkpoint.json").write_text(json.dumps({"name": name, "version": VERSION, "seed": seed}) + "\n")
+    return out
+
+
+def ensure(name: str, cache_root: Path) -> Path:
+    """The checkpoint directory of `name`, built (atomically) on first use."""
+    if name not in MODELS:
+        raise KeyError(f"unknown decoder-only benchmark model {name!r} (known: {', '.join(MODELS)})")
+    cache_root = Path(cache_root)
+    path = cache_root / f"{name}-v{VERSION}"
+    if (path / "bench_checkpoint.json").is_file():
+        return path
+    cache_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache_root, prefix=f".{name}-"))
+    try:
+        build(name, tmp)
+        os.replace(tmp, path)
+    except OSError:
+        if not (path / "bench_checkpoint.json").is_file():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def _tensor_bytes(checkpoint_dir: Path) -> dict[str, int]:
+    out = {}
+    for f in sorted(Path(checkpoint_dir).glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            header = json.loads(fh.read(n))
+        for k, v in header.items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                out[k] = b - a
+    return out
+
+
+def weight_bytes(checkpoint_dir: Path) -> int:
+    """Bytes of float32 weights in the checkpoint's safetensors files (tied matrices once)."""
+    return sum(_tensor_bytes(checkpoint_dir).values())
+
+
+def bytes_per_step(checkpoint_dir: Path) -> int:
+    """float32 bytes a batch-1 decode step reads: every weight, except that the position
+    table (GPT-2's wpe) and an untied input embedding are read one row at a time (a tied
+    embedding is read whole, as the output projection)."""
+    sizes = _tensor_bytes(checkpoint_dir)
+    skip = [k for k in sizes if k.endswith("wpe.weight")]
+    if "lm_head.weight" in sizes:
+        skip += [k for k in sizes if k.endswith(("wte.weight", "embed_tokens.weight"))]
+    return sum(v for k, v in sizes.items() if k not in skip)
