@@ -80,13 +80,7 @@ class M2M100 final : public Tokenizer {
         ids.push_back(token_id(chunk));
         continue;
       }
-      if (segmenter_->usable()) {
-        segmenter_->encode(chunk, pieces);
-      } else {
-        pieces.clear();
-        const auto status = sp_->Encode(chunk, &pieces);
-        if (!status.ok()) fail("m2m100 tokenizer: encode: {}", status.ToString());
-      }
+      segmenter_->encode(chunk, pieces);
       for (const std::string& p : pieces) ids.push_back(token_id(p));
     }
     ids.push_back(eos_id_);
@@ -97,10 +91,7 @@ class M2M100 final : public Tokenizer {
     std::string out;
     std::vector<std::string> run;
     auto flush = [&] {
-      std::string s;
-      const auto status = sp_->Decode(run, &s);
-      if (!status.ok()) fail("m2m100 tokenizer: decode: {}", status.ToString());
-      out += s;
+      out += decode_pieces(*sp_, run);
       run.clear();
     };
     for (const int64_t id : ids) {

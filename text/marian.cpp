@@ -104,13 +104,7 @@ class Marian final : public Tokenizer {
           rest.remove_prefix(end + 2);
         }
       }
-      if (segmenter_->usable()) {
-        segmenter_->encode(rest, pieces);
-      } else {
-        pieces.clear();
-        const auto status = source_->Encode(rest, &pieces);
-        if (!status.ok()) fail("marian tokenizer: encode: {}", status.ToString());
-      }
+      segmenter_->encode(rest, pieces);
       for (const std::string& p : pieces) ids.push_back(vocab_id(p));
     }
     ids.push_back(eos_id_);
@@ -123,10 +117,7 @@ class Marian final : public Tokenizer {
     std::string out;
     std::vector<std::string> run;
     auto flush = [&] {
-      std::string s;
-      const auto status = sp.Decode(run, &s);
-      if (!status.ok()) fail("marian tokenizer: decode: {}", status.ToString());
-      out += s;
+      out += decode_pieces(sp, run);
       run.clear();
     };
     for (const int64_t id : ids) {

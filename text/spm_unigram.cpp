@@ -124,6 +124,11 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
 
 void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& out) const {
   out.clear();
+  if (!usable_) {
+    const auto status = sp_.Encode(text, &out);
+    if (!status.ok()) fail("sentencepiece: encode: {}", status.ToString());
+    return;
+  }
   // The normalised text: the library's own pieces, joined.
   const std::string spt = sp_.EncodeAsSerializedProto(text);
   std::string norm;
@@ -192,6 +197,13 @@ void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& o
     out.push_back(unk ? norm.substr(spans[k].first, spans[k].second - spans[k].first)
                       : sp_.IdToPiece(ids[k]));
   }
+}
+
+std::string decode_pieces(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& pieces) {
+  std::string text;
+  const auto status = sp.Decode(pieces, &text);
+  if (!status.ok()) fail("sentencepiece: decode: {}", status.ToString());
+  return text;
 }
 
 }  // namespace text

@@ -20,7 +20,7 @@ namespace text {
 class UnigramSegmenter {
  public:
   explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp);
-  // False for a BPE, word or char model (the library's Encode is then used as it is).
+  // False for a BPE, word or char model (encode then calls the library's Encode as it is).
   bool usable() const { return usable_; }
   // The pieces of `text`, as sentencepiece's Encode(text) gives them.
   void encode(std::string_view text, std::vector<std::string>& pieces) const;
@@ -39,5 +39,8 @@ class UnigramSegmenter {
   int unk_id_ = 0;
   bool usable_ = false;
 };
+
+// sentencepiece's Decode of `pieces`; a failure is an error.
+std::string decode_pieces(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& pieces);
 
 }  // namespace text

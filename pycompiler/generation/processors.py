@@ -20,14 +20,14 @@ the "last" ones (renormalize_logits).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import ops as T
 from ..control import cond, while_loop
 from . import sequence_bias as SB
 from .end_tokens import vocabulary
-from .inputs import (Input, bool_input, float_input, int_input, sequence_bias_input, token_input, token_list_input,
+from .inputs import (bool_input, float_input, int_input, sequence_bias_input, token_input, token_list_input,
                      token_sequences_input)
 from .model import TokenIds
 

@@ -17,7 +17,6 @@ import inspect
 
 from .. import ops as T
 from ..control import cond, emit, while_loop
-from ..types import Tensor
 from . import end_tokens, final_tokens
 from . import processors as P
 from .inputs import NO_DEFAULT, Input, bool_input, choice_input, float_input, int_input, seed_input

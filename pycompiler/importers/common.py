@@ -113,6 +113,29 @@ def single_id(value, what: str):
     return None if value is None else int(value)
 
 
+def checked_activation(name: str, field: str = "activation_function") -> str:
+    """A transformers activation name the model files compute, or UnsupportedConfig."""
+    from ..models.layers import ACTIVATIONS
+
+    if name not in ACTIVATIONS:
+        raise UnsupportedConfig(f"import_hf: {field} '{name}' is not supported ({sorted(ACTIVATIONS)})")
+    return name
+
+
+def check_heads(config, width: int, fields=("encoder_attention_heads", "decoder_attention_heads")) -> None:
+    """Every attention's heads divide the model width."""
+    for field in fields:
+        if width % getattr(config, field):
+            raise UnsupportedConfig(f"import_hf: d_model {width} is not divisible by {field}")
+
+
+def start_and_pad(config, gen) -> tuple:
+    """An encoder-decoder's decoder_start_token_id and pad_token_id (generation_config over config)."""
+    start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    return int(start), int(pad)
+
+
 def eos_ids(config, gen, vocab_size: int):
     """The checkpoint's end tokens (generation_config over config): an int, or a tuple
     when it lists several (a row ends on any; Llama 3 ships several)."""

@@ -4,30 +4,23 @@ own M2M100SinusoidalPositionalEmbedding.get_embedding."""
 from __future__ import annotations
 
 from ..models import m2m100
-from ..models.layers import ACTIVATIONS
 from ..models.m2m100 import POSITIONS, M2M100Spec
-from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options, stored_weights
-
-LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+                     eos_ids, generation_options, start_and_pad, stored_weights)
 
 
 def spec_from_config(config, gen) -> M2M100Spec:
-    act = config.activation_function
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
-    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
-        if config.d_model % getattr(config, heads_attr):
-            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    act = checked_activation(config.activation_function)
+    check_heads(config, config.d_model)
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_position_embeddings))
-    start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    decoder_start, pad = start_and_pad(config, gen)
     return M2M100Spec(
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
         vocab_size=config.vocab_size, activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(start),
+        pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
         max_position_embeddings=config.max_position_embeddings, generation=opts)
 
 

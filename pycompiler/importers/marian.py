@@ -5,29 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import marian
-from ..models.layers import ACTIVATIONS
 from ..models.marian import MarianSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options, stored_weights
-
-LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+                     eos_ids, generation_options, start_and_pad, stored_weights)
 
 
 def spec_from_config(config, gen) -> MarianSpec:
     """The computation a Marian config and generation config describe, or UnsupportedConfig."""
-    act = getattr(config, "activation_function", "swish")
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
-    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
-        if config.d_model % getattr(config, heads_attr):
-            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    act = checked_activation(getattr(config, "activation_function", "swish"))
+    check_heads(config, config.d_model)
     shared = getattr(config, "share_encoder_decoder_embeddings", True)
     dec_vocab = config.vocab_size if shared else (getattr(config, "decoder_vocab_size", None) or config.vocab_size)
     eos = eos_ids(config, gen, dec_vocab)
     # transformers' default for an encoder-decoder: 20 tokens after the decoder start
     opts = generation_options(config, gen, vocab_size=dec_vocab, eos=eos,
                               default_max_length=min(20 + 1, config.max_position_embeddings))
-    decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    decoder_start, pad = start_and_pad(config, gen)
     return MarianSpec(
         d_model=config.d_model,
         encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
@@ -35,7 +28,7 @@ def spec_from_config(config, gen) -> MarianSpec:
         encoder_ffn_dim=config.encoder_ffn_dim, decoder_ffn_dim=config.decoder_ffn_dim,
         vocab_size=config.vocab_size, decoder_vocab_size=dec_vocab,
         activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
+        pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
         max_position_embeddings=config.max_position_embeddings, generation=opts,
     )
 

@@ -3,34 +3,28 @@ weights -> the names models/whisper.py reads."""
 from __future__ import annotations
 
 from ..models import whisper
-from ..models.layers import ACTIVATIONS
 from ..models.whisper import WhisperSpec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, eos_ids, generation_options,
-                     stored_weights)
+from .common import (Architecture, LINEAR_SUFFIXES, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+                     eos_ids, generation_options, start_and_pad, stored_weights)
 
 
 def spec_from_config(config, gen) -> WhisperSpec:
     """The computation a Whisper config and generation config describe, or UnsupportedConfig."""
-    act = config.activation_function
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
-    for heads_attr in ("encoder_attention_heads", "decoder_attention_heads"):
-        if config.d_model % getattr(config, heads_attr):
-            raise UnsupportedConfig(f"import_hf: d_model {config.d_model} is not divisible by {heads_attr}")
+    act = checked_activation(config.activation_function)
+    check_heads(config, config.d_model)
     # Not read, as WhisperForConditionalGeneration does not read them: scale_embedding
     # (transformers computes embed_scale and never applies it), use_weighted_layer_sum
     # (audio classification), SpecAugment and dropout (training).
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_target_positions))
-    decoder_start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    decoder_start, pad = start_and_pad(config, gen)
     return WhisperSpec(
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
         vocab_size=config.vocab_size, num_mel_bins=config.num_mel_bins,
         max_source_positions=config.max_source_positions, max_target_positions=config.max_target_positions,
-        activation=act, pad_token_id=int(pad), eos_token_id=eos, decoder_start_token_id=int(decoder_start),
+        activation=act, pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
         generation=opts)
 
 

@@ -129,3 +129,34 @@ def position_rows(table: str, start, end):
     """Rows [start, end) of a learned position table; past its end is an error naming
     the position (a slice would quietly come back short)."""
     return T.index_select(T.param(table), 0, T.arange(start, end))
+
+
+def layer_norm(x, name: str, layer=None, eps: float = 1e-5):
+    """LayerNorm with the weights `name.weight` and `name.bias`."""
+    return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=eps)
+
+
+# The pre-LayerNorm layers of the BART family (M2M100, Whisper): x + f(LN(x)) for
+# every sublayer, weights named as transformers names them under `prefix`.
+
+def pre_norm_feed_forward(q8, act: str, x, prefix: str, layer):
+    """x + fc2(act(fc1(LN(x)))) with prefix.final_layer_norm."""
+    h = layer_norm(x, prefix + "final_layer_norm", layer)
+    return T.add(x, linear(q8, activation(act, linear(q8, h, prefix + "fc1", layer)), prefix + "fc2", layer))
+
+
+def pre_norm_encoder_layer(q8, act: str, x, mask, width: int, heads: int, prefix: str, layer, k_bias: bool = True):
+    h = layer_norm(x, prefix + "self_attn_layer_norm", layer)
+    x = T.add(x, self_attention(q8, h, mask, width, heads, prefix + "self_attn", layer, k_bias=k_bias))
+    return pre_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def pre_norm_decoder_layer(q8, act: str, x, cache, source_mask, self_mask, width: int, heads: int, prefix: str, layer,
+                           length, k_bias: bool = True):
+    """Self-attention over the cache (self_mask None for one new position), then
+    cross-attention over the sentence's encoder K/V, then the feed-forward."""
+    h = layer_norm(x, prefix + "self_attn_layer_norm", layer)
+    x = T.add(x, self_attention(q8, h, self_mask, width, heads, prefix + "self_attn", layer, cache, k_bias=k_bias))
+    h = layer_norm(x, prefix + "encoder_attn_layer_norm", layer)
+    x = T.add(x, cross_attention(q8, h, cache, source_mask, width, heads, prefix + "encoder_attn", layer, length))
+    return pre_norm_feed_forward(q8, act, x, prefix, layer)

@@ -23,7 +23,7 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds
 from ..types import ObjectType, Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
 
 KVCache = ObjectType("KVCache")
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
@@ -56,18 +56,6 @@ class M2M100Spec:
         return math.sqrt(self.d_model) if self.scale_embedding else 1.0
 
 
-def _norm(x, name: str, layer=None):
-    return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=1e-5)
-
-
-def _ffn(spec, x, prefix: str, layer):
-    """x + fc2(act(fc1(LN(x))))."""
-    h = _norm(x, prefix + "final_layer_norm", layer)
-    h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
-               prefix + "fc2", layer)
-    return T.add(x, h)
-
-
 def _embed(spec, tokens, positions):
     x = T.mul(T.embedding(tokens, T.param(spec.embed)), spec.embed_scale)
     return T.add(x, T.embedding(positions, T.param(POSITIONS)))
@@ -87,8 +75,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
 
     @pb.function
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
-        a = self_attention(q8, _norm(x, ENC + "self_attn_layer_norm", layer), mask, d, he, ENC + "self_attn", layer)
-        return _ffn(spec, T.add(x, a), ENC, layer)
+        return pre_norm_encoder_layer(q8, spec.activation, x, mask, d, he, ENC, layer)
 
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:
@@ -101,7 +88,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
         mask = source_mask(attention_mask)
         for layer in range(spec.encoder_layers):
             x = encoder_layer(x, mask, layer)
-        return _norm(x, "model.encoder.layer_norm")
+        return layer_norm(x, "model.encoder.layer_norm")
 
     @pb.function
     def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
@@ -113,12 +100,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
         return cache
 
     def decoder_layer(x, cache, source_mask, self_mask, layer, length):
-        a = self_attention(q8, _norm(x, DEC + "self_attn_layer_norm", layer), self_mask, d, hd, DEC + "self_attn",
-                           layer, cache)
-        x = T.add(x, a)
-        a = cross_attention(q8, _norm(x, DEC + "encoder_attn_layer_norm", layer), cache, source_mask, d, hd,
-                            DEC + "encoder_attn", layer, length)
-        return _ffn(spec, T.add(x, a), DEC, layer)
+        return pre_norm_decoder_layer(q8, spec.activation, x, cache, source_mask, self_mask, d, hd, DEC, layer, length)
 
     @pb.function
     def step_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
@@ -134,7 +116,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
         return _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, start))
 
     def head(x):
-        return output_projection(q8, _norm(x, "model.decoder.layer_norm"), spec.lm_head)
+        return output_projection(q8, layer_norm(x, "model.decoder.layer_norm"), spec.lm_head)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)

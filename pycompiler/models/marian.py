@@ -34,7 +34,8 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
+from .layers import (activation, cross_attention, cross_kv, layer_norm, linear, output_projection, position_rows,
+                     self_attention)
 
 KVCache = ObjectType("KVCache")
 
@@ -82,7 +83,8 @@ def _proj(spec, x, prefix: str, layer):
 
 
 def _add_norm(x, h, prefix: str, layer):
-    return T.layer_norm(T.add(x, h), T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
+    """Post-LayerNorm: LN(x + h)."""
+    return layer_norm(T.add(x, h), prefix, layer)
 
 
 def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, length):
@@ -112,8 +114,8 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         p = "model.encoder.layers.{}."
-        x = _add_norm(x, self_attention(spec.quantize, x, mask, d, he, p + "self_attn", layer), p + "self_attn_layer_norm",
-                      layer)
+        a = self_attention(spec.quantize, x, mask, d, he, p + "self_attn", layer)
+        x = _add_norm(x, a, p + "self_attn_layer_norm", layer)
         h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
         return _add_norm(x, h, p + "final_layer_norm", layer)
 

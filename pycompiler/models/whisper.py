@@ -29,7 +29,8 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import ObjectType, Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, position_rows, self_attention
+from .layers import (cross_kv, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
+                     pre_norm_encoder_layer)
 
 KVCache = ObjectType("KVCache")
 ENC, DEC = "model.encoder.", "model.decoder."
@@ -64,27 +65,12 @@ class WhisperSpec:
         return 2 * self.max_source_positions
 
 
-def _ln(x, prefix: str, layer=None):
-    return T.layer_norm(x, T.param(prefix + ".weight", layer), T.param(prefix + ".bias", layer), eps=1e-5)
-
-
-def _feed_forward(spec, x, prefix: str, layer):
-    h = _ln(x, prefix + "final_layer_norm", layer)
-    h = linear(spec.quantize, activation(spec.activation, linear(spec.quantize, h, prefix + "fc1", layer)),
-               prefix + "fc2", layer)
-    return T.add(x, h)
-
-
 def _decoder_layer(spec: WhisperSpec, x, cache, self_mask, layer, length):
-    """One pre-LayerNorm decoder layer over `length` new positions per row: x [rows,
-    length, d_model] (self_mask None for one position: it sees every cached one).
-    Cross-attention has no mask: every encoder position counts."""
-    p, d, heads = DEC + "layers.{}.", spec.d_model, spec.decoder_heads
-    h = _ln(x, p + "self_attn_layer_norm", layer)
-    x = T.add(x, self_attention(spec.quantize, h, self_mask, d, heads, p + "self_attn", layer, cache, k_bias=False))
-    h = _ln(x, p + "encoder_attn_layer_norm", layer)
-    x = T.add(x, cross_attention(spec.quantize, h, cache, None, d, heads, p + "encoder_attn", layer, length))
-    return _feed_forward(spec, x, p, layer)
+    """One pre-LayerNorm decoder layer over `length` new positions per row (self_mask
+    None for one position). Cross-attention has no mask: every encoder position counts.
+    Whisper's k_proj has no bias."""
+    return pre_norm_decoder_layer(spec.quantize, spec.activation, x, cache, None, self_mask, spec.d_model,
+                                  spec.decoder_heads, DEC + "layers.{}.", layer, length, k_bias=False)
 
 
 def _embed_decoder(tokens, start, end):
@@ -99,10 +85,8 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
 
     @pb.function
     def encoder_layer(x: Tensor, layer: int) -> Tensor:
-        p = ENC + "layers.{}."
-        h = _ln(x, p + "self_attn_layer_norm", layer)
-        x = T.add(x, self_attention(spec.quantize, h, None, d, he, p + "self_attn", layer, k_bias=False))
-        return _feed_forward(spec, x, p, layer)
+        return pre_norm_encoder_layer(spec.quantize, spec.activation, x, None, d, he, ENC + "layers.{}.", layer,
+                                      k_bias=False)
 
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:
@@ -121,7 +105,7 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
         x = T.add(T.transpose(x, 1, 2), T.param(ENC + "embed_positions.weight"))
         for layer in range(spec.encoder_layers):
             x = encoder_layer(x, layer)
-        return _ln(x, ENC + "layer_norm")
+        return layer_norm(x, ENC + "layer_norm")
 
     @pb.function
     def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
@@ -142,7 +126,7 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
         return _decoder_layer(spec, x, cache, self_mask, layer, T.size(x, 1))
 
     def head(x):
-        return output_projection(spec.quantize, _ln(x, DEC + "layer_norm"), spec.lm_head)
+        return output_projection(spec.quantize, layer_norm(x, DEC + "layer_norm"), spec.lm_head)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)
