@@ -7,52 +7,31 @@
 #include <sentencepiece_processor.h>
 
 #include "text/added_tokens.h"
+#include "text/spm_files.h"
 #include "text/spm_unigram.h"
 #include "text/util.h"
 
 namespace text {
 namespace {
 
-std::string token_name(const nlohmann::json& config, const char* key, const char* fallback) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content")) return it->at("content").get<std::string>();
-  fail("m2m100 tokenizer: tokenizer_config.json: {} is neither a string nor a token", key);
-}
+constexpr std::string_view kWho = "m2m100 tokenizer";
 
 class M2M100 final : public Tokenizer {
  public:
   M2M100(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes) {
-    auto file = [&](const char* role) -> const std::string& {
-      auto it = files.find(role);
-      if (it == files.end()) fail("m2m100 tokenizer: meta.json names no '{}' file", role);
-      return it->second;
-    };
-    sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-    const auto status = sp_->Load(file("spm"));
-    if (!status.ok()) fail("m2m100 tokenizer: cannot load {}: {}", file("spm"), status.ToString());
+    auto file = [&](const char* role) -> const std::string& { return named_file(files, role, kWho); };
+    sp_ = load_spm(file("spm"), kWho);
     segmenter_ = std::make_unique<UnigramSegmenter>(*sp_);
-    const auto vocab = nlohmann::json::parse(read_text_file(file("vocab")), nullptr, false);
-    if (!vocab.is_object()) fail("m2m100 tokenizer: {} is not a JSON object of piece -> id", file("vocab"));
-    for (const auto& [piece, id] : vocab.items()) {
-      if (!id.is_number_integer())
-        fail("m2m100 tokenizer: {}: the id of '{}' is not an integer", file("vocab"), piece);
-      encoder_[piece] = id.get<int64_t>();
-      decoder_[id.get<int64_t>()] = piece;
-    }
+    encoder_ = load_vocab(file("vocab"), kWho);
+    for (const auto& [piece, id] : encoder_) decoder_[id] = piece;
     // Language tokens follow the vocabulary, in transformers' code order.
     const int64_t base = int64_t(encoder_.size());
     for (size_t i = 0; i < codes.size(); ++i) {
       lang_to_id_["__" + codes[i] + "__"] = base + int64_t(i);
       id_to_lang_[base + int64_t(i)] = "__" + codes[i] + "__";
     }
-    nlohmann::json config = nlohmann::json::object();
-    if (files.count("config")) {
-      config = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
-      if (!config.is_object()) fail("m2m100 tokenizer: {} is not a JSON object", files.at("config"));
-    }
-    unk_ = token_name(config, "unk_token", "<unk>");
+    const nlohmann::json config = load_tokenizer_config(files, kWho);
+    unk_ = token_name(config, "unk_token", "<unk>", kWho);
     if (!encoder_.count(unk_)) fail("m2m100 tokenizer: {} has no '{}' (the unknown token)", file("vocab"), unk_);
     std::string src = "en";  // transformers' default source language
     if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
@@ -62,12 +41,12 @@ class M2M100 final : public Tokenizer {
     if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
     for (const char* key : {"bos_token", "eos_token", "sep_token", "pad_token", "unk_token"}) {
       const char* fallback = key[0] == 'b' ? "<s>" : key[0] == 'p' ? "<pad>" : key[0] == 'u' ? "<unk>" : "</s>";
-      const std::string t = token_name(config, key, fallback);
+      const std::string t = token_name(config, key, fallback, kWho);
       special_tokens_.insert(t);
       if (!added_.find(t) && encoder_.count(t)) added_.add({t, encoder_.at(t), false, false, false, true});
     }
     for (const std::string& t : special_tokens_) special_ids_.insert(token_id(t));
-    eos_id_ = token_id(token_name(config, "eos_token", "</s>"));
+    eos_id_ = token_id(token_name(config, "eos_token", "</s>", kWho));
   }
 
   std::vector<int64_t> encode(std::string_view input) const override {

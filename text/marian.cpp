@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 
 #include "text/added_tokens.h"
+#include "text/spm_files.h"
 #include "text/spm_unigram.h"
 #include "text/util.h"
 
@@ -14,57 +15,25 @@ namespace {
 
 const char* const kSpaceMarker = "\xe2\x96\x81";  // U+2581, sentencepiece's word boundary
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path) {
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
-  if (!status.ok()) fail("marian tokenizer: cannot load the sentencepiece model {}: {}", path, status.ToString());
-  return sp;
-}
-
-std::unordered_map<std::string, int64_t> load_vocab(const std::string& path) {
-  const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
-  if (!j.is_object()) fail("marian tokenizer: {} is not a JSON object of piece -> id", path);
-  std::unordered_map<std::string, int64_t> v;
-  for (const auto& [piece, id] : j.items()) {
-    if (!id.is_number_integer()) fail("marian tokenizer: {}: the id of '{}' is not an integer", path, piece);
-    v[piece] = id.get<int64_t>();
-  }
-  return v;
-}
-
-// A special token of tokenizer_config.json: a string, or {"content": ...} in older files.
-std::string token_name(const nlohmann::json& config, const char* key, const char* fallback) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content")) return it->at("content").get<std::string>();
-  fail("marian tokenizer: tokenizer_config.json: {} is neither a string nor a token", key);
-}
+constexpr std::string_view kWho = "marian tokenizer";
 
 class Marian final : public Tokenizer {
  public:
   explicit Marian(const std::map<std::string, std::string>& files) {
-    auto file = [&](const char* role) -> const std::string& {
-      auto it = files.find(role);
-      if (it == files.end()) fail("marian tokenizer: meta.json names no '{}' file", role);
-      return it->second;
-    };
-    nlohmann::json config = nlohmann::json::object();
-    if (files.count("config")) {
-      config = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
-      if (!config.is_object()) fail("marian tokenizer: {} is not a JSON object", files.at("config"));
-    }
-    source_ = load_spm(file("source_spm"));
-    target_ = load_spm(file("target_spm"));
+    auto file = [&](const char* role) -> const std::string& { return named_file(files, role, kWho); };
+    const nlohmann::json config = load_tokenizer_config(files, kWho);
+    source_ = load_spm(file("source_spm"), kWho);
+    target_ = load_spm(file("target_spm"), kWho);
     segmenter_ = std::make_unique<UnigramSegmenter>(*source_);
-    encoder_ = load_vocab(file("vocab"));
+    encoder_ = load_vocab(file("vocab"), kWho);
     separate_vocabs_ = config.value("separate_vocabs", false);
-    const auto decoder_vocab = separate_vocabs_ ? load_vocab(file("target_vocab")) : encoder_;
+    const auto decoder_vocab = separate_vocabs_ ? load_vocab(file("target_vocab"), kWho) : encoder_;
     for (const auto& [piece, id] : decoder_vocab) decoder_[id] = piece;
     clean_up_spaces_ = config.value("clean_up_tokenization_spaces", false);
 
-    const std::string unk = token_name(config, "unk_token", "<unk>"), eos = token_name(config, "eos_token", "</s>"),
-                      pad = token_name(config, "pad_token", "<pad>");
+    const std::string unk = token_name(config, "unk_token", "<unk>", kWho);
+    const std::string eos = token_name(config, "eos_token", "</s>", kWho);
+    const std::string pad = token_name(config, "pad_token", "<pad>", kWho);
     if (!encoder_.count(unk)) fail("marian tokenizer: {} has no '{}' (the unknown token)", file("vocab"), unk);
     if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
     std::vector<std::string> special = {eos, unk, pad};
