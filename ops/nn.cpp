@@ -1,8 +1,10 @@
-// Neural-network building blocks: normalisations over the last dim and embedding lookup.
+// Neural-network building blocks: normalisations over the last dim (alone or after a
+// residual add, as the graph passes fuse them) and embedding lookup.
 // Row statistics accumulate in double (cheap at these row lengths and exact enough that
 // large magnitudes such as 1e30 do not overflow the variance); outputs are f32.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ops/registry.h"
 
@@ -45,17 +47,10 @@ static double norm_eps(const Args& a, int i) {
   return eps;
 }
 
-// layer_norm(x, weight=None, bias=None, eps=1e-5) over the last dim.
-static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
-  const Tensor& x = norm_input(a);
-  const int64_t d = x.size(-1);
-  const float* w = feature_param(a.opt_tensor(1), "weight", d);
-  const float* b = feature_param(a.opt_tensor(2), "bias", d);
-  const double eps = norm_eps(a, 3);
-  Tensor y = ctx.empty(DType::f32, x.shape());
-  const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+// Layer norm of `rows` rows of d floats from x to y (y may be x: each element is read
+// before it is written).
+static void layer_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, const float* b,
+                            double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * d;
     float* yr = yp + r * d;
@@ -73,19 +68,10 @@ static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * rstd;
     }
   }
-  out[0] = std::move(y);
 }
 
-// rms_norm(x, weight=None, eps=1e-6) over the last dim: x / sqrt(mean(x^2) + eps) * weight.
-static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
-  const Tensor& x = norm_input(a);
-  const int64_t d = x.size(-1);
-  const float* w = feature_param(a.opt_tensor(1), "weight", d);
-  const double eps = norm_eps(a, 2);
-  Tensor y = ctx.empty(DType::f32, x.shape());
-  const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+// RMS norm of `rows` rows of d floats from x to y (y may be x).
+static void rms_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * d;
     float* yr = yp + r * d;
@@ -97,7 +83,85 @@ static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] * rr;
     }
   }
+}
+
+static int64_t norm_rows(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
+
+// layer_norm(x, weight=None, bias=None, eps=1e-5) over the last dim.
+static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = norm_input(a);
+  const int64_t d = x.size(-1);
+  const float* w = feature_param(a.opt_tensor(1), "weight", d);
+  const float* b = feature_param(a.opt_tensor(2), "bias", d);
+  const double eps = norm_eps(a, 3);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  layer_norm_rows(x.data<float>(), y.data<float>(), norm_rows(x), d, w, b, eps);
   out[0] = std::move(y);
+}
+
+// rms_norm(x, weight=None, eps=1e-6) over the last dim: x / sqrt(mean(x^2) + eps) * weight.
+static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = norm_input(a);
+  const int64_t d = x.size(-1);
+  const float* w = feature_param(a.opt_tensor(1), "weight", d);
+  const double eps = norm_eps(a, 2);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  rms_norm_rows(x.data<float>(), y.data<float>(), norm_rows(x), d, w, eps);
+  out[0] = std::move(y);
+}
+
+// The input of add_layer_norm / add_rms_norm, x + residual, and the tensor its norm goes
+// to. Two f32 tensors of one shape take the fused path: the sum is written to the output
+// and normalised there, row by row. Anything else add accepts (broadcasting, scalars,
+// other dtypes) goes through the add op itself, so the fused op means exactly
+// norm(add(x, residual)) for every input.
+struct NormSum {
+  Tensor sum;  // f32, at least 1-D, contiguous
+  Tensor out;  // where the norm is written: `sum` itself on the fused path
+};
+
+static NormSum residual_sum(OpContext& ctx, const Args& a) {
+  const Value &x = a[0], &res = a[1];
+  if (x.is_tensor() && res.is_tensor()) {
+    const Tensor &tx = x.tensor_unchecked(), &tr = res.tensor_unchecked();
+    if (tx.dtype() == DType::f32 && tr.dtype() == DType::f32 && tx.shape() == tr.shape() && tx.ndim() >= 1) {
+      Tensor s = ctx.empty(DType::f32, tx.shape());
+      const float* __restrict px = tx.data<float>();
+      const float* __restrict pr = tr.data<float>();
+      float* __restrict ps = s.data<float>();
+      const int64_t n = tx.numel();
+      for (int64_t i = 0; i < n; ++i) ps[i] = px[i] + pr[i];
+      return {s, s};
+    }
+  }
+  std::vector<Value> sum = call(*Registry::get().find("add"), {x, res}, {}, ctx);
+  const Value& v = sum[0];
+  if (!v.is_tensor() || v.tensor_unchecked().dtype() != DType::f32 || v.tensor_unchecked().ndim() < 1)
+    vm::fail("x + residual must be an f32 tensor of at least 1 dimension, got {}", v.describe());
+  Tensor s = v.tensor_unchecked().contiguous(ctx.pool);
+  return {s, ctx.empty(DType::f32, s.shape())};
+}
+
+// add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5): layer_norm(x + residual)
+// with the sum written once and normalised where it lies.
+static void add_layer_norm(OpContext& ctx, const Args& a, Value* out) {
+  NormSum s = residual_sum(ctx, a);
+  const int64_t d = s.sum.size(-1);
+  const float* w = feature_param(a.opt_tensor(2), "weight", d);
+  const float* b = feature_param(a.opt_tensor(3), "bias", d);
+  const double eps = norm_eps(a, 4);
+  layer_norm_rows(s.sum.data<float>(), s.out.data<float>(), norm_rows(s.sum), d, w, b, eps);
+  out[0] = std::move(s.out);
+}
+
+// add_rms_norm(x, residual, weight=None, eps=1e-6): rms_norm(x + residual).
+static void add_rms_norm(OpContext& ctx, const Args& a, Value* out) {
+  NormSum s = residual_sum(ctx, a);
+  const int64_t d = s.sum.size(-1);
+  const float* w = feature_param(a.opt_tensor(2), "weight", d);
+  const double eps = norm_eps(a, 3);
+  rms_norm_rows(s.sum.data<float>(), s.out.data<float>(), norm_rows(s.sum), d, w, eps);
+  out[0] = std::move(s.out);
 }
 
 template <typename I>
@@ -141,6 +205,23 @@ void register_nn_ops(Registry& r) {
     op.outputs = {"Tensor"};
     op.doc = "RMS normalisation of f32 x over its last dim D: x / sqrt(mean(x^2) + eps) * weight[D] (weight optional).";
     op.kernel = rms_norm;
+  }
+  {
+    auto& op = r.add("add_layer_norm", "nn");
+    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"),
+                 p_opt_tensor("bias"), p_float("eps", 1e-5)};
+    op.outputs = {"Tensor"};
+    op.doc = "layer_norm(x + residual, weight, bias, eps) in one pass over each row (the graph passes fuse "
+             "the two); x + residual is add's, and must be an f32 tensor.";
+    op.kernel = add_layer_norm;
+  }
+  {
+    auto& op = r.add("add_rms_norm", "nn");
+    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
+    op.outputs = {"Tensor"};
+    op.doc = "rms_norm(x + residual, weight, eps) in one pass over each row (the graph passes fuse the two); "
+             "x + residual is add's, and must be an f32 tensor.";
+    op.kernel = add_rms_norm;
   }
   {
     auto& op = r.add("embedding", "nn");

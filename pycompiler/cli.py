@@ -9,9 +9,9 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
-    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce]
+    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
     tensorvm ops [--json]
     tensorvm --cmake-dir | --include-dir
 
@@ -201,7 +201,7 @@ def cmd_info(args) -> int:
 def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
-    out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
+    out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize)
     from .program_dir import read_meta
 
     tokenizer = read_meta(out).get("tokenizer")
@@ -256,12 +256,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
     d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
-    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE) over a program",
+    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE, fusions) over a program",
                        parents=[common])
     z.add_argument("program", help="program directory")
     z.add_argument("-o", "--output", required=True, help="program directory to write")
-    z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce; "
-                   "rewrite applies the standard pattern rules)")
+    z.add_argument("--passes", default="fold,cse,dce,fuse", help="the passes, in order, run to a fixpoint (default: "
+                   "fold,cse,dce,fuse; rewrite applies the standard pattern rules)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     shown = i.add_mutually_exclusive_group()
@@ -272,6 +272,8 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("-o", "--output", required=True, help="program directory to write")
     h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
+    h.add_argument("--no-optimize", dest="optimize", action="store_false",
+                   help="write the program as traced, without the graph passes (folding, CSE, DCE, fusions)")
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
     n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",

@@ -1,7 +1,7 @@
 """Import a Hugging Face checkpoint directory into a tensorvm program.
 
     tensorvm.import_hf("opus-mt-en-fr/", "opus-mt-en-fr.tvm")
-    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm
+    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm [--no-optimize]
 
 config.json's model_type picks the architecture (importers/__init__.py). The
 checkpoint is read with transformers' own `from_pretrained`, so whatever it loads
@@ -32,8 +32,9 @@ def _model_type(path: Path) -> str:
         raise UnsupportedConfig(f"import_hf: {config} is not valid JSON: {e}") from None
 
 
-def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
-    """Reads a checkpoint directory of a supported architecture and writes a program directory."""
+def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True) -> Path:
+    """Reads a checkpoint directory of a supported architecture and writes a program
+    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`."""
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise UnsupportedConfig(
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
@@ -66,5 +67,5 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
     }
     pb = arch.build(spec, weights, meta)
     attach_tokenizer(pb, path, config.model_type)
-    pb.save(out_path)
+    pb.save(out_path, optimize=optimize)
     return Path(out_path)

@@ -1,6 +1,6 @@
 """Graph passes over a program (an ir.Module) before it is written: dead-code
-elimination, common-subexpression elimination, constant folding; a pass manager runs
-them to a fixpoint. Each keeps what the program computes: tests replay programs
+elimination, common-subexpression elimination, constant folding, fusions (fuse.py); a
+pass manager runs them to a fixpoint. Each keeps what the program computes: tests replay programs
 before and after on the reference ops (docs/tools.md, "Graph passes")."""
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from .. import ir
 from .cse import cse
 from .dce import dce
 from .fold import fold
+from .fuse import fuse, fusion_rules
 from .rewrite import Rule, apply_rules, rewrite_pass, rule, standard_rules
 
 Pass = Callable[[ir.Module], int]  # changes the module in place, returns how many changes it made
 
-DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (("fold", fold), ("cse", cse), ("dce", dce))
+DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (("fold", fold), ("cse", cse), ("dce", dce), ("fuse", fuse))
 
 
 @dataclass
@@ -79,4 +80,4 @@ def optimize_dir(src, dst, passes=DEFAULT_PASSES) -> PassStats:
 
 
 __all__ = ["PassManager", "PassStats", "optimize", "dce", "cse", "fold", "DEFAULT_PASSES", "count_statements",
-           "optimize_dir", "Rule", "rule", "apply_rules", "rewrite_pass", "standard_rules"]
+           "optimize_dir", "fuse", "fusion_rules", "Rule", "rule", "apply_rules", "rewrite_pass", "standard_rules"]
