@@ -9,7 +9,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
-    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse]
+    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse,merge]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
     tensorvm ops [--json]
@@ -109,9 +109,9 @@ def cmd_diff(args) -> int:
 def cmd_optimize(args) -> int:
     from pathlib import Path
 
-    from .passes import DEFAULT_PASSES, optimize_dir, rewrite_pass, standard_rules
+    from .passes import DEFAULT_PASSES, MergeLinears, optimize_dir, rewrite_pass, standard_rules
 
-    known = dict(DEFAULT_PASSES)
+    known = dict(DEFAULT_PASSES, merge=MergeLinears)  # merge is made with the program's weights
     names = [n.strip() for n in args.passes.split(",") if n.strip()]
     if "rewrite" in names:
         known["rewrite"] = rewrite_pass(standard_rules())
@@ -260,8 +260,8 @@ def _parser() -> argparse.ArgumentParser:
                        parents=[common])
     z.add_argument("program", help="program directory")
     z.add_argument("-o", "--output", required=True, help="program directory to write")
-    z.add_argument("--passes", default="fold,cse,dce,fuse", help="the passes, in order, run to a fixpoint (default: "
-                   "fold,cse,dce,fuse; rewrite applies the standard pattern rules)")
+    z.add_argument("--passes", default="fold,cse,dce,fuse,merge", help="the passes, in order, run to a fixpoint "
+                   "(default: fold,cse,dce,fuse,merge; rewrite applies the standard pattern rules)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     shown = i.add_mutually_exclusive_group()
