@@ -27,24 +27,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checkpoint import cache_root, resolve  # noqa: E402
+from side_by_side import padded_sources  # noqa: E402
 
 
 def default_checkpoint() -> Path:
     cached = sorted(cache_root().glob("opus-mt-en-fr-random-*/checkpoint"))
     return cached[0] if cached else resolve("opus-mt-en-fr-random")
-
-
-def inputs(rng, batch: int, length: int, pad: int, eos: int):
-    """Right-padded ids of varied lengths, each ending with EOS (as beam_bench.py)."""
-    lens = rng.integers(max(2, length // 2), length + 1, size=batch)
-    lens[0] = length
-    ids = np.full((batch, length), pad, np.int64)
-    mask = np.zeros((batch, length), np.int64)
-    for i, n in enumerate(lens):
-        ids[i, :n - 1] = rng.integers(2, pad, size=n - 1)
-        ids[i, n - 1] = eos
-        mask[i, :n] = 1
-    return ids, mask
 
 
 def timed(fn):
@@ -76,7 +64,7 @@ def main() -> int:
         progs[name] = tensorvm.load(work / f"{name}.tvm", num_threads=args.threads)
     traced, optimized = progs["traced"], progs["optimized"]
     pad, eos = traced.meta["pad_token_id"], traced.meta["eos_token_id"]
-    ids, mask = inputs(np.random.default_rng(0), args.batch, args.source_len, pad, eos)
+    ids, mask = padded_sources(np.random.default_rng(0), args.batch, args.source_len, pad, eos)
     opts = dict(num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     print(f"checkpoint {ckpt}, batch {args.batch}, num_beams {args.num_beams}, source {args.source_len}, "
           f"max_new_tokens {args.max_new_tokens}, threads {args.threads}, load average {os.getloadavg()[0]:.1f} "
