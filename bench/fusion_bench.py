@@ -8,7 +8,9 @@ the same inputs, beam search, outputs checked equal token for token.
 
 Default checkpoint: the opus-mt-en-fr-shaped one in $TENSORVM_BENCH_CACHE (else the
 fixture's). Prints the statements of each program (static count, and per function that
-changed), the instructions one generate call executes (from the profiler), then
+changed), the instructions one generate call executes and the profiled time of the ops
+whose count changed (from the profiler after one warm-up; thread CPU time with
+--threads 1, else wall time), then
 sentences/s: each round runs both programs (alternating which goes first), timing wall
 and process CPU seconds; medians over --repeats rounds and the median of the per-round
 ratios, which is what to trust on a shared machine.
@@ -50,6 +52,7 @@ def main() -> int:
     ap.add_argument("--num-beams", type=int, default=4)
     ap.add_argument("--source-len", type=int, default=24)
     ap.add_argument("--max-new-tokens", type=int, default=24)
+    ap.add_argument("--profile-repeats", type=int, default=3, help="profiled generate calls per program")
     args = ap.parse_args()
 
     import tensorvm
@@ -88,16 +91,24 @@ def main() -> int:
     named = dict(input_ids=ids, attention_mask=mask, **opts)
     executed = {}
     for name, p in progs.items():
-        prof = p.profile("generate", trace=False, **named)
-        executed[name] = (sum(v["count"] for v in prof.ops.values()), prof.ops)
+        # One thread: its CPU time is all the work, and what a busy machine leaves comparable.
+        prof = p.profile("generate", trace=False, warmup=1, repeat=args.profile_repeats, cpu_time=args.threads == 1,
+                         **named)
+        executed[name] = (sum(v["count"] for v in prof.ops.values()) // args.profile_repeats, prof.ops)
     print(f"instructions executed by one generate call: traced {executed['traced'][0]}, "
           f"optimized {executed['optimized'][0]} ({executed['optimized'][0] / executed['traced'][0]:.3f}x)")
+    clock = "thread CPU" if args.threads == 1 else "wall"
+    print(f"  {'op':<16} {'count':>17} | {f'profiled ms per generate ({clock})':>31}")
     ops = sorted(set(executed["traced"][1]) | set(executed["optimized"][1]))
+    spent = [0.0, 0.0]
     for op in ops:
-        a = executed["traced"][1].get(op, {}).get("count", 0)
-        b = executed["optimized"][1].get(op, {}).get("count", 0)
-        if a != b:
-            print(f"  {op:<16} {a:>7} -> {b:>7}")
+        a, b = (executed[n][1].get(op, {"count": 0, "seconds": 0.0}) for n in ("traced", "optimized"))
+        if a["count"] != b["count"]:
+            ms = [1000 * x["seconds"] / args.profile_repeats for x in (a, b)]
+            spent = [spent[0] + ms[0], spent[1] + ms[1]]
+            print(f"  {op:<16} {a['count'] // args.profile_repeats:>7} -> {b['count'] // args.profile_repeats:>7} | "
+                  f"{ms[0]:>13.1f} -> {ms[1]:>13.1f}")
+    print(f"  {'these ops':<16} {'':>17} | {spent[0]:>13.1f} -> {spent[1]:>13.1f}")
 
     for p in progs.values():  # warm-up
         p.generate(ids, mask, **opts)
