@@ -47,8 +47,7 @@ static double norm_eps(const Args& a, int i) {
   return eps;
 }
 
-// Layer norm of `rows` rows of d floats from x to y (y may be x: each element is read
-// before it is written).
+// Layer norm of `rows` rows of d floats from x to y.
 static void layer_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, const float* b,
                             double eps) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -70,7 +69,7 @@ static void layer_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d,
   }
 }
 
-// RMS norm of `rows` rows of d floats from x to y (y may be x).
+// RMS norm of `rows` rows of d floats from x to y.
 static void rms_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * d;
@@ -110,58 +109,65 @@ static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
   out[0] = std::move(y);
 }
 
-// The input of add_layer_norm / add_rms_norm, x + residual, and the tensor its norm goes
-// to. Two f32 tensors of one shape take the fused path: the sum is written to the output
-// and normalised there, row by row. Anything else add accepts (broadcasting, scalars,
-// other dtypes) goes through the add op itself, so the fused op means exactly
-// norm(add(x, residual)) for every input.
-struct NormSum {
-  Tensor sum;  // f32, at least 1-D, contiguous
-  Tensor out;  // where the norm is written: `sum` itself on the fused path
-};
-
-static NormSum residual_sum(OpContext& ctx, const Args& a) {
+// add_layer_norm / add_rms_norm: norm(x + residual). `prepare(d)` checks the norm's
+// other arguments for rows of d features and returns norm(src, dst, rows). Two f32
+// tensors of one shape take the fused path: each row's sum goes to a buffer that stays
+// in L1 and is normalised from there (a buffer, not the output: the norm's loops
+// vectorise only when source and destination are apart). Anything else add accepts
+// (broadcasting, scalars, other dtypes) goes through the add op itself, so the fused op
+// means exactly norm(add(x, residual)) for every input.
+template <typename Prepare>
+static void add_norm(OpContext& ctx, const Args& a, Value* out, Prepare prepare) {
   const Value &x = a[0], &res = a[1];
-  if (x.is_tensor() && res.is_tensor()) {
-    const Tensor &tx = x.tensor_unchecked(), &tr = res.tensor_unchecked();
-    if (tx.dtype() == DType::f32 && tr.dtype() == DType::f32 && tx.shape() == tr.shape() && tx.ndim() >= 1) {
-      Tensor s = ctx.empty(DType::f32, tx.shape());
-      const float* __restrict px = tx.data<float>();
-      const float* __restrict pr = tr.data<float>();
-      float* __restrict ps = s.data<float>();
-      const int64_t n = tx.numel();
-      for (int64_t i = 0; i < n; ++i) ps[i] = px[i] + pr[i];
-      return {s, s};
+  const bool fused = x.is_tensor() && res.is_tensor() && x.tensor_unchecked().dtype() == DType::f32 &&
+                     res.tensor_unchecked().dtype() == DType::f32 &&
+                     x.tensor_unchecked().shape() == res.tensor_unchecked().shape() && x.tensor_unchecked().ndim() >= 1;
+  Tensor sum;
+  if (!fused) {
+    std::vector<Value> v = call(*Registry::get().find("add"), {x, res}, {}, ctx);
+    if (!v[0].is_tensor() || v[0].tensor_unchecked().dtype() != DType::f32 || v[0].tensor_unchecked().ndim() < 1)
+      vm::fail("x + residual must be an f32 tensor of at least 1 dimension, got {}", v[0].describe());
+    sum = v[0].tensor_unchecked().contiguous(ctx.pool);
+  }
+  const Tensor& in = fused ? x.tensor_unchecked() : sum;
+  const int64_t d = in.size(-1), rows = norm_rows(in);
+  const auto norm = prepare(d);
+  Tensor y = ctx.empty(DType::f32, in.shape());
+  float* py = y.data<float>();
+  if (!fused) {
+    norm(sum.data<float>(), py, rows);
+  } else {
+    const float* px = x.tensor_unchecked().data<float>();
+    const float* pr = res.tensor_unchecked().data<float>();
+    std::vector<float> row(static_cast<size_t>(d));
+    float* __restrict t = row.data();
+    for (int64_t k = 0; k < rows; ++k) {
+      const float* __restrict xk = px + k * d;
+      const float* __restrict rk = pr + k * d;
+      for (int64_t i = 0; i < d; ++i) t[i] = xk[i] + rk[i];
+      norm(t, py + k * d, 1);
     }
   }
-  std::vector<Value> sum = call(*Registry::get().find("add"), {x, res}, {}, ctx);
-  const Value& v = sum[0];
-  if (!v.is_tensor() || v.tensor_unchecked().dtype() != DType::f32 || v.tensor_unchecked().ndim() < 1)
-    vm::fail("x + residual must be an f32 tensor of at least 1 dimension, got {}", v.describe());
-  Tensor s = v.tensor_unchecked().contiguous(ctx.pool);
-  return {s, ctx.empty(DType::f32, s.shape())};
+  out[0] = std::move(y);
 }
 
-// add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5): layer_norm(x + residual)
-// with the sum written once and normalised where it lies.
+// add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5): layer_norm(x + residual).
 static void add_layer_norm(OpContext& ctx, const Args& a, Value* out) {
-  NormSum s = residual_sum(ctx, a);
-  const int64_t d = s.sum.size(-1);
-  const float* w = feature_param(a.opt_tensor(2), "weight", d);
-  const float* b = feature_param(a.opt_tensor(3), "bias", d);
-  const double eps = norm_eps(a, 4);
-  layer_norm_rows(s.sum.data<float>(), s.out.data<float>(), norm_rows(s.sum), d, w, b, eps);
-  out[0] = std::move(s.out);
+  add_norm(ctx, a, out, [&](int64_t d) {
+    const float* w = feature_param(a.opt_tensor(2), "weight", d);
+    const float* b = feature_param(a.opt_tensor(3), "bias", d);
+    const double eps = norm_eps(a, 4);
+    return [=](const float* src, float* dst, int64_t rows) { layer_norm_rows(src, dst, rows, d, w, b, eps); };
+  });
 }
 
 // add_rms_norm(x, residual, weight=None, eps=1e-6): rms_norm(x + residual).
 static void add_rms_norm(OpContext& ctx, const Args& a, Value* out) {
-  NormSum s = residual_sum(ctx, a);
-  const int64_t d = s.sum.size(-1);
-  const float* w = feature_param(a.opt_tensor(2), "weight", d);
-  const double eps = norm_eps(a, 3);
-  rms_norm_rows(s.sum.data<float>(), s.out.data<float>(), norm_rows(s.sum), d, w, eps);
-  out[0] = std::move(s.out);
+  add_norm(ctx, a, out, [&](int64_t d) {
+    const float* w = feature_param(a.opt_tensor(2), "weight", d);
+    const double eps = norm_eps(a, 3);
+    return [=](const float* src, float* dst, int64_t rows) { rms_norm_rows(src, dst, rows, d, w, eps); };
+  });
 }
 
 template <typename I>
