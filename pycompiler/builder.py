@@ -311,7 +311,6 @@ class ProgramBuilder:
             raise KeyError(f"the program uses weights the builder does not have: {shown}")
         return names
 
-    def save(self, path, optimize: bool = False) -> "Any":
-        """Writes the program directory (program.py, weights.safetensors, meta.json) atomically;
-        `optimize` runs the graph passes (passes/__init__.py) over the program first."""
-        return export(self, path, optimize)
+    def save(self, path) -> "Any":
+        """Writes the program directory (program.py, weights.safetensors, meta.json) atomically."""
+        return export(self, path)

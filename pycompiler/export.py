@@ -8,19 +8,14 @@ from .modes import as_array
 from .program_dir import write_program_dir
 
 
-def export(builder, path, optimize: bool = False) -> Path:
-    """Traces what is left, checks the text, and writes the builder's program directory;
-    with `optimize`, after the graph passes' default pipeline (passes.default_passes),
-    which may merge weights: the program's weights are then the ones it reads."""
+def export(builder, path, transform=None) -> Path:
+    """Traces what is left, checks the text, and writes the builder's program directory.
+    `transform(text, weights) -> (text, weights)` runs on the program before it is written
+    (import_hf: the graph passes, passes.optimize_program)."""
     text = builder.text()
     check(text)  # the printer's output must be valid IR; a failure here is a tensorvm bug
     weights = {n: as_array(builder.weights[n]) for n in builder.used_weights()}
-    if optimize:
-        from .passes import default_passes, optimize as run_passes, weights_read
-        from .replay import check as parse
-
-        module = run_passes(parse(text), default_passes(weights))[0]
-        text = str(module)
+    if transform is not None:
+        text, weights = transform(text, weights)
         check(text)
-        weights = {n: weights[n] for n in weights_read(module, weights)}
     return write_program_dir(path, text, weights, builder.meta, getattr(builder, "extra_files", None))

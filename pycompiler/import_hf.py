@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .export import export
 from .generation.processors import import_fields, token_list_defaults
 from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights, quantize_linears
+from .passes import optimize_program
 from .quantize import QUANTIZATIONS
 from .tokenizer_files import attach_tokenizer
 
@@ -67,5 +69,5 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
     }
     pb = arch.build(spec, weights, meta)
     attach_tokenizer(pb, path, config.model_type)
-    pb.save(out_path, optimize=optimize)
+    export(pb, out_path, optimize_program if optimize else None)
     return Path(out_path)

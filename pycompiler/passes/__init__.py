@@ -70,6 +70,16 @@ def optimize(module: ir.Module, passes=DEFAULT_PASSES) -> tuple[ir.Module, PassS
     return PassManager(passes).run(module)
 
 
+def optimize_program(text: str, weights) -> tuple[str, dict]:
+    """Program text and its weights (name -> array) after default_passes: the new text,
+    and the weights it reads (merged ones included; `weights` is left as it was)."""
+    from ..replay import check
+
+    weights = dict(weights)
+    module, _ = optimize(check(text), default_passes(weights))
+    return str(module), {n: weights[n] for n in weights_read(module, weights)}
+
+
 def optimize_dir(src, dst, passes=None) -> PassStats:
     """Writes the program directory `src` with its program optimized to `dst`
     (atomically; the same meta, and the weights the new program reads). `passes`: (name,
@@ -93,4 +103,4 @@ def optimize_dir(src, dst, passes=None) -> PassStats:
 
 
 __all__ = ["PassManager", "PassStats", "optimize", "dce", "cse", "fold", "DEFAULT_PASSES", "count_statements",
-           "optimize_dir", "fuse", "fusion_rules", "MergeLinears", "weights_read", "default_passes", "Rule", "rule", "apply_rules", "rewrite_pass", "standard_rules"]
+           "optimize_dir", "optimize_program", "fuse", "fusion_rules", "MergeLinears", "weights_read", "default_passes", "Rule", "rule", "apply_rules", "rewrite_pass", "standard_rules"]
