@@ -318,3 +318,56 @@ def test_gqa_thread_count_does_not_change_the_bits(rng, threads):
     one = Session(Program.from_text(text), 1).run("f", [q, k, v, m])[0]
     many = Session(Program.from_text(text), threads).run("f", [q, k, v, m])[0]
     np.testing.assert_array_equal(one, many)
+
+
+# ---------------------------------------------------------------- many query rows
+# From 32 query rows on, attention takes its blocked path (ops/kernels/attention.h):
+# Whisper's 1500-position self-attention, odd sizes that cut GEMM tiles and blocks of
+# rows anywhere, head sizes 40 / 64 / 80, masks, GQA, and keys whose rows are strided.
+
+@pytest.mark.parametrize("b, h, hkv, tq, tk, d, dv", [
+    (1, 6, 6, 1500, 1500, 64, 64),   # whisper-tiny's encoder self-attention
+    (2, 4, 2, 97, 1499, 40, 40),
+    (1, 3, 1, 64, 33, 80, 80),
+    (2, 2, 2, 33, 5, 16, 8),
+    (1, 2, 2, 32, 1, 8, 8),
+])
+def test_attention_many_query_rows(rng, b, h, hkv, tq, tk, d, dv):
+    q, k, v = gqa(rng, b, h, hkv, tq, tk, d, dv)
+    # atol: an output sums up to 1500 products, each rounded in float32 here and in the reference
+    tol = dict(rtol=1e-5, atol=5e-6)
+    got = check("attention", q, k, v, **tol)
+    np.testing.assert_allclose(got, torch_sdpa(q, k, v), **tol)
+    # causal with left padding: batch row 0's first queries see nothing (zeros)
+    mask = causal_left_padded([max(1, tk - tq - 3)] + [tk] * (b - 1), tq, tk)
+    got = check("attention", q, k, v, mask, **tol)
+    live = mask.any(-1)[:, 0]
+    want = torch_sdpa(q, k, v, mask)
+    np.testing.assert_allclose(got.transpose(0, 2, 1, 3)[live], want.transpose(0, 2, 1, 3)[live], **tol)
+    np.testing.assert_array_equal(got.transpose(0, 2, 1, 3)[~live], 0)
+    # additive masks: per head, and one value per query broadcast over the keys
+    check("attention", q, k, v, rng.standard_normal((b, h, tq, tk)).astype(np.float32), scale=0.3, **tol)
+    check("attention", q, k, v, rng.standard_normal((b, 1, tq, 1)).astype(np.float32), **tol)
+
+
+def test_attention_many_query_rows_reads_strided_keys(rng):
+    """k and v as [B, T, H, D] transposed to [B, H, T, D], 40 query rows."""
+    q = rng.standard_normal((2, 6, 40, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 77, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 77, 2, 8)).astype(np.float32)
+    (o,) = Session(Program.from_text(TRANSPOSED_PROGRAM)).run("f", [q, k, v])
+    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+    want = naive(q, np.repeat(kt, 3, 1), np.repeat(vt, 3, 1), 1 / np.sqrt(8))
+    np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_attention_many_query_rows_thread_count_does_not_change_the_bits(rng, threads):
+    text = ("# tensorvm ir 1\ndef f(q: Tensor, k: Tensor, v: Tensor, m: Tensor) -> Tensor:\n"
+            "    o = attention(q, k, v, m)\n    return o\n")
+    q, k, v = gqa(rng, 2, 6, 2, 130, 130, 40)
+    m = causal_left_padded([130, 100], 130, 130)
+    one = Session(Program.from_text(text), 1).run("f", [q, k, v, m])[0]
+    many = Session(Program.from_text(text), threads).run("f", [q, k, v, m])[0]
+    np.testing.assert_array_equal(one, many)
+    np.testing.assert_array_equal(call_op("attention", q, k, v, m), call_op("attention", q, np.repeat(k, 3, 1), np.repeat(v, 3, 1), m))
