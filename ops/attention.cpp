@@ -106,14 +106,13 @@ static int64_t heads_per_block(int64_t group, int64_t tq) {
   return std::max<int64_t>(1, std::min<int64_t>(group, tq > 0 ? kMaxDotRows / tq : group));
 }
 
-// From this many query rows on, attention runs the blocked kernel (ops/kernels/
-// attention.h): both products as GEMM tiles against keys and values packed once per
-// head. Below, a decode step or a short prefill, packing would cost more than it saves,
-// so the keys are streamed in place. Measured (bench/encoder_ops_bench.cpp, Xeon) the
-// blocked kernel is ahead from about 24-32 rows with AVX2 and AVX-512, 2.3x at Whisper's
-// 1500; the scalar variant's is about even at head size 64 (3x at 40). The path depends on the shapes only, never on the heads'
-// grouping or the thread count.
-constexpr int64_t kBlockedQueries = 32;
+// From the variant's attention_blocked_rows query rows on (32; 256 for the scalar
+// variant), attention runs the blocked kernel (ops/kernels/attention.h): both products as
+// GEMM tiles against keys and values packed once per head. Below, a decode step or a
+// short prefill, packing would cost more than it saves, so the keys are streamed in place.
+// The path depends on the variant and the shapes only, never on the heads' grouping or
+// the thread count.
+
 // Query rows per block of the blocked kernel: its scores (rows x Tk floats; 190 KB at
 // Whisper's 1500 keys) stay in L2. A multiple of every variant's GEMM tile height.
 constexpr int64_t kBlockRows = 48;
@@ -212,7 +211,7 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
     return;
   }
   const Tensor k = unit_inner(k0, ctx), v = unit_inner(v0, ctx);
-  if (Tq >= kBlockedQueries && D > 0 && Dv > 0 && g_blocked.load(std::memory_order_relaxed)) {
+  if (Tq >= kernel_table().attention_blocked_rows && D > 0 && Dv > 0 && g_blocked.load(std::memory_order_relaxed)) {
     blocked_attention(ctx, q.data<float>(), k, v, m, scale, H, Tq, D, Dv, o.data<float>());
     out[0] = std::move(o);
     return;

@@ -55,6 +55,12 @@ inline void weighted_rows_f32(const float* p, int64_t rows, int64_t n, const flo
 // sum in a fixed order (GEMM tiles do not change a row's arithmetic), so neither the
 // block a row falls in nor the thread count changes a bit.
 
+// From this many query rows on the blocked path is the faster (bench/encoder_ops_bench.cpp,
+// Xeon, one thread): from about 24-32 rows with AVX2 and AVX-512 (2-2.7x at Whisper's
+// 1500 positions). The scalar variant's 4-lane unfused GEMM gains only at long rows
+// (1.08x at 1500 x 1500 with head size 64, 2.9x at 40; 0.8x at 32 x 300).
+constexpr int64_t kAttentionBlockedRows = TENSORVM_PLAIN_SIMD ? 256 : 32;
+
 // Key panels for the scores' GEMM: the tile's B operand, kNR keys per panel, transposed:
 // out[p * d * kNR + c * kNR + j] = k[(p * kNR + j) * stride + c], zeros past tk.
 inline void pack_keys_f32(const float* k, int64_t tk, int64_t d, int64_t stride, float* out) {

@@ -87,6 +87,7 @@ struct KernelTable {
   void (*pack_keys_f32)(const float* k, int64_t tk, int64_t d, int64_t stride, float* out);
   void (*pack_values_f32)(const float* v, int64_t tk, int64_t dv, int64_t stride, float* out);
   void (*attention_rows_f32)(const AttentionRows& a);
+  int64_t attention_blocked_rows;  // query rows from which attention takes this path
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,

@@ -33,6 +33,7 @@ const KernelTable TENSORVM_VARIANT_TABLE = {
     TENSORVM_VARIANT::pack_keys_f32,
     TENSORVM_VARIANT::pack_values_f32,
     TENSORVM_VARIANT::attention_rows_f32,
+    TENSORVM_VARIANT::kAttentionBlockedRows,
 };
 
 }  // namespace ops::kernels
