@@ -35,9 +35,7 @@ class M2M100 final : public Tokenizer {
     if (!encoder_.count(unk_)) fail("m2m100 tokenizer: {} has no '{}' (the unknown token)", file("vocab"), unk_);
     std::string src = "en";  // transformers' default source language
     if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
-    auto lang = lang_to_id_.find("__" + src + "__");
-    if (lang == lang_to_id_.end()) fail("m2m100 tokenizer: src_lang '{}' is not a language code of the model", src);
-    src_lang_id_ = lang->second;
+    src_lang_id_ = language_id(src);
     if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
     for (const char* key : {"bos_token", "eos_token", "sep_token", "pad_token", "unk_token"}) {
       const char* fallback = key[0] == 'b' ? "<s>" : key[0] == 'p' ? "<pad>" : key[0] == 'u' ? "<unk>" : "</s>";
@@ -49,9 +47,24 @@ class M2M100 final : public Tokenizer {
     eos_id_ = token_id(token_name(config, "eos_token", "</s>", kWho));
   }
 
-  std::vector<int64_t> encode(std::string_view input) const override {
+  std::vector<int64_t> encode(std::string_view input) const override { return encode_ids(input, src_lang_id_); }
+
+  std::vector<int64_t> encode_from(std::string_view input, std::string_view src_lang) const override {
+    return encode_ids(input, language_id(src_lang));
+  }
+
+  // get_lang_id: "fr" -> the id of __fr__.
+  int64_t language_id(std::string_view lang) const override {
+    auto it = lang_to_id_.find("__" + std::string(lang) + "__");
+    if (it == lang_to_id_.end())
+      fail("m2m100 tokenizer: '{}' is not a language code of this model (codes look like en, fr, de; {} in all)", lang,
+           lang_to_id_.size());
+    return it->second;
+  }
+
+  std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
     check_utf8(input, "m2m100 tokenizer: encode");
-    std::vector<int64_t> ids = {src_lang_id_};
+    std::vector<int64_t> ids = {lang};
     std::vector<std::string> pieces;
     for (const std::string& chunk : added_.split(std::string(input))) {
       if (chunk.empty()) continue;

@@ -73,7 +73,8 @@ def test_m2m100_translate_matches_transformers(m2m100, tmp_path):
 
 
 def test_nllb_tokenizer_is_not_taken_for_m2m100(m2m100, tmp_path):
-    """An NLLB checkpoint is model_type m2m_100 too; its tokenizer is another kind."""
+    """An NLLB checkpoint is model_type m2m_100 too; its tokenizer is another kind (nllb-spm,
+    which needs tokenizer.json: this copy has none, so it gets no tokenizer)."""
     import shutil
 
     from tensorvm.pycompiler.tokenizer_files import tokenizer_files

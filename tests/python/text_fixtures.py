@@ -343,3 +343,28 @@ def run_cli(*args, ok=True):
     if ok:
         assert res.returncode == 0, res.stderr.decode()
     return res
+
+
+def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False) -> Path:
+    """A checkpoint-style directory holding an NllbTokenizer as the hub's NLLB checkpoints
+    do: sentencepiece.bpe.model (a BPE sentencepiece model trained here, <unk> <s> </s>
+    first as NLLB's), and tokenizer.json / tokenizer_config.json saved by transformers
+    (fairseq's id order, the language codes and <mask> as added tokens)."""
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)),
+        model_prefix=str(work / "sentencepiece.bpe"), vocab_size=300, model_type="bpe", character_coverage=0.995,
+        num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    tok = NllbTokenizer.from_pretrained(work, src_lang=src_lang, tgt_lang="eng_Latn",
+                                        additional_special_tokens=list(FAIRSEQ_LANGUAGE_CODES), legacy_behaviour=legacy)
+    tok.save_pretrained(out_dir)
+    shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
+    return out_dir

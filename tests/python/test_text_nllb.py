@@ -1,0 +1,75 @@
+"""The C++ NLLB tokenizer (text/nllb.cpp) against transformers' NllbTokenizer (the same
+class as NllbTokenizerFast in transformers 5), id for id and text for text, on a BPE
+sentencepiece model trained here, in both prefix orders, with the source language set
+at import and at encode time."""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorvm
+from tensorvm import _C
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import text_fixtures as tf  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
+                                reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
+
+SPECIALS = ("</s>", "<unk>", "<pad>", "<s>", "<mask>", "eng_Latn", "fra_Latn", "zho_Hans")
+
+
+@pytest.fixture(scope="module", params=[("fra_Latn", False), ("deu_Latn", True)], ids=["prefix", "legacy"])
+def nllb(request, tmp_path_factory):
+    from transformers import NllbTokenizer
+
+    src, legacy = request.param
+    root = tmp_path_factory.mktemp(f"nllb_{src}")
+    ckpt = tf.make_nllb_tokenizer(root / "ckpt", src_lang=src, legacy=legacy)
+    prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "m2m_100")
+    return ckpt, NllbTokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
+
+
+def test_nllb_encode_matches_transformers(nllb):
+    """[src_lang] tokens </s> (legacy_behaviour: tokens </s> [src_lang]); language codes and
+    <mask> (lstrip) in the text are single tokens; whitespace at the end of a stretch of
+    text is a lone "▁", as the converted tokenizer transformers runs keeps it."""
+    _, hf, tok = nllb
+    assert tok.kind == "nllb-spm"
+    lines = tf.tricky_lines(1500, seed=25, specials=SPECIALS)
+    for line in lines:
+        assert tok.encode(line) == hf(line)["input_ids"], line
+    assert tok.encode_batch(lines[:50]) == [hf(s)["input_ids"] for s in lines[:50]]
+
+
+@pytest.mark.parametrize("lang", ["eng_Latn", "zho_Hans", "ace_Arab", "zul_Latn"])
+def test_nllb_src_lang_at_encode_time(nllb, lang):
+    """encode(text, src_lang=...) equals transformers' tokenizer with that src_lang."""
+    ckpt, _, tok = nllb
+    from transformers import NllbTokenizer
+
+    hf = NllbTokenizer.from_pretrained(ckpt, src_lang=lang)
+    for line in tf.tricky_lines(300, seed=26, specials=SPECIALS):
+        assert tok.encode(line, src_lang=lang) == hf(line)["input_ids"], line
+    assert tok.language_id(lang) == hf.convert_tokens_to_ids(lang)
+    with pytest.raises(ValueError, match="'xx_Latn' is not a language code"):
+        tok.encode("a", src_lang="xx_Latn")
+    with pytest.raises(ValueError, match="'fr' is not a language code"):
+        tok.language_id("fr")
+
+
+def test_nllb_decode_matches_transformers(nllb):
+    """decode equals transformers' decode, skipping special tokens or not, on encoded lines
+    and on random ids (language codes, <mask>, ids past the vocabulary)."""
+    _, hf, tok = nllb
+    rnd = random.Random(27)
+    size = len(hf) + 10
+    rows = [hf(s)["input_ids"] for s in tf.tricky_lines(400, seed=28, specials=SPECIALS)]
+    rows += [[rnd.randrange(size) for _ in range(rnd.randint(0, 16))] for _ in range(600)]
+    for ids in rows:
+        for skip in (True, False):
+            assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids
+    assert tok.decode_batch(rows[:50], True) == hf.batch_decode(rows[:50], skip_special_tokens=True)
