@@ -303,20 +303,20 @@ def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") ->
 
 
 def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
-    """A seeded random M2M100ForConditionalGeneration covering the tokenizer's vocabulary
-    and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
+    """A seeded random M2M100ForConditionalGeneration (M2M100's or NLLB's) covering the
+    tokenizer's vocabulary and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
     spreads them, so that logits are far apart)."""
     import shutil
     import sys as _sys
 
     import torch
-    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers import AutoTokenizer, GenerationConfig, M2M100Config, M2M100ForConditionalGeneration
 
     _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
     from random_checkpoints import _randomize
 
-    tok = M2M100Tokenizer.from_pretrained(tokenizer_dir)
-    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)  # M2M100Tokenizer or NllbTokenizer
+    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words if hasattr(tok, "lang_token_to_id") else len(tok)
     config = M2M100Config(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                           decoder_attention_heads=2, encoder_ffn_dim=48, decoder_ffn_dim=48,
                           max_position_embeddings=64, pad_token_id=1, eos_token_id=2, bos_token_id=0,

@@ -20,6 +20,9 @@ struct TextVerbOptions {
   std::vector<std::string> lines;                  // from --text / --text-file, one input each
   std::vector<std::pair<std::string, vm::Value>> args;  // --arg values, parsed by generate's types
   vm::SessionOptions session;
+  // --src-lang / --tgt-lang (M2M100, NLLB): the source language the text is encoded
+  // with, and the target language generate is forced to begin with.
+  std::string src_lang, tgt_lang;
 };
 
 // Runs `verb` on the program loaded from `dir`; prints one output line per input line.
