@@ -368,3 +368,68 @@ def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn"
     tok.save_pretrained(out_dir)
     shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
     return out_dir
+
+
+def whisper_special_tokens() -> tuple[list, list]:
+    """Whisper's added tokens after <|endoftext|>, in its id order: (special ones:
+    <|startoftranscript|>, the language tokens, task and other markers; timestamps
+    <|0.00|> ... <|30.00|>, which are not special)."""
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    specials = ["<|startoftranscript|>"] + [f"<|{code}|>" for code in LANGUAGES]
+    specials += ["<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+                 "<|notimestamps|>"]
+    return specials, [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
+
+
+def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
+    """A checkpoint-style directory with a WhisperTokenizer(Fast)'s tokenizer.json and
+    tokenizer_config.json: a byte-level BPE trained here (GPT-2's pre-tokenizer) ending in
+    <|endoftext|>, then Whisper's special and timestamp tokens in Whisper's order.
+    `options`: language, task, predict_timestamps, as WhisperTokenizer takes them."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import WhisperTokenizer
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus("en", 800, seed) + corpus("fr", 800, seed + 1) + tricky_lines(300, seed + 2), trainer)
+    specials, timestamps = whisper_special_tokens()
+    tok.add_special_tokens([AddedToken("<|endoftext|>", normalized=False)])
+    tok.add_special_tokens([AddedToken(t, normalized=False) for t in specials])
+    tok.add_tokens([AddedToken(t, normalized=False) for t in timestamps])
+    hf = WhisperTokenizer(tokenizer_object=tok, **options)
+    out_dir = Path(out_dir)
+    hf.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
+    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them)."""
+    import shutil
+    import sys as _sys
+
+    import torch
+    from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration, WhisperTokenizer
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from random_checkpoints import _randomize
+
+    tok = WhisperTokenizer.from_pretrained(tokenizer_dir)
+    sot, eot = tok.convert_tokens_to_ids(["<|startoftranscript|>", "<|endoftext|>"])
+    config = WhisperConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=48,
+                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=64, max_target_positions=40,
+                           decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot)
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(config).eval()
+    _randomize(model, seed)
+    model.generation_config = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot,
+                                               bos_token_id=eot, max_length=16)
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)

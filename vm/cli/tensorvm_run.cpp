@@ -15,7 +15,8 @@
 // --profile prints the profiler's tables after the outputs (docs/tools.md); --trace
 // also writes the run as a Chrome trace.
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
-// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
+// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
+// transcript (or token ids, when the program carries no tokenizer).
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 #include <algorithm>
@@ -433,7 +434,9 @@ int run(int argc, char** argv) {
   std::vector<std::unique_ptr<unsigned char[]>> scalars;
   for (size_t i = 0; i < outs.size(); ++i) {
     const vm::Value& v = outs[i];
-    print_value(fmt::format("output {}", i), v);
+    // Whisper's transcript as text when the program carries its tokenizer (--outputs keeps the ids).
+    if (!(i == 0 && fn.name == "transcribe" && cli::print_as_text(positional[0], v)))
+      print_value(fmt::format("output {}", i), v);
     if (outputs_path.empty() || v.is_none()) continue;  // None: an optional result not produced
     const std::string name = fmt::format("arr_{}", i);
     if (v.is_tensor()) {

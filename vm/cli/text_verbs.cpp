@@ -140,7 +140,20 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
   }
   return 0;
 }
+bool print_as_text(const std::string& dir, const vm::Value& sequences) {
+  if (!text::has_tokenizer(dir) || !sequences.is_tensor()) return false;
+  const vm::Tensor seq = sequences.as_tensor().contiguous();
+  if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2) return false;
+  const auto tokenizer = text::load_tokenizer(dir);
+  for (int64_t r = 0; r < seq.size(0); ++r) {
+    const int64_t* row = seq.data<int64_t>() + r * seq.size(1);
+    fmt::print("{}\n", tokenizer->decode(std::vector<int64_t>(row, row + seq.size(1)), true));
+  }
+  return true;
+}
 #else
+bool print_as_text(const std::string&, const vm::Value&) { return false; }
+
 int run_text_verb(const std::string&, const std::shared_ptr<const vm::Program>&, const std::string& verb,
                   const TextVerbOptions&) {
   vm::fail("{}: this tensorvm-run was built without the text library (install libsentencepiece-dev and "

@@ -29,6 +29,12 @@ struct TextVerbOptions {
 int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
                   const TextVerbOptions& options);
 
+// `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
+// `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as
+// WhisperTokenizer.decode does (timestamps dropped), and returns true. False, printing
+// nothing, when the program has no tokenizer or this build has no text library.
+bool print_as_text(const std::string& dir, const vm::Value& sequences);
+
 // The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
 std::vector<std::string> split_lines(const std::string& text);
 
