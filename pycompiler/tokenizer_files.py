@@ -20,6 +20,8 @@ _LAYOUTS = {
                    "vocab": ("vocab.json", True), "target_vocab": ("target_vocab.json", False),
                    "config": ("tokenizer_config.json", False)},
     "byte-level-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "t5-spm": {"spm": ("spiece.model", True), "tokenizer": ("tokenizer.json", True),
+               "config": ("tokenizer_config.json", False)},
     "whisper-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
@@ -32,7 +34,8 @@ _LAYOUTS = {
 # model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json", "whisper": "whisper-bpe"}
+                 "llama": "tokenizer.json", "whisper": "whisper-bpe",
+                 "t5": "t5-spm"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:

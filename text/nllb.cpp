@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 
-#include "text/added_tokens.h"
+#include "text/converted_spm.h"
 #include "text/spm_files.h"
 #include "text/util.h"
 
@@ -19,25 +19,14 @@ class Nllb final : public Tokenizer {
  public:
   Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes) {
     sp_ = load_spm(named_file(files, "spm", kWho), kWho);
-    const std::string& tj_path = named_file(files, "tokenizer", kWho);
-    const auto tj = nlohmann::json::parse(read_text_file(tj_path), nullptr, false);
-    if (!tj.is_object() || !tj.contains("model") || !tj["model"].contains("vocab") || !tj["model"]["vocab"].is_object())
-      fail("nllb tokenizer: {} has no model.vocab", tj_path);
-    try {
-      for (const auto& [piece, id] : tj["model"]["vocab"].items()) vocab_[piece] = id.get<int64_t>();
-      fuse_unk_ = tj["model"].value("fuse_unk", false);
-      if (tj.contains("added_tokens")) added_.add_from_tokenizer_json(tj["added_tokens"]);
-    } catch (const nlohmann::json::exception& e) {
-      fail("nllb tokenizer: {}: {}", tj_path, e.what());
-    }
-    for (const auto& [piece, id] : vocab_) pieces_[id] = piece;
+    v_ = load_converted_vocab(named_file(files, "tokenizer", kWho), kWho);
     const nlohmann::json config = load_tokenizer_config(files, kWho);
-    unk_id_ = token_id(token_name(config, "unk_token", "<unk>", kWho), "unk_token");
-    eos_id_ = token_id(token_name(config, "eos_token", "</s>", kWho), "eos_token");
-    space_id_ = vocab_.count("\u2581") ? vocab_.at("\u2581") : unk_id_;
+    unk_id_ = v_.id_of(token_name(config, "unk_token", "<unk>", kWho), "unk_token", kWho);
+    eos_id_ = v_.id_of(token_name(config, "eos_token", "</s>", kWho), "eos_token", kWho);
+    space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
     legacy_ = config.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)
-      if (const AddedToken* t = added_.find(c)) languages_[c] = t->id;
+      if (const AddedToken* t = v_.added.find(c)) languages_[c] = t->id;
     std::string src = "eng_Latn";  // transformers' default source language
     if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
     src_lang_id_ = language_id(src);
@@ -59,26 +48,7 @@ class Nllb final : public Tokenizer {
   }
 
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
-    // tokenizers' decode: unknown ids and (when skipping) special tokens dropped; the
-    // Metaspace decoder turns "▁" into spaces and drops the first token's leading one.
-    std::string out;
-    bool first = true;
-    for (const int64_t id : ids) {
-      std::string token;
-      if (const AddedToken* t = added_.find(id)) {
-        if (skip_special_tokens && t->special) continue;
-        token = t->content;
-      } else if (auto it = pieces_.find(id); it != pieces_.end()) {
-        token = it->second;
-      } else {
-        continue;
-      }
-      replace_all(token, "\u2581", " ");
-      if (first && !token.empty() && token[0] == ' ') token.erase(0, 1);
-      first = false;
-      out += token;
-    }
-    return out;
+    return metaspace_decode(v_, ids, skip_special_tokens);
   }
 
   const std::string& kind() const override { return kind_; }
@@ -86,27 +56,19 @@ class Nllb final : public Tokenizer {
  private:
   std::string kind_ = "nllb-spm";
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  std::unordered_map<std::string, int64_t> vocab_, languages_;
-  std::unordered_map<int64_t, std::string> pieces_;
-  AddedTokens added_;
+  ConvertedVocab v_;
+  std::unordered_map<std::string, int64_t> languages_;
   int64_t unk_id_ = 0, eos_id_ = 0, space_id_ = 0, src_lang_id_ = 0;
-  bool fuse_unk_ = false, legacy_ = false;
-
-  int64_t token_id(const std::string& token, const char* what) const {
-    if (const AddedToken* t = added_.find(token)) return t->id;
-    auto it = vocab_.find(token);
-    if (it == vocab_.end()) fail("nllb tokenizer: the {} '{}' is not in tokenizer.json", what, token);
-    return it->second;
-  }
+  bool legacy_ = false;
 
   std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
     check_utf8(input, "nllb tokenizer: encode");
     std::vector<int64_t> ids;
     if (!legacy_) ids.push_back(lang);
     std::vector<std::string> pieces;
-    for (const std::string& chunk : added_.split(std::string(input))) {
+    for (const std::string& chunk : v_.added.split(std::string(input))) {
       if (chunk.empty()) continue;
-      if (const AddedToken* t = added_.find(chunk)) {
+      if (const AddedToken* t = v_.added.find(chunk)) {
         ids.push_back(t->id);
         continue;
       }
@@ -126,9 +88,9 @@ class Nllb final : public Tokenizer {
     if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
-      auto it = vocab_.find(p);
-      const int64_t id = it == vocab_.end() ? unk_id_ : it->second;
-      if (fuse_unk_ && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
+      auto it = v_.ids.find(p);
+      const int64_t id = it == v_.ids.end() ? unk_id_ : it->second;
+      if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
       ids.push_back(id);
     }
     if (ends_in_space(chunk)) ids.push_back(space_id_);

@@ -11,6 +11,7 @@
 #include "text/m2m100.h"
 #include "text/marian.h"
 #include "text/nllb.h"
+#include "text/t5.h"
 #include "text/whisper.h"
 #include "text/util.h"
 
@@ -75,6 +76,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind == "marian-spm") return load_marian(files);
   if (kind == "byte-level-bpe") return load_byte_bpe(files);
   if (kind == "whisper-bpe") return load_whisper(files);
+  if (kind == "t5-spm") return load_t5(files);
   if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
   if (kind == "m2m100-spm" || kind == "nllb-spm") {
     std::vector<std::string> codes;
@@ -85,7 +87,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     return kind == "nllb-spm" ? load_nllb(files, codes) : load_m2m100(files, codes);
   }
   fail("{}: tokenizer kind '{}' is not supported by this build "
-       "(it reads marian-spm, m2m100-spm, nllb-spm, byte-level-bpe, whisper-bpe, sentencepiece)",
+       "(it reads marian-spm, m2m100-spm, nllb-spm, t5-spm, byte-level-bpe, whisper-bpe, sentencepiece)",
        meta_path, kind);
 }
 

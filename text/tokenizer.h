@@ -36,7 +36,7 @@ class Tokenizer {
   // The text transformers' decode(ids, skip_special_tokens=...) gives.
   virtual std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = true) const = 0;
   // meta.json's kind: "marian-spm", "m2m100-spm", "nllb-spm", "byte-level-bpe",
-  // "whisper-bpe" or "sentencepiece".
+  // "whisper-bpe", "t5-spm" or "sentencepiece".
   virtual const std::string& kind() const = 0;
 };
 

@@ -433,3 +433,26 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pa
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100) -> Path:
+    """A checkpoint-style directory holding a T5Tokenizer: spiece.model (a unigram
+    sentencepiece model trained here, <pad> </s> <unk> first as T5's) and tokenizer.json /
+    tokenizer_config.json saved by transformers (<extra_id_N> sentinels after the vocabulary)."""
+    import shutil
+
+    from transformers import T5Tokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    _train_t5 = dict(pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 600, seed) + corpus("fr", 600, seed + 1) + ["Σ ß ü 東 🙂"]),
+        model_prefix=str(work / "spiece"), vocab_size=320, model_type="unigram", character_coverage=0.995,
+        num_threads=1, seed_sentencepiece_size=10000, minloglevel=2, **_train_t5)
+    T5Tokenizer.from_pretrained(work, extra_ids=extra_ids).save_pretrained(out_dir)
+    shutil.copy(work / "spiece.model", out_dir / "spiece.model")
+    return out_dir
