@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/spm_files.h"
 #include "text/util.h"
 
 namespace text {
@@ -55,6 +56,27 @@ std::string metaspace_decode(const ConvertedVocab& vocab, const std::vector<int6
     out += token;
   }
   return out;
+}
+
+ConvertedSpm::ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind)
+    : who_(std::move(who)), kind_(std::move(kind)) {
+  sp_ = load_spm(named_file(files, "spm", who_), who_);
+  v_ = load_converted_vocab(named_file(files, "tokenizer", who_), who_);
+  config_ = load_tokenizer_config(files, who_);
+  unk_id_ = v_.id_of(token_name(config_, "unk_token", "<unk>", who_), "unk_token", who_);
+  eos_id_ = v_.id_of(token_name(config_, "eos_token", "</s>", who_), "eos_token", who_);
+}
+
+void ConvertedSpm::encode_text(std::string_view input, std::vector<int64_t>& ids) const {
+  check_utf8(input, who_ + ": encode");
+  for (const std::string& chunk : v_.added.split(std::string(input))) {
+    if (chunk.empty()) continue;
+    if (const AddedToken* t = v_.added.find(chunk)) {
+      ids.push_back(t->id);
+      continue;
+    }
+    encode_chunk(chunk, ids);
+  }
 }
 
 }  // namespace text

@@ -5,11 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <sentencepiece_processor.h>
+
+#include <nlohmann/json.hpp>
+
 #include "text/added_tokens.h"
+#include "text/tokenizer.h"
 
 namespace text {
 
@@ -27,5 +34,28 @@ ConvertedVocab load_converted_vocab(const std::string& tokenizer_json, std::stri
 // tokenizers' decode with a Metaspace decoder: ids it does not know dropped, special
 // tokens dropped when skipping, "▁" made a space, the first token's leading space removed.
 std::string metaspace_decode(const ConvertedVocab& vocab, const std::vector<int64_t>& ids, bool skip_special_tokens);
+
+// What NLLB's and T5's tokenizers share: files spm, tokenizer (tokenizer.json) and
+// config; added tokens found first; the Metaspace decode. A kind says how a stretch of
+// text between added tokens becomes ids, and what goes around them.
+class ConvertedSpm : public Tokenizer {
+ public:
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
+    return metaspace_decode(v_, ids, skip_special_tokens);
+  }
+  const std::string& kind() const override { return kind_; }
+
+ protected:
+  ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind);
+  // `input`'s ids (after checking it is UTF-8), appended to `ids`.
+  void encode_text(std::string_view input, std::vector<int64_t>& ids) const;
+  virtual void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const = 0;
+
+  std::string who_, kind_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  ConvertedVocab v_;
+  nlohmann::json config_;  // tokenizer_config.json, {} without one
+  int64_t unk_id_ = 0, eos_id_ = 0;
+};
 
 }  // namespace text

@@ -1,34 +1,23 @@
 #include "text/nllb.h"
 
-#include <set>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-#include <sentencepiece_processor.h>
-
 #include "text/converted_spm.h"
-#include "text/spm_files.h"
 #include "text/util.h"
 
 namespace text {
 namespace {
 
-constexpr std::string_view kWho = "nllb tokenizer";
-
-class Nllb final : public Tokenizer {
+class Nllb final : public ConvertedSpm {
  public:
-  Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes) {
-    sp_ = load_spm(named_file(files, "spm", kWho), kWho);
-    v_ = load_converted_vocab(named_file(files, "tokenizer", kWho), kWho);
-    const nlohmann::json config = load_tokenizer_config(files, kWho);
-    unk_id_ = v_.id_of(token_name(config, "unk_token", "<unk>", kWho), "unk_token", kWho);
-    eos_id_ = v_.id_of(token_name(config, "eos_token", "</s>", kWho), "eos_token", kWho);
+  Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes)
+      : ConvertedSpm(files, "nllb tokenizer", "nllb-spm") {
     space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
-    legacy_ = config.value("legacy_behaviour", false) == true;
+    legacy_ = config_.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)
       if (const AddedToken* t = v_.added.find(c)) languages_[c] = t->id;
     std::string src = "eng_Latn";  // transformers' default source language
-    if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
+    if (config_.contains("src_lang") && config_["src_lang"].is_string()) src = config_["src_lang"].get<std::string>();
     src_lang_id_ = language_id(src);
   }
 
@@ -47,43 +36,26 @@ class Nllb final : public Tokenizer {
     return it->second;
   }
 
-  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
-    return metaspace_decode(v_, ids, skip_special_tokens);
-  }
-
-  const std::string& kind() const override { return kind_; }
-
  private:
-  std::string kind_ = "nllb-spm";
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  ConvertedVocab v_;
   std::unordered_map<std::string, int64_t> languages_;
-  int64_t unk_id_ = 0, eos_id_ = 0, space_id_ = 0, src_lang_id_ = 0;
+  int64_t space_id_ = 0, src_lang_id_ = 0;
   bool legacy_ = false;
 
+  // [lang] text </s>, or text </s> [lang] with legacy_behaviour.
   std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
-    check_utf8(input, "nllb tokenizer: encode");
     std::vector<int64_t> ids;
     if (!legacy_) ids.push_back(lang);
-    std::vector<std::string> pieces;
-    for (const std::string& chunk : v_.added.split(std::string(input))) {
-      if (chunk.empty()) continue;
-      if (const AddedToken* t = v_.added.find(chunk)) {
-        ids.push_back(t->id);
-        continue;
-      }
-      encode_chunk(chunk, pieces, ids);
-    }
+    encode_text(input, ids);
     ids.push_back(eos_id_);
     if (legacy_) ids.push_back(lang);
     return ids;
   }
 
-  // The pieces of one stretch of text between added tokens. transformers runs the
-  // converted model (tokenizers: the spm's normalizer, spaces collapsed, Metaspace
-  // split), which differs from sentencepiece's Encode in one way: whitespace at the
-  // end of the stretch is kept, as a lone "▁" piece.
-  void encode_chunk(const std::string& chunk, std::vector<std::string>& pieces, std::vector<int64_t>& ids) const {
+  // transformers runs the converted model (tokenizers: the spm's normalizer, spaces
+  // collapsed, Metaspace split), which differs from sentencepiece's Encode in one way:
+  // whitespace at the end of the stretch is kept, as a lone "▁" piece.
+  void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
+    std::vector<std::string> pieces;
     const auto status = sp_->Encode(chunk, &pieces);
     if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
     const size_t start = ids.size();
