@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -98,6 +99,11 @@ def test_m2m100_languages_at_run_time(m2m100, tmp_path):
         assert out.stdout.decode().split("\n")[:-1] == [prog.translate([t], src_lang=src, tgt_lang=tgt)[0] for t in texts]
         ids = tf.run_cli(prog.path, "tokenize", "--text", texts[0], "--src-lang", src).stdout.decode().split()
         assert list(map(int, ids)) == hf(texts[0])["input_ids"]
+    # the Python command line takes the same options
+    py = subprocess.run([sys.executable, "-m", "tensorvm.pycompiler.cli", "run", str(prog.path), "translate", "--text",
+                         "\n".join(texts), "--src-lang", "de", "--tgt-lang", "fr"], capture_output=True, text=True)
+    assert py.returncode == 0, py.stderr
+    assert py.stdout.split("\n")[:-1] == [prog.translate([t], src_lang="de", tgt_lang="fr")[0] for t in texts]
     with pytest.raises(ValueError, match="'xx' is not a language code"):
         prog.translate(texts, tgt_lang="xx")
     with pytest.raises(ValueError, match="'eng_Latn' is not a language code"):

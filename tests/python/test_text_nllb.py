@@ -43,6 +43,8 @@ def test_nllb_encode_matches_transformers(nllb):
     for line in lines:
         assert tok.encode(line) == hf(line)["input_ids"], line
     assert tok.encode_batch(lines[:50]) == [hf(s)["input_ids"] for s in lines[:50]]
+    with pytest.raises(ValueError, match="nllb tokenizer: encode: .*not valid UTF-8"):
+        tok.encode(b"ok \xff")
 
 
 @pytest.mark.parametrize("lang", ["eng_Latn", "zho_Hans", "ace_Arab", "zul_Latn"])

@@ -40,6 +40,10 @@ def test_t5_encode_matches_transformers(t5):
     lines += ["..." * k for k in range(1, 8)] + [f"a{'.' * k} b" for k in range(1, 12)]
     for line in lines:
         assert tok.encode(line) == hf(line)["input_ids"], line
+    with pytest.raises(ValueError, match="t5 tokenizer: encode: .*not valid UTF-8"):
+        tok.encode(b"ok \xc3")
+    with pytest.raises(ValueError, match="has no source language"):
+        tok.encode("a", src_lang="fr")
 
 
 def test_t5_decode_matches_transformers(t5):

@@ -41,6 +41,8 @@ def test_whisper_encode_matches_transformers(whisper):
     assert tok.kind == "whisper-bpe"
     for line in tf.tricky_lines(1500, seed=35, specials=SPECIALS):
         assert tok.encode(line) == hf(line)["input_ids"], line
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        tok.encode(b"\xed\xa0\x80")  # a surrogate
 
 
 def test_whisper_decode_matches_transformers(whisper):
