@@ -22,6 +22,7 @@ ConvertedVocab load_converted_vocab(const std::string& path, std::string_view wh
       fail("{}: {}: model.vocab is neither an object nor a list", who, path);
     }
     v.fuse_unk = tj["model"].value("fuse_unk", tj["model"].value("type", "") == "Unigram");
+    v.bpe = tj["model"].value("type", "") == "BPE";
     if (tj.contains("added_tokens")) v.added.add_from_tokenizer_json(tj["added_tokens"]);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: {}: {}", who, path, e.what());
@@ -65,6 +66,13 @@ ConvertedSpm::ConvertedSpm(const std::map<std::string, std::string>& files, std:
   config_ = load_tokenizer_config(files, who_);
   unk_id_ = v_.id_of(token_name(config_, "unk_token", "<unk>", who_), "unk_token", who_);
   eos_id_ = v_.id_of(token_name(config_, "eos_token", "</s>", who_), "eos_token", who_);
+  clean_up_spaces_ = clean_up_wanted(config_, v_.bpe);
+}
+
+std::string ConvertedSpm::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  std::string text = metaspace_decode(v_, ids, skip_special_tokens);
+  if (clean_up_spaces_) clean_up_tokenization(text);
+  return text;
 }
 
 void ConvertedSpm::encode_text(std::string_view input, std::vector<int64_t>& ids) const {

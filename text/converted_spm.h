@@ -25,6 +25,7 @@ struct ConvertedVocab {
   std::unordered_map<int64_t, std::string> pieces;  // id -> piece
   AddedTokens added;
   bool fuse_unk = false;
+  bool bpe = false;  // model.type BPE (NLLB) rather than Unigram (T5)
   // The id of `token` (an added token or a piece); Error naming `who` and `what` when absent.
   int64_t id_of(const std::string& token, const char* what, std::string_view who) const;
 };
@@ -40,9 +41,7 @@ std::string metaspace_decode(const ConvertedVocab& vocab, const std::vector<int6
 // text between added tokens becomes ids, and what goes around them.
 class ConvertedSpm : public Tokenizer {
  public:
-  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
-    return metaspace_decode(v_, ids, skip_special_tokens);
-  }
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override;
   const std::string& kind() const override { return kind_; }
 
  protected:
@@ -56,6 +55,7 @@ class ConvertedSpm : public Tokenizer {
   ConvertedVocab v_;
   nlohmann::json config_;  // tokenizer_config.json, {} without one
   int64_t unk_id_ = 0, eos_id_ = 0;
+  bool clean_up_spaces_ = false;  // tokenizer_config.json's clean_up_tokenization_spaces
 };
 
 }  // namespace text

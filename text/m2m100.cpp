@@ -45,6 +45,7 @@ class M2M100 final : public Tokenizer {
     }
     for (const std::string& t : special_tokens_) special_ids_.insert(token_id(t));
     eos_id_ = token_id(token_name(config, "eos_token", "</s>", kWho));
+    clean_up_spaces_ = clean_up_wanted(config, /*bpe_model=*/false);  // a Python (sentencepiece) tokenizer
   }
 
   std::vector<int64_t> encode(std::string_view input) const override { return encode_ids(input, src_lang_id_); }
@@ -97,7 +98,9 @@ class M2M100 final : public Tokenizer {
       }
     }
     flush();
-    return std::string(py_strip(out));
+    std::string text(py_strip(out));
+    if (clean_up_spaces_) clean_up_tokenization(text);
+    return text;
   }
 
   const std::string& kind() const override { return kind_; }
@@ -113,6 +116,7 @@ class M2M100 final : public Tokenizer {
   std::set<int64_t> special_ids_;
   std::string unk_;
   int64_t src_lang_id_ = 0, eos_id_ = 0;
+  bool clean_up_spaces_ = false;
 
   // convert_tokens_to_ids: an added token, a language token, the vocabulary, else <unk>.
   int64_t token_id(const std::string& token) const {

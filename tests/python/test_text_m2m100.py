@@ -23,10 +23,11 @@ pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
 
 @pytest.fixture(scope="module", params=["fr", "de"])
 def m2m100(request, tmp_path_factory):
+    """Two source languages; the second with clean_up_tokenization_spaces."""
     from transformers import M2M100Tokenizer
 
     root = tmp_path_factory.mktemp(f"m2m100_{request.param}")
-    ckpt = tf.make_m2m100_tokenizer(root / "ckpt", src_lang=request.param)
+    ckpt = tf.make_m2m100_tokenizer(root / "ckpt", src_lang=request.param, clean_up=request.param == "de")
     prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "m2m_100")
     return ckpt, M2M100Tokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
 
@@ -44,6 +45,7 @@ def test_m2m100_matches_transformers(m2m100):
     size = len(hf.encoder) + len(hf.lang_token_to_id) + 10
     rows = [hf(s)["input_ids"] for s in tf.tricky_lines(300, seed=17, specials=specials)]
     rows += [[rnd.randrange(size) for _ in range(rnd.randint(0, 16))] for _ in range(500)]
+    rows.append(hf("Le chat . Le chien ? Oui ! l 'été")["input_ids"])
     for ids in rows:
         for skip in (True, False):
             assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids

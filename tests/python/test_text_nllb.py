@@ -22,13 +22,14 @@ pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
 SPECIALS = ("</s>", "<unk>", "<pad>", "<s>", "<mask>", "eng_Latn", "fra_Latn", "zho_Hans")
 
 
-@pytest.fixture(scope="module", params=[("fra_Latn", False), ("deu_Latn", True)], ids=["prefix", "legacy"])
+@pytest.fixture(scope="module", params=[("fra_Latn", False, False), ("deu_Latn", True, False), ("eng_Latn", False, True)],
+                ids=["prefix", "legacy", "clean_up"])
 def nllb(request, tmp_path_factory):
     from transformers import NllbTokenizer
 
-    src, legacy = request.param
+    src, legacy, clean_up = request.param
     root = tmp_path_factory.mktemp(f"nllb_{src}")
-    ckpt = tf.make_nllb_tokenizer(root / "ckpt", src_lang=src, legacy=legacy)
+    ckpt = tf.make_nllb_tokenizer(root / "ckpt", src_lang=src, legacy=legacy, clean_up=clean_up)
     prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "m2m_100")
     return ckpt, NllbTokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
 

@@ -276,7 +276,7 @@ def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path
     return Path(out)
 
 
-def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") -> Path:
+def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr", clean_up: bool = False) -> Path:
     """A checkpoint-style directory holding an M2M100Tokenizer: a BPE sentencepiece model
     trained here, vocab.json in fairseq's layout (<s> <pad> </s> <unk> first, so its ids
     are not the spm ids) leaving out a few pieces; language tokens come after it."""
@@ -297,7 +297,8 @@ def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") ->
         if not (sp.is_control(i) or sp.is_unknown(i)) and rnd.random() >= 0.03:
             vocab.setdefault(sp.id_to_piece(i), len(vocab))
     (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en")
+    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en",
+                          clean_up_tokenization_spaces=clean_up)
     tok.save_pretrained(out_dir)
     return out_dir
 
@@ -345,11 +346,13 @@ def run_cli(*args, ok=True):
     return res
 
 
-def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False) -> Path:
+def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False,
+                        clean_up: bool = False) -> Path:
     """A checkpoint-style directory holding an NllbTokenizer as the hub's NLLB checkpoints
     do: sentencepiece.bpe.model (a BPE sentencepiece model trained here, <unk> <s> </s>
     first as NLLB's), and tokenizer.json / tokenizer_config.json saved by transformers
-    (fairseq's id order, the language codes and <mask> as added tokens)."""
+    (fairseq's id order, the language codes and <mask> as added tokens). clean_up:
+    clean_up_tokenization_spaces, as many NLLB checkpoints set it."""
     import shutil
 
     import sentencepiece as spm
@@ -364,7 +367,8 @@ def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn"
         model_prefix=str(work / "sentencepiece.bpe"), vocab_size=300, model_type="bpe", character_coverage=0.995,
         num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
     tok = NllbTokenizer.from_pretrained(work, src_lang=src_lang, tgt_lang="eng_Latn",
-                                        additional_special_tokens=list(FAIRSEQ_LANGUAGE_CODES), legacy_behaviour=legacy)
+                                        additional_special_tokens=list(FAIRSEQ_LANGUAGE_CODES), legacy_behaviour=legacy,
+                                        clean_up_tokenization_spaces=clean_up)
     tok.save_pretrained(out_dir)
     shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
     return out_dir
@@ -435,7 +439,7 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pa
     return Path(out)
 
 
-def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100) -> Path:
+def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_up: bool = False) -> Path:
     """A checkpoint-style directory holding a T5Tokenizer: spiece.model (a unigram
     sentencepiece model trained here, <pad> </s> <unk> first as T5's) and tokenizer.json /
     tokenizer_config.json saved by transformers (<extra_id_N> sentinels after the vocabulary)."""
@@ -453,6 +457,6 @@ def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100) -> Pat
         sentence_iterator=iter(corpus("en", 600, seed) + corpus("fr", 600, seed + 1) + ["Σ ß ü 東 🙂"]),
         model_prefix=str(work / "spiece"), vocab_size=320, model_type="unigram", character_coverage=0.995,
         num_threads=1, seed_sentencepiece_size=10000, minloglevel=2, **_train_t5)
-    T5Tokenizer.from_pretrained(work, extra_ids=extra_ids).save_pretrained(out_dir)
+    T5Tokenizer.from_pretrained(work, extra_ids=extra_ids, clean_up_tokenization_spaces=clean_up).save_pretrained(out_dir)
     shutil.copy(work / "spiece.model", out_dir / "spiece.model")
     return out_dir
