@@ -63,23 +63,6 @@ class M2M100 final : public Tokenizer {
     return it->second;
   }
 
-  std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
-    check_utf8(input, "m2m100 tokenizer: encode");
-    std::vector<int64_t> ids = {lang};
-    std::vector<std::string> pieces;
-    for (const std::string& chunk : added_.split(std::string(input))) {
-      if (chunk.empty()) continue;
-      if (added_.find(chunk) || special_tokens_.count(chunk)) {
-        ids.push_back(token_id(chunk));
-        continue;
-      }
-      segmenter_->encode(chunk, pieces);
-      for (const std::string& p : pieces) ids.push_back(token_id(p));
-    }
-    ids.push_back(eos_id_);
-    return ids;
-  }
-
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
     std::string out;
     std::vector<std::string> run;
@@ -117,6 +100,24 @@ class M2M100 final : public Tokenizer {
   std::string unk_;
   int64_t src_lang_id_ = 0, eos_id_ = 0;
   bool clean_up_spaces_ = false;
+
+  // [lang] text </s>
+  std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
+    check_utf8(input, "m2m100 tokenizer: encode");
+    std::vector<int64_t> ids = {lang};
+    std::vector<std::string> pieces;
+    for (const std::string& chunk : added_.split(std::string(input))) {
+      if (chunk.empty()) continue;
+      if (added_.find(chunk) || special_tokens_.count(chunk)) {
+        ids.push_back(token_id(chunk));
+        continue;
+      }
+      segmenter_->encode(chunk, pieces);
+      for (const std::string& p : pieces) ids.push_back(token_id(p));
+    }
+    ids.push_back(eos_id_);
+    return ids;
+  }
 
   // convert_tokens_to_ids: an added token, a language token, the vocabulary, else <unk>.
   int64_t token_id(const std::string& token) const {
