@@ -106,3 +106,25 @@ def test_nllb_translate_matches_transformers(nllb, tmp_path):
         assert out.stdout.decode().split("\n")[:-1] == [prog.translate([t], src_lang=src, tgt_lang=tgt)[0] for t in texts]
     res = tf.run_cli(prog.path, "translate", "--text", "a", "--tgt-lang", "fr", ok=False)
     assert res.returncode != 0 and b"'fr' is not a language code" in res.stderr
+
+
+def test_nllb_bad_program_files(nllb, tmp_path):
+    """A program whose meta.json lacks the language codes, or whose tokenizer.json is
+    missing, is refused at load with a message naming what is wrong."""
+    import json
+    import shutil
+
+    from tensorvm import _C
+
+    ckpt = nllb[0]
+    prog = tf.tokenizer_only_program(ckpt, tmp_path / "tok.tvm", "m2m_100")
+    no_codes = tmp_path / "no_codes.tvm"
+    shutil.copytree(prog, no_codes)
+    meta = json.loads((no_codes / "meta.json").read_text())
+    del meta["tokenizer"]["language_codes"]
+    (no_codes / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match='an nllb-spm tokenizer needs "language_codes"'):
+        _C.Tokenizer.load(str(no_codes))
+    (prog / meta["tokenizer"]["files"]["tokenizer"]).unlink()
+    with pytest.raises(ValueError, match="cannot read .*tokenizer.json"):
+        _C.Tokenizer.load(str(prog))
