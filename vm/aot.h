@@ -40,7 +40,9 @@ struct Source {
   int count;
 };
 
-// The weights a compiled program binds by name, from one mapped safetensors file.
+// The weights a compiled program binds by name, from one mapped safetensors file. The
+// tensors it hands out view the mapping, so it must outlive them (as vm::Program
+// keeps its file).
 class WeightsFile {
  public:
   WeightsFile(const std::string& path, const LoadOptions& options);

@@ -100,12 +100,11 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
     out += ["};", "",
             "// Every weight the program names, bound by name from weights.safetensors.",
             "struct Weights {",
-            "  explicit Weights(const aot::WeightsFile& f)"]
-    inits = [f"{m}(f.get({cpp_string(n)}))" for n, m in weights.singles.items()] + \
-            [f"{m}(f.table({cpp_string(n)}))" for n, m in weights.tables.items()]
+            "  Weights(const std::string& path, const vm::LoadOptions& options)"]
+    inits = ["file(path, options)"] + [f"{m}(file.get({cpp_string(n)}))" for n, m in weights.singles.items()] + \
+            [f"{m}(file.table({cpp_string(n)}))" for n, m in weights.tables.items()]
     out += [("      : " if i == 0 else "        ") + init + ("," if i + 1 < len(inits) else " {}") for i, init in enumerate(inits)]
-    if not inits:
-        out[-1] += " {}"
+    out += ["  aot::WeightsFile file;  // the mapping the tensors below view"]
     out += [f"  vm::Value {m};  // {n}" for n, m in weights.singles.items()]
     out += [f"  aot::WeightsFile::Table {m};  // {n}" for n, m in weights.tables.items()]
     out += ["};", "", "namespace {", "",
@@ -140,7 +139,7 @@ def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -
             "std::shared_ptr<const Program> Program::load(const std::string& dir, const vm::LoadOptions& options) {",
             "  std::shared_ptr<Program> p(new Program());",
             "  p->ops_ = std::make_unique<const Ops>();",
-            '  p->weights_ = std::make_unique<const Weights>(aot::WeightsFile(dir + "/weights.safetensors", options));',
+            '  p->weights_ = std::make_unique<const Weights>(dir + "/weights.safetensors", options);',
             "  return p;", "}", "",
             "Program::~Program() = default;", "",
             "Session::Session(std::shared_ptr<const Program> program, vm::SessionOptions options)",
