@@ -1,0 +1,141 @@
+"""`tensorvm compile`: the tiny Marian program compiled to C++ and built against the
+runtime under test gives outputs bit-identical to the interpreter's, in one process and
+on the same inputs and thread count (tests/aot/compare.cpp: encode, decode_step step by
+step, generate greedy, beam and sampling with a seed), and its command line prints and
+saves what tensorvm-run does (docs/aot.md)."""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorvm
+from marian_fixtures import imported
+from tensorvm import _C
+from tensorvm.pycompiler.cli import main as cli_main
+from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _runtime_args(tmp: Path) -> list[str]:
+    """CMake arguments that find the runtime under test: a development build installed
+    into a temporary prefix, or the pip-installed package's CMake directory."""
+    build = Path(os.path.realpath(_C.__file__)).parent
+    if (build / "CMakeCache.txt").is_file():
+        prefix = tmp / "prefix"
+        subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev"], check=True,
+                       capture_output=True, timeout=300)
+        return [f"-DCMAKE_PREFIX_PATH={prefix}"]
+    try:
+        return [f"-Dtensorvm_DIR={tensorvm.get_cmake_dir()}"]
+    except NotInstalledError as e:
+        if os.environ.get("CI"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    if not shutil.which("cmake"):
+        pytest.skip("cmake is not installed")
+    tmp = tmp_path_factory.mktemp("aot")
+    _, prog = imported("tiny-marian", tmp)
+    assert cli_main(["compile", str(prog.path), "-o", str(tmp / "compiled"), "--name", "compiled"]) == 0
+    args = _runtime_args(tmp)
+    if shutil.which("ccache"):
+        args.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    logs = []
+    for cmd in (["cmake", "-S", str(ROOT / "tests" / "aot"), "-B", str(tmp / "build"), f"-DCOMPILED_DIR={tmp / 'compiled'}",
+                 *args],
+                ["cmake", "--build", str(tmp / "build"), "-j2"]):
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+        assert res.returncode == 0, f"{cmd}\n{res.stdout}\n{res.stderr}"
+        logs.append(res.stdout + res.stderr)
+    return {"program": Path(prog.path), "compiled": tmp / "compiled", "build": tmp / "build", "log": "\n".join(logs)}
+
+
+def test_builds_without_warnings(built):
+    assert "warning" not in built["log"].lower(), built["log"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_compiled_is_bit_identical_to_the_interpreter(built, threads):
+    res = subprocess.run([str(built["build"] / "compare"), str(built["program"]), "--threads", str(threads),
+                          "--ids", "3 4 5 6 7 8 0; 9 0; 11 12 13 0", "--steps", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("encode: identical") and lines[1].startswith("decode_step: 5 steps identical")
+    gen = [line for line in lines if line.startswith("generate(")]
+    assert len(gen) == 4 and all("identical" in line for line in gen)
+
+
+def test_a_missing_weight_fails_at_load_naming_it(built, tmp_path):
+    from tensorvm.pycompiler import weights_io
+
+    other = tmp_path / "other.tvm"
+    shutil.copytree(built["program"], other)
+    weights, meta = weights_io.read(other / "weights.safetensors")
+    del weights["model.shared.weight"]
+    weights_io.write(other / "weights.safetensors", weights, meta)
+    code, _, err = _run_cli(built["build"] / "compiled" / "compiled-run", other, "encode", "--ids", "5 6")
+    assert code == 1 and "no weight named 'model.shared.weight'" in err, err
+
+
+def _run_cli(exe, program, *args):
+    res = subprocess.run([str(exe), str(program), *args], capture_output=True, text=True, timeout=600)
+    return res.returncode, res.stdout, res.stderr
+
+
+def test_command_line_matches_tensorvm_run(built, tmp_path):
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    exe = built["build"] / "compiled" / "compiled-run"
+    for options in ([], ["--arg", "num_beams=1"], ["--arg", "do_sample=True", "--arg", "seed=3", "--arg", "top_k=0"]):
+        common = ["generate", "--ids", "5 6 7 0; 8 9 0", "--threads", "2", *options]
+        a = _run_cli(exe, built["program"], *common, "--outputs", str(tmp_path / "a.npz"))
+        b = _run_cli(interp, built["program"], *common, "--outputs", str(tmp_path / "b.npz"))
+        assert a[0] == 0 and b[0] == 0, a[2] + b[2]
+        assert a[1] == b[1]
+        with np.load(tmp_path / "a.npz") as x, np.load(tmp_path / "b.npz") as y:
+            assert sorted(x.files) == sorted(y.files)
+            for k in x.files:
+                assert x[k].dtype == y[k].dtype and x[k].tobytes() == y[k].tobytes()
+
+
+def test_errors_name_the_op_and_the_ir_line(built):
+    exe = built["build"] / "compiled" / "compiled-run"
+    code, _, err = _run_cli(exe, built["program"], "nope")
+    assert code == 1 and "no function 'nope'" in err
+    # an out-of-range token id: the same message and IR line as the interpreter's
+    interp = _C.Session(_C.Program.load(str(built["program"])))
+    with pytest.raises(Exception) as e:
+        interp.run_named("encode", {"input_ids": np.array([[5, 999]]), "attention_mask": np.ones((1, 2), np.int64)})
+    code, _, err = _run_cli(exe, built["program"], "encode", "--ids", "5 999")
+    assert code == 1
+    want = str(e.value).splitlines()[:2]
+    # the compiled code names the IR file it came from without the directory it was loaded from
+    assert err.splitlines()[:2] == ["compiled-run: error: " + want[0], want[1].replace(f"{built['program']}/", "")]
+
+
+def test_generated_code_keeps_the_program_shape(built):
+    text = (built["compiled"] / "compiled.cpp").read_text()
+    ir_text = (built["program"] / "program.py").read_text()
+    ir_functions = re.findall(r"^def (\w+)\(", ir_text, re.M)
+    for name in ir_functions:  # one C++ function per IR function, with its signature above it
+        assert re.search(rf"^// def {name}\(.*\n\S.* {name}\(Ctx& ", text, re.M), name
+    # layers are calls with the layer index, loops are loops, conditionals are conditionals
+    assert re.search(r"encoder_layer\(c, \w+, \w+, lit::i1\)", text)
+    assert text.count("while (aot::test(") == ir_text.count("= while_loop(")
+    assert text.count("aot::test(") - text.count("while (aot::test(") == ir_text.count("= cond(")
+    # every op call is a direct kernel call naming its IR line; no interpreter
+    assert "vm::Program" not in text and "vm::run(" not in text
+    assert len(re.findall(r"aot::call(?:_n<\d+>)?\(c, \d+, c\.op\.", text)) == \
+        sum(1 for line in ir_text.splitlines() if re.match(r"\s+[\w, ]+ = (?!param\(|while_loop\(|cond\(|emit\()[a-z_0-9]+\(", line)
+            and re.match(r"\s+[\w, ]+ = ([a-z_0-9]+)\(", line).group(1) not in ir_functions)
