@@ -17,7 +17,7 @@ from .. import ir
 from ..registry import real_ops
 from .cpp import CompileError, FunctionWriter, Literals, WeightNames, cpp_name, cpp_string
 
-__all__ = ["CompileError", "compile_program"]
+__all__ = ["CompileError", "compile_program", "runtime_cmake_args"]
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -171,3 +171,22 @@ def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -
             "std::vector<vm::Value> run(Session& session, const std::string& function, std::vector<vm::Value> inputs) {",
             "  return session.run(function, std::move(inputs));", "}", ""]
     return out
+
+
+def runtime_cmake_args(scratch) -> list[str]:
+    """CMake arguments that find the runtime this Python package belongs to: a development
+    build (.ci/dev-build) installed into `scratch`/prefix, or the installed package's CMake
+    directory. Raises NotInstalledError when there is neither."""
+    import os
+    import subprocess
+
+    from ... import _C
+    from ..locations import get_cmake_dir
+
+    build = Path(os.path.realpath(_C.__file__)).parent
+    if (build / "CMakeCache.txt").is_file():
+        prefix = Path(scratch) / "prefix"
+        subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev"], check=True,
+                       capture_output=True, timeout=300)
+        return [f"-DCMAKE_PREFIX_PATH={prefix}"]
+    return [f"-Dtensorvm_DIR={get_cmake_dir()}"]

@@ -192,16 +192,74 @@ class FunctionWriter:
         last = self._last_uses(f)
         unread = frozenset(p.name for p in f.params if not self._reads(f, p.name))
         out = [f"// {ir.print_signature(f)}", self.declaration(f, names, unread) + " {"]
-        for i, s in enumerate(f.body):
+        i = 0
+        while i < len(f.body):
+            s = f.body[i]
             if isinstance(s, ir.Return):
                 out.append("  " + self._return(f, s, names))
+                i += 1
                 continue
-            out.extend("  " + line for line in self._assign(f, s, names, consts))
-            dead = [names.of[n] for n, at in last.items() if at == i and n not in consts and n not in self.functions]
+            run = self._layer_run(f, i)
+            if run > 1:
+                out.extend("  " + line for line in self._layer_loop(f.body[i:i + run], names))
+                hidden = {t for st in f.body[i:i + run - 1] for t in st.targets}
+                span = range(i, i + run)
+            else:
+                out.extend("  " + line for line in self._assign(f, s, names, consts))
+                hidden, span = set(), range(i, i + 1)
+            dead = [names.of[n] for n, at in last.items()
+                    if at in span and n not in consts and n not in self.functions and n not in hidden]
             if dead:
                 out.append(f"  aot::drop({', '.join(dead)});")
+            i += run if run > 1 else 1
         out.append("}")
         return out
+
+    def _layer_run(self, f: ir.Function, i: int) -> int:
+        """How many statements from i are one function called layer after layer:
+        y0 = g(x, a..., 0); y1 = g(y0, a..., 1); ... where each y is read only by the next
+        call. The C++ keeps them a loop over the layer index."""
+        def layer_call(s):
+            if not isinstance(s, ir.Assign) or s.kwargs or len(s.targets) != 1 or s.callee not in self.functions:
+                return False
+            g = self.functions[s.callee]
+            return (len(g.return_types) == 1 and len(s.args) >= 2 and isinstance(s.args[0], ir.Name)
+                    and isinstance(s.args[-1], int) and not isinstance(s.args[-1], bool))
+
+        if not layer_call(f.body[i]):
+            return 1
+        n = 1
+        while i + n < len(f.body):
+            prev, s = f.body[i + n - 1], f.body[i + n]
+            if not (layer_call(s) and s.callee == prev.callee and s.args[0] == ir.Name(prev.targets[0])
+                    and s.args[1:-1] == prev.args[1:-1] and s.args[-1] == prev.args[-1] + 1
+                    and self._read_count(f, prev.targets[0]) == 1):
+                break
+            n += 1
+        return n
+
+    @staticmethod
+    def _read_count(f: ir.Function, name: str) -> int:
+        count = 0
+        for s in f.body:
+            for e in (s.values if isinstance(s, ir.Return) else list(s.args) + [v for _, v in s.kwargs]):
+                if isinstance(e, ir.Name) and e.id == name:
+                    count += 1
+                elif isinstance(e, ir.IntList):
+                    count += sum(1 for it in e.items if isinstance(it, ir.Name) and it.id == name)
+        return count
+
+    def _layer_loop(self, run: list, names: Names) -> list[str]:
+        first, last = run[0], run[-1]
+        g = self.functions[first.callee]
+        index = names.fresh(cpp_name(g.params[-1].name))
+        y = names.bind(last.targets[0])
+        rest = self._call_args(first.args[1:-1], names)
+        lo, hi = first.args[-1], last.args[-1] + 1
+        return [f"// {first.targets[0]} .. {last.targets[0]}: {first.callee}(previous, ...) for {g.params[-1].name} = {lo}..{hi - 1}",
+                f"vm::Value {y} = {self._expr(first.args[0], names)};",
+                f"for (int64_t {index} = {lo}; {index} < {hi}; ++{index})",
+                f"  {y} = {self.fn_names[first.callee]}(c, std::move({y}){rest}, vm::Value::from_int({index}));"]
 
     @staticmethod
     def _reads(f: ir.Function, name: str) -> bool:

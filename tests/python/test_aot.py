@@ -12,30 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tensorvm
 from marian_fixtures import imported
 from tensorvm import _C
+from tensorvm.pycompiler.aot import runtime_cmake_args
 from tensorvm.pycompiler.cli import main as cli_main
 from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _runtime_args(tmp: Path) -> list[str]:
-    """CMake arguments that find the runtime under test: a development build installed
-    into a temporary prefix, or the pip-installed package's CMake directory."""
-    build = Path(os.path.realpath(_C.__file__)).parent
-    if (build / "CMakeCache.txt").is_file():
-        prefix = tmp / "prefix"
-        subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev"], check=True,
-                       capture_output=True, timeout=300)
-        return [f"-DCMAKE_PREFIX_PATH={prefix}"]
-    try:
-        return [f"-Dtensorvm_DIR={tensorvm.get_cmake_dir()}"]
-    except NotInstalledError as e:
-        if os.environ.get("CI"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +28,12 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("aot")
     _, prog = imported("tiny-marian", tmp)
     assert cli_main(["compile", str(prog.path), "-o", str(tmp / "compiled"), "--name", "compiled"]) == 0
-    args = _runtime_args(tmp)
+    try:
+        args = runtime_cmake_args(tmp)
+    except NotInstalledError as e:
+        if os.environ.get("CI"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
     if shutil.which("ccache"):
         args.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
     logs = []
@@ -130,8 +118,10 @@ def test_generated_code_keeps_the_program_shape(built):
     ir_functions = re.findall(r"^def (\w+)\(", ir_text, re.M)
     for name in ir_functions:  # one C++ function per IR function, with its signature above it
         assert re.search(rf"^// def {name}\(.*\n\S.* {name}\(Ctx& ", text, re.M), name
-    # layers are calls with the layer index, loops are loops, conditionals are conditionals
-    assert re.search(r"encoder_layer\(c, \w+, \w+, lit::i1\)", text)
+    # the layers (one call per layer in the IR) are a loop over the layer index; while_loop
+    # is a C++ while, cond a C++ conditional
+    assert re.search(r"for \(int64_t layer = 0; layer < 2; \+\+layer\)\n +encoder_layer_1 = encoder_layer\(c, "
+                     r"std::move\(encoder_layer_1\), \w+, vm::Value::from_int\(layer\)\);", text)
     assert text.count("while (aot::test(") == ir_text.count("= while_loop(")
     assert text.count("aot::test(") - text.count("while (aot::test(") == ir_text.count("= cond(")
     # every op call is a direct kernel call naming its IR line; no interpreter
