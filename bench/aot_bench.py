@@ -12,7 +12,8 @@
    compiled program's binding of ops and weights);
 4. decode ms per token, interpreter vs compiled, alternating in one process on the same
    cache and tokens (tests/aot/compare.cpp --bench), after checking every output of
-   encode, decode_step and generate (greedy, beam, sampling) is bit-identical.
+   encode, decode_step and generate (beam, greedy, sampling; --steps new tokens at most)
+   is bit-identical.
 The machine may be shared: the ratios are the figures to read.
 """
 from __future__ import annotations
@@ -113,8 +114,11 @@ def main() -> int:
         start_i = process_ms([interp_run, program, *enc], args.repeat)
         start_c = process_ms([compiled_run, program, *enc], args.repeat)
 
+        # generate is checked with a bounded length: random weights rarely reach EOS
+        cap = f"max_new_tokens={args.steps}"
+        checks = [cap, f"{cap},num_beams=1", f"{cap},num_beams=1,do_sample=True,seed=7,temperature=2.0,top_k=0"]
         out = run([build / "compare", program, "--ids", args.ids, "--threads", args.threads, "--steps", args.steps,
-                   "--bench", args.repeat], timeout=3600)
+                   "--bench", args.repeat, *[a for g in checks for a in ("--generate", g)]], timeout=3600)
         load = re.search(r"load: interpreter ([\d.]+) ms, compiled ([\d.]+) ms", out)
         dec = re.search(r"interpreter ([\d.]+), compiled ([\d.]+), compiled/interpreter ([\d.]+)", out)
         identical = [line for line in out.splitlines() if "identical" in line]

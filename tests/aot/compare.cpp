@@ -1,7 +1,8 @@
 // Runs the same calls on the interpreter (vm::Program::load) and on the same program
 // compiled to C++ (`tensorvm compile ... --name compiled`), in one process, and checks
-// that every output is bit-identical: encode, the encoder-decoder step functions
-// (init_cache, decode_step step by step) and generate with several option sets.
+// that every output is bit-identical: for an encoder-decoder program encode and the step
+// functions (init_cache, decode_step step by step); for every program generate with
+// several option sets.
 //   compare PROGRAM_DIR --ids "5 6 7 0; 8 9 0" [--threads N] [--steps N]
 //           [--generate "num_beams=1,do_sample=True,seed=7"]...   (default: beam, greedy, sampling)
 //           [--bench REPEAT]   (also time load and decode_step per token, interpreter vs compiled)
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -105,45 +107,56 @@ int run(int argc, char** argv) {
   compiled::Session aot(compiled_program, vm::SessionOptions{threads});
   const double compiled_load_ms = ms_since(t0);
 
-  // The encoder's inputs as tensorvm-run builds them from --ids.
-  const vm::Function& encode = interp_program->function("encode");
+  // The prompt as tensorvm-run builds it from --ids (left-padded for a decoder-only program).
   vm::cli::RunRequest req;
   req.ids_text = ids;
-  const std::vector<vm::Value> enc_in =
-      vm::cli::build_inputs("encode", encode.param_names, encode.param_types, interp_program->meta_json(), req);
-  const auto states = interp.run("encode", enc_in);
-  check_all("encode", states, aot.run("encode", enc_in));
-  const auto mask = interp.run("source_mask", {enc_in[1]});
-  check_all("source_mask", mask, aot.run("source_mask", {enc_in[1]}));
-  fmt::print("encode: identical ({})\n", states[0].describe());
+  const std::vector<vm::Value> enc_in = vm::cli::build_inputs("generate", {"input_ids", "attention_mask"}, {"Tensor", "Tensor"},
+                                                              interp_program->meta_json(), req);
+  const bool encoder_decoder = interp_program->find("encode") && interp_program->find("decode_step") &&
+                               interp_program->find("init_cache") && interp_program->find("source_mask");
+  // What the step functions share (declared here: decode_both, used by --bench, refers to them).
+  std::vector<vm::Value> states, mask;
+  int64_t start = 0, rows = 0;
+  std::function<void(bool)> decode_both = [](bool) {};
+  if (encoder_decoder) {
+    states = interp.run("encode", enc_in);
+    check_all("encode", states, aot.run("encode", enc_in));
+    mask = interp.run("source_mask", {enc_in[1]});
+    check_all("source_mask", mask, aot.run("source_mask", {enc_in[1]}));
+    fmt::print("encode: identical ({})\n", states[0].describe());
 
-  const nlohmann::json meta = nlohmann::json::parse(interp_program->meta_json());
-  const int64_t start = meta.value("decoder_start_token_id", int64_t{0});
-  const int64_t rows = enc_in[0].as_tensor().size(0);
-  // decode_step one token at a time, each engine with its own cache; the next token is
-  // the interpreter's argmax, fed to both.
-  auto decode = [&](auto& session, std::vector<vm::Value>* logits_out) {
-    vm::Value cache = session.run("init_cache", {states[0], vm::Value::from_int(rows), vm::Value::from_int(steps + 1)})[0];
-    vm::Tensor tokens = vm::Tensor::empty(vm::DType::i64, {rows, 1});
-    std::fill(tokens.template data<int64_t>(), tokens.template data<int64_t>() + rows, start);
-    for (int s = 0; s < steps; ++s) {
-      vm::Value logits = session.run("decode_step", {cache, vm::Value(tokens), mask[0], vm::Value::from_int(s)})[0];
-      if (logits_out) logits_out->push_back(logits);
-      const vm::Tensor l = logits.as_tensor().contiguous();
-      const int64_t vocab = l.size(-1);
-      vm::Tensor next = vm::Tensor::empty(vm::DType::i64, {rows, 1});
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* row = l.data<float>() + (l.numel() / rows) * (r + 1) - vocab;
-        next.data<int64_t>()[r] = std::max_element(row, row + vocab) - row;
+    const nlohmann::json meta = nlohmann::json::parse(interp_program->meta_json());
+    start = meta.value("decoder_start_token_id", int64_t{0});
+    rows = enc_in[0].as_tensor().size(0);
+    // decode_step one token at a time, each engine with its own cache; the next token is
+    // the interpreter's argmax, fed to both.
+    auto decode = [&](auto& session, std::vector<vm::Value>* logits_out) {
+      vm::Value cache = session.run("init_cache", {states[0], vm::Value::from_int(rows), vm::Value::from_int(steps + 1)})[0];
+      vm::Tensor tokens = vm::Tensor::empty(vm::DType::i64, {rows, 1});
+      std::fill(tokens.template data<int64_t>(), tokens.template data<int64_t>() + rows, start);
+      for (int s = 0; s < steps; ++s) {
+        vm::Value logits = session.run("decode_step", {cache, vm::Value(tokens), mask[0], vm::Value::from_int(s)})[0];
+        if (logits_out) logits_out->push_back(logits);
+        const vm::Tensor l = logits.as_tensor().contiguous();
+        const int64_t vocab = l.size(-1);
+        vm::Tensor next = vm::Tensor::empty(vm::DType::i64, {rows, 1});
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* row = l.data<float>() + (l.numel() / rows) * (r + 1) - vocab;
+          next.data<int64_t>()[r] = std::max_element(row, row + vocab) - row;
+        }
+        tokens = next;
       }
-      tokens = next;
-    }
-  };
-  std::vector<vm::Value> li, lc;
-  decode(interp, &li);
-  decode(aot, &lc);
-  check_all("decode_step logits", li, lc);
-  fmt::print("decode_step: {} steps identical ({})\n", steps, li[0].describe());
+    };
+    std::vector<vm::Value> li, lc;
+    decode(interp, &li);
+    decode(aot, &lc);
+    check_all("decode_step logits", li, lc);
+    fmt::print("decode_step: {} steps identical ({})\n", steps, li[0].describe());
+    decode_both = [&, decode](bool compiled) {
+      if (compiled) decode(aot, nullptr);
+      else decode(interp, nullptr);
+    };
+  }
 
   for (const std::string& g : generate) {
     auto named = options(g);
@@ -154,15 +167,14 @@ int run(int argc, char** argv) {
     fmt::print("generate({}): identical ({})\n", g, a[0].describe());
   }
 
-  if (bench > 0) {
+  if (bench > 0 && encoder_decoder) {
     std::vector<double> ti, tc;
-    for (int r = 0; r < bench; ++r) {  // alternating, so both see the same load
-      t0 = Clock::now();
-      decode(interp, nullptr);
-      ti.push_back(ms_since(t0) / steps);
-      t0 = Clock::now();
-      decode(aot, nullptr);
-      tc.push_back(ms_since(t0) / steps);
+    for (int r = 0; r < bench; ++r) {  // alternating, and each going first every other time
+      for (const bool compiled : {r % 2 == 1, r % 2 == 0}) {
+        t0 = Clock::now();
+        decode_both(compiled);
+        (compiled ? tc : ti).push_back(ms_since(t0) / steps);
+      }
     }
     fmt::print("load: interpreter {:.2f} ms, compiled {:.2f} ms\n", interp_load_ms, compiled_load_ms);
     fmt::print("decode_step ms/token (median of {}, {} steps, {} rows, {} thread{}): interpreter {:.3f}, compiled {:.3f}, "

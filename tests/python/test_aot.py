@@ -21,13 +21,11 @@ from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def _compile_and_build(tmp: Path, program: Path) -> dict:
+    """`tensorvm compile` of `program`, built with tests/aot/compare.cpp against the runtime under test."""
     if not shutil.which("cmake"):
         pytest.skip("cmake is not installed")
-    tmp = tmp_path_factory.mktemp("aot")
-    _, prog = imported("tiny-marian", tmp)
-    assert cli_main(["compile", str(prog.path), "-o", str(tmp / "compiled"), "--name", "compiled"]) == 0
+    assert cli_main(["compile", str(program), "-o", str(tmp / "compiled"), "--name", "compiled"]) == 0
     try:
         args = runtime_cmake_args(tmp)
     except NotInstalledError as e:
@@ -43,7 +41,14 @@ def built(tmp_path_factory):
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
         assert res.returncode == 0, f"{cmd}\n{res.stdout}\n{res.stderr}"
         logs.append(res.stdout + res.stderr)
-    return {"program": Path(prog.path), "compiled": tmp / "compiled", "build": tmp / "build", "log": "\n".join(logs)}
+    return {"program": program, "compiled": tmp / "compiled", "build": tmp / "build", "log": "\n".join(logs)}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("aot")
+    _, prog = imported("tiny-marian", tmp)
+    return _compile_and_build(tmp, Path(prog.path))
 
 
 def test_builds_without_warnings(built):
@@ -129,3 +134,23 @@ def test_generated_code_keeps_the_program_shape(built):
     assert len(re.findall(r"aot::call(?:_n<\d+>)?\(c, \d+, c\.op\.", text)) == \
         sum(1 for line in ir_text.splitlines() if re.match(r"\s+[\w, ]+ = (?!param\(|while_loop\(|cond\(|emit\()[a-z_0-9]+\(", line)
             and re.match(r"\s+[\w, ]+ = ([a-z_0-9]+)\(", line).group(1) not in ir_functions)
+
+
+def test_decoder_only_program_is_bit_identical(tmp_path_factory):
+    """GPT-2 (a decoder-only program, left-padded prompts): generate greedy, beam and sampling."""
+    from decoder_only_helpers import checkpoint
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    tmp = tmp_path_factory.mktemp("aot-gpt2")
+    import_hf(checkpoint("gpt2-odd"), tmp / "gpt2.tvm")
+    b = _compile_and_build(tmp, tmp / "gpt2.tvm")
+    assert "warning" not in b["log"].lower(), b["log"]
+    res = subprocess.run([str(b["build"] / "compare"), str(b["program"]), "--ids", "5 17 9 33; 4 8", "--threads", "2",
+                          *[a for g in ("max_new_tokens=6", "max_new_tokens=6,num_beams=1",
+                                        "max_new_tokens=6,num_beams=1,do_sample=True,seed=11,top_k=0")
+                            for a in ("--generate", g)]],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
+    assert len(gen) == 3 and all("identical" in line for line in gen)
