@@ -415,18 +415,11 @@ class WeightNames:
     def __init__(self):
         self.singles: dict[str, str] = {}
         self.tables: dict[str, str] = {}
-        self._taken: set[str] = set()
+        self._names = Names()
 
     def _member(self, name: str) -> str:
         base = cpp_name(re.sub(r"[^A-Za-z0-9]+", "_", name.replace("{}", "N")).strip("_") or "w")
-        if base[0].isdigit():
-            base = "w_" + base
-        m, i = base, 1
-        while m in self._taken:
-            i += 1
-            m = f"{base}_{i}"
-        self._taken.add(m)
-        return m
+        return self._names.fresh("w_" + base if base[0].isdigit() else base)
 
     def single(self, name: str) -> str:
         if name not in self.singles:
