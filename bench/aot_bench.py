@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--ids", default="120 4501 33 87 2210 9 0")
     ap.add_argument("--out", default=None, help="write the results as markdown here")
+    ap.add_argument("--work", default=None, help="build here and keep it (default: a temporary directory, removed)")
     args = ap.parse_args()
 
     import tensorvm
@@ -89,7 +90,8 @@ def main() -> int:
     if not (program / "program.py").is_file():
         cache.mkdir(parents=True, exist_ok=True)
         tensorvm.import_hf(ckpt, program)
-    tmp = Path(tempfile.mkdtemp(prefix="aot-bench-"))
+    tmp = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="aot-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
         compile_program(program, tmp / "compiled", name="compiled")
@@ -120,10 +122,12 @@ def main() -> int:
         out = run([build / "compare", program, "--ids", args.ids, "--threads", args.threads, "--steps", args.steps,
                    "--bench", args.repeat, *[a for g in checks for a in ("--generate", g)]], timeout=3600)
         load = re.search(r"load: interpreter ([\d.]+) ms, compiled ([\d.]+) ms", out)
-        dec = re.search(r"interpreter ([\d.]+), compiled ([\d.]+), compiled/interpreter ([\d.]+)", out)
+        dec = re.search(r"ms/token \(median.*interpreter ([\d.]+), compiled ([\d.]+), compiled/interpreter ([\d.]+)", out)
+        cpu = re.search(r"CPU ms/token.*interpreter ([\d.]+), compiled ([\d.]+), compiled/interpreter ([\d.]+)", out)
         identical = [line for line in out.splitlines() if "identical" in line]
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     load1 = os.getloadavg()[0]
     rows = [
@@ -147,6 +151,8 @@ def main() -> int:
         f"{float(load.group(2)):.2f} | {float(load.group(2)) / float(load.group(1)):.2f} |",
         f"| decode_step ms/token ({args.steps} steps, 1 row, {args.threads} thread(s), median of {args.repeat}) | "
         f"{float(dec.group(1)):.3f} | {float(dec.group(2)):.3f} | {float(dec.group(3)):.3f} |",
+        *([f"| the same, CPU time of the thread (ms/token) | {float(cpu.group(1)):.3f} | {float(cpu.group(2)):.3f} | "
+           f"{float(cpu.group(3)):.3f} |"] if cpu else []),
         "",
         f"Compile: `tensorvm compile` wrote {cpp_lines} lines of C++ for {ir_lines} lines of IR in {gen_s:.1f} s; "
         f"building the generated library (one job, -O3, no ccache) took {compile_s:.1f} s of wall time.",

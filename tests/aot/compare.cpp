@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+
+#include <time.h>
 #include <map>
 
 #include <fmt/format.h>
@@ -26,6 +28,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// CPU time of the calling thread: with one thread all the work, and less disturbed than
+// wall time by other processes on a shared machine.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
 
 void check_same(const std::string& what, const vm::Value& a, const vm::Value& b) {
   if (a.kind() != b.kind()) vm::fail("{}: interpreter gave {}, compiled {}", what, a.describe(), b.describe());
@@ -168,18 +178,23 @@ int run(int argc, char** argv) {
   }
 
   if (bench > 0 && encoder_decoder) {
-    std::vector<double> ti, tc;
+    std::vector<double> ti, tc, ci, cc;
     for (int r = 0; r < bench; ++r) {  // alternating, and each going first every other time
       for (const bool compiled : {r % 2 == 1, r % 2 == 0}) {
         t0 = Clock::now();
+        const double c0 = thread_cpu_ms();
         decode_both(compiled);
         (compiled ? tc : ti).push_back(ms_since(t0) / steps);
+        (compiled ? cc : ci).push_back((thread_cpu_ms() - c0) / steps);
       }
     }
     fmt::print("load: interpreter {:.2f} ms, compiled {:.2f} ms\n", interp_load_ms, compiled_load_ms);
     fmt::print("decode_step ms/token (median of {}, {} steps, {} rows, {} thread{}): interpreter {:.3f}, compiled {:.3f}, "
                "compiled/interpreter {:.3f}\n",
                bench, steps, rows, threads, threads == 1 ? "" : "s", median(ti), median(tc), median(tc) / median(ti));
+    if (threads == 1)
+      fmt::print("decode_step CPU ms/token (median of {}): interpreter {:.3f}, compiled {:.3f}, compiled/interpreter {:.3f}\n",
+                 bench, median(ci), median(cc), median(cc) / median(ci));
   }
   return 0;
 }
