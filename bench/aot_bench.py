@@ -155,7 +155,7 @@ def main() -> int:
            f"{float(cpu.group(3)):.3f} |"] if cpu else []),
         "",
         f"Compile: `tensorvm compile` wrote {cpp_lines} lines of C++ for {ir_lines} lines of IR in {gen_s:.1f} s; "
-        f"building the generated library (one job, -O3, no ccache) took {compile_s:.1f} s of wall time.",
+        f"building the generated library (one job, as its CMakeLists says: -Os, no ccache) took {compile_s:.1f} s of wall time.",
         "",
     ]
     text = "\n".join(rows)
