@@ -136,17 +136,19 @@ def test_generated_code_keeps_the_program_shape(built):
             and re.match(r"\s+[\w, ]+ = ([a-z_0-9]+)\(", line).group(1) not in ir_functions)
 
 
-def test_decoder_only_program_is_bit_identical(tmp_path_factory):
-    """GPT-2 (a decoder-only program, left-padded prompts): generate greedy, beam and sampling."""
+@pytest.mark.parametrize("name, ids", [("gpt2-odd", "5 17 9 33; 4 8"), ("m2m100-odd", "5 6 7 2; 8 9 2")])
+def test_other_architectures_are_bit_identical(tmp_path_factory, name, ids):
+    """GPT-2 (decoder-only, left-padded prompts; generate only) and M2M100 (encoder-decoder:
+    encode and decode_step too): generate beam, greedy and sampling, 2 threads."""
     from decoder_only_helpers import checkpoint
 
     from tensorvm.pycompiler.import_hf import import_hf
 
-    tmp = tmp_path_factory.mktemp("aot-gpt2")
-    import_hf(checkpoint("gpt2-odd"), tmp / "gpt2.tvm")
-    b = _compile_and_build(tmp, tmp / "gpt2.tvm")
+    tmp = tmp_path_factory.mktemp(f"aot-{name}")
+    import_hf(checkpoint(name), tmp / f"{name}.tvm")
+    b = _compile_and_build(tmp, tmp / f"{name}.tvm")
     assert "warning" not in b["log"].lower(), b["log"]
-    res = subprocess.run([str(b["build"] / "compare"), str(b["program"]), "--ids", "5 17 9 33; 4 8", "--threads", "2",
+    res = subprocess.run([str(b["build"] / "compare"), str(b["program"]), "--ids", ids, "--threads", "2",
                           *[a for g in ("max_new_tokens=6", "max_new_tokens=6,num_beams=1",
                                         "max_new_tokens=6,num_beams=1,do_sample=True,seed=11,top_k=0")
                             for a in ("--generate", g)]],
@@ -154,3 +156,35 @@ def test_decoder_only_program_is_bit_identical(tmp_path_factory):
     assert res.returncode == 0, res.stdout + res.stderr
     gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
     assert len(gen) == 3 and all("identical" in line for line in gen)
+    assert ("decode_step: " in res.stdout) == (name == "m2m100-odd")
+
+
+def test_whisper_transcribe_matches_tensorvm_run(tmp_path_factory):
+    """Whisper from audio (log_mel, encode, generate): the compiled command line and
+    tensorvm-run print and save the same tokens."""
+    import sys
+    import wave
+
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    import random_checkpoints
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    tmp = tmp_path_factory.mktemp("aot-whisper")
+    import_hf(random_checkpoints.ensure("whisper-odd"), tmp / "whisper.tvm")
+    b = _compile_and_build(tmp, tmp / "whisper.tvm")
+    samples = (np.random.default_rng(0).standard_normal(16000) * 3000).astype(np.int16)
+    with wave.open(str(tmp / "noise.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(samples.tobytes())
+    for beams in ("1", "2"):
+        common = ["transcribe", "--wav", str(tmp / "noise.wav"), "--arg", "max_new_tokens=6", "--arg", f"num_beams={beams}"]
+        a = _run_cli(b["build"] / "compiled" / "compiled-run", b["program"], *common, "--outputs", str(tmp / "a.npz"))
+        c = _run_cli(interp, b["program"], *common, "--outputs", str(tmp / "b.npz"))
+        assert a[0] == 0 and c[0] == 0, a[2] + c[2]
+        assert a[1] == c[1] and (tmp / "a.npz").read_bytes() == (tmp / "b.npz").read_bytes()
