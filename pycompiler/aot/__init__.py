@@ -103,8 +103,12 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
             "  Weights(const std::string& path, const vm::LoadOptions& options)"]
     inits = ["file(path, options)"] + [f"{m}(file.get({cpp_string(n)}))" for n, m in weights.singles.items()] + \
             [f"{m}(file.table({cpp_string(n)}))" for n, m in weights.tables.items()]
-    out += [("      : " if i == 0 else "        ") + init + ("," if i + 1 < len(inits) else " {}") for i, init in enumerate(inits)]
-    out += ["  aot::WeightsFile file;  // the mapping the tensors below view"]
+    if len(inits) == 1:  # a program without weights reads no file
+        out[-1] = "  Weights(const std::string& /*path*/, const vm::LoadOptions& /*options*/) {}"
+    else:
+        out += [("      : " if i == 0 else "        ") + init + ("," if i + 1 < len(inits) else " {}")
+                for i, init in enumerate(inits)]
+        out += ["  aot::WeightsFile file;  // the mapping the tensors below view"]
     out += [f"  vm::Value {m};  // {n}" for n, m in weights.singles.items()]
     out += [f"  aot::WeightsFile::Table {m};  // {n}" for n, m in weights.tables.items()]
     out += ["};", "", "namespace {", "",

@@ -188,3 +188,56 @@ def test_whisper_transcribe_matches_tensorvm_run(tmp_path_factory):
         c = _run_cli(interp, b["program"], *common, "--outputs", str(tmp / "b.npz"))
         assert a[0] == 0 and c[0] == 0, a[2] + c[2]
         assert a[1] == c[1] and (tmp / "a.npz").read_bytes() == (tmp / "b.npz").read_bytes()
+
+
+EDGE_IR = '''# tensorvm ir 1
+def count_cond(i: int, acc: Tensor, limit: int) -> bool:
+    go = lt(i, limit)
+    return go
+
+def count_body(i: int, acc: Tensor, limit: int) -> tuple[int, Tensor, int]:
+    new = add(i, 1)
+    acc_1 = add(acc, 0.5)
+    return new, acc_1, limit
+
+def pick(x: Tensor, y: Tensor) -> Tensor:
+    return x
+
+def other(x: Tensor, y: Tensor) -> Tensor:
+    return y
+
+def main(limit: int, flag: bool) -> tuple[int, Tensor, Tensor, bool, Any]:
+    i0 = add(0, 0)
+    acc0 = zeros([2, 3], dtype="f32")
+    int, acc, limit_1 = while_loop(count_cond, count_body, i0, acc0, limit)
+    t = while_loop(count_cond, count_body, i0, acc0, -1)
+    m = full([2, int], -inf, dtype="f32")
+    delete = cond(flag, pick, other, acc, m)
+    go = emit("a\\"b?\\n\\t\\xff", delete)
+    return int, acc, delete, go, t
+'''
+
+
+def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_factory):
+    """C++ keywords as value and function names (int, delete, main), a while_loop bound to
+    names and one packed into a tuple, cond, a string literal with escapes, -inf, an int
+    list with a name in it, and a program with no weights file: the compiled command line
+    prints what tensorvm-run prints."""
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    tmp = tmp_path_factory.mktemp("aot-edge")
+    prog = tmp / "edge.tvm"
+    prog.mkdir()
+    (prog / "program.py").write_text(EDGE_IR)
+    (prog / "meta.json").write_text('{"format": "tensorvm-ir", "version": 1}')
+    b = _compile_and_build(tmp, prog)
+    assert "warning" not in b["log"].lower(), b["log"]
+    text = (b["compiled"] / "compiled.cpp").read_text()
+    assert "auto& [int_, acc, limit_1] = " in text and "vm::Value delete_ = aot::test(flag, " in text
+    for args in (["--arg", "limit=3", "--arg", "flag=False"], ["--arg", "limit=2", "--arg", "flag=True"]):
+        a = _run_cli(b["build"] / "compiled" / "compiled-run", prog, "main", *args)
+        c = _run_cli(interp, prog, "main", *args)
+        assert a[0] == 0 and c[0] == 0, a[2] + c[2]
+        assert a[1] == c[1]
