@@ -241,3 +241,15 @@ def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_f
         c = _run_cli(interp, prog, "main", *args)
         assert a[0] == 0 and c[0] == 0, a[2] + c[2]
         assert a[1] == c[1]
+
+
+def test_compile_refuses_bad_programs_and_its_own_directory(tmp_path, capsys):
+    prog = tmp_path / "bad.tvm"
+    prog.mkdir()
+    (prog / "program.py").write_text("# tensorvm ir 1\ndef f(x: Tensor) -> Tensor:\n    y = frobnicate(x)\n    return y\n")
+    (prog / "meta.json").write_text('{"format": "tensorvm-ir", "version": 1}')
+    assert cli_main(["compile", str(prog), "-o", str(tmp_path / "out")]) == 1
+    assert "unknown op or function 'frobnicate'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli_main(["compile", str(prog), "-o", str(prog)]) == 1
+    assert "another directory" in capsys.readouterr().err
