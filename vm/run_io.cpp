@@ -287,13 +287,14 @@ EmitCallback stream_printer() {
     });
 }
 
-void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms) {
+void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms,
+            const std::function<bool(size_t, const Value&)>& printed) {
   std::vector<ir::TensorToWrite> to_write;
   std::vector<vm::Tensor> keep;  // owns the bytes to_write points into
   std::vector<std::unique_ptr<unsigned char[]>> scalars;
   for (size_t i = 0; i < outs.size(); ++i) {
     const vm::Value& v = outs[i];
-    print_value(fmt::format("output {}", i), v);
+    if (!(printed && printed(i, v))) print_value(fmt::format("output {}", i), v);
     if (r.outputs_path.empty() || v.is_none()) continue;  // None: an optional result not produced
     const std::string name = fmt::format("arr_{}", i);
     if (v.is_tensor()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
                                 const std::vector<std::string>& param_types, const std::string& meta_json,
                                 RunRequest& r);
 // Prints each output ("output 0 = tensor ..."), writes --outputs, prints --time's line.
-void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms);
+// `printed(i, value)`, when given, may print output i its own way and return true.
+void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms,
+            const std::function<bool(size_t, const Value&)>& printed = {});
 // --stream: one "stream: ..." line per generation step.
 EmitCallback stream_printer();
 
