@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/cpu.h"
@@ -610,6 +611,35 @@ std::vector<Param> dims_params() { return {p_tensor("x"), p_opt_ints("dim"), p_b
 
 }  // namespace
 
+// log_softmax over the last dim, then -inf where banned[j] (bool [V]): beam search's
+// scores with the tokens banned at every step (one-token bad words) in the same pass,
+// instead of a second pass of masked_fill over [rows, V] (pycompiler/generation/search.py).
+void log_softmax_masked_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = a.tensor(0);
+  const Tensor& banned = a.tensor(1);
+  if (x.dtype() != DType::f32 || x.ndim() < 1) vm::fail("x must be f32 with at least 1 dimension, got {}", x.describe());
+  const int64_t V = x.size(-1);
+  if (banned.dtype() != DType::boolean || banned.ndim() != 1 || banned.size(0) != V)
+    vm::fail("banned must be bool [{}] (x's last dimension), got {}", V, banned.describe());
+  const Tensor xc = x.contiguous();
+  const Tensor bc = banned.contiguous();
+  std::vector<int64_t> ban;
+  const bool* bp = bc.data<bool>();
+  for (int64_t j = 0; j < V; ++j)
+    if (bp[j]) ban.push_back(j);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  const int64_t rows = V == 0 ? 0 : x.numel() / V;
+  const float* px = xc.data<float>();
+  float* py = y.data<float>();
+  const auto softmax_rows = kernel_table().softmax_rows;
+  ctx.parallel_for(rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
+    softmax_rows(px + r0 * V, py + r0 * V, r1 - r0, V, true);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j : ban) py[r * V + j] = -std::numeric_limits<float>::infinity();
+  });
+  out[0] = std::move(y);
+}
+
 void register_reduce_ops(Registry& r) {
   add(r, "sum", dims_params(), sum_op,
       "Sum over dim (an int or int list; None: all dims), keepdim keeps them as size 1. f32 gives f32 (accumulated "
@@ -639,6 +669,10 @@ void register_reduce_ops(Registry& r) {
   add(r, "log_softmax", {p_tensor("x"), p_int("dim", -1)}, softmax_op<true>,
       "x - max - log(sum(exp(x - max))) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
       "like torch.");
+  add(r, "log_softmax_masked", {p_tensor("x"), p_tensor("banned")}, log_softmax_masked_op,
+      "log_softmax(x, -1) with -inf where banned (bool [V], x's last dimension) is True, in one pass: beam "
+      "search's step scores with the tokens banned at every step. Exactly masked_fill(log_softmax(x, -1), banned, "
+      "-inf).");
   {
     auto& op = add(r, "topk", {p_tensor("x"), p_int("k"), p_int("dim", -1), p_bool("largest", true)}, topk_op,
                    "The k largest (largest=False: smallest) elements along dim of an f32/i64/i32 tensor and their "

@@ -1381,6 +1381,15 @@ def add_rms_norm(x, residual, weight=None, eps=1e-6):
     return _f_compose("add_rms_norm", lambda: rms_norm(add(x, residual), weight, eps))
 
 
+@op
+def log_softmax_masked(x, banned):
+    if _a_is_tensor(x) and x.ndim >= 1 and (not _a_is_tensor(banned) or banned.dtype != np.bool_
+                                            or banned.shape != (x.shape[-1],)):
+        raise OpError(f"log_softmax_masked: banned must be bool [{x.shape[-1]}] (x's last dimension), "
+                      f"got {_a_desc(banned)}")
+    return _f_compose("log_softmax_masked", lambda: masked_fill(log_softmax(x, -1), banned, -_a_math.inf))
+
+
 _F_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "silu": silu}
 
 

@@ -122,3 +122,34 @@ def test_linear_act_errors(rng):
     check_error("linear_act", x, w, None, "gelu", match='activation must be "relu", "sigmoid" or "silu"')
     check_error("linear_act", x, f32(rng, 5, 3), None, "silu", match="weight", ref_match="does not match")
     check_error("linear_act", x, w, f32(rng, 4), "silu", match=r"bias must be f32\[5\]")
+
+
+# ---------------------------------------------------------------- log_softmax + ban
+
+def test_log_softmax_masked_signature():
+    check_signature("log_softmax_masked", "reduction")
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 11), (2, 4, 33), (32, 1000), (0, 5), (1, 1)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_log_softmax_masked_is_log_softmax_then_masked_fill(rng, shape, threads):
+    """Bit for bit the two C++ ops it replaces in beam search, on random scores, rows with
+    -inf (earlier processors) and a row of NaN; banned tokens none, one, several, all."""
+    x = f32(rng, *shape, scale=4.0)
+    if x.ndim > 1 and x.shape[0] > 1 and x.shape[-1] > 2:
+        x[0, 1] = -np.inf
+        x[1] = np.nan
+    V = shape[-1]
+    for banned in [np.zeros(V, bool), np.eye(1, V, V // 2, dtype=bool)[0], rng.random(V) < 0.3, np.ones(V, bool)]:
+        got = vm_call("log_softmax_masked", x, banned, num_threads=threads)
+        unfused = call_op("masked_fill", call_op("log_softmax", x, -1), banned, -np.inf)
+        np.testing.assert_array_equal(got, unfused)
+        check("log_softmax_masked", x, banned)
+
+
+def test_log_softmax_masked_errors(rng):
+    x = f32(rng, 3, 5)
+    check_error("log_softmax_masked", x, np.zeros(4, bool), match=r"banned must be bool \[5\]")
+    check_error("log_softmax_masked", x, np.zeros(5, np.int64), match=r"banned must be bool \[5\]")
+    check_error("log_softmax_masked", x, np.zeros((3, 5), bool), match=r"banned must be bool \[5\]")
+    check_error("log_softmax_masked", x.astype(np.int64), np.zeros(5, bool), match="x must be f32")
