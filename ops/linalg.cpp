@@ -10,6 +10,7 @@
 #include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -158,17 +159,15 @@ static void matmul(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_linalg_ops(Registry& r) {
-  auto& op = r.add("linear", "linear algebra");
+  auto& op = r.add(TENSORVM_OP("linear", linear), "linear algebra");
   op.params = {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")};
   op.outputs = {"Tensor"};
   op.doc = "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.";
-  op.kernel = linear;
 
-  auto& mm = r.add("matmul", "linear algebra");
+  auto& mm = r.add(TENSORVM_OP("matmul", matmul), "linear algebra");
   mm.params = {p_tensor("x"), p_tensor("y")};
   mm.outputs = {"Tensor"};
   mm.doc = "x[..., m, k] @ y[..., k, n] (f32, both at least 2-D); the batch dims broadcast like numpy.";
-  mm.kernel = matmul;
 }
 
 }  // namespace ops

@@ -49,7 +49,8 @@ const char* kUsage =
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
-    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
+    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n"
+    "       tensorvm-run --ops    (the names of the built-in ops this build contains, one a line)\n";
 
 vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   if (s == "F32") return vm::DType::f32;
@@ -249,6 +250,10 @@ int run(int argc, char** argv) {
       return 0;
     } else if (a == "--info") {
       fmt::print("{}", ops::describe_cpu());
+      return 0;
+    } else if (a == "--ops") {  // a selective build has fewer (docs/runtime.md "Selective build")
+      for (const ops::OpDef* op : ops::Registry::get().all())
+        if (op->builtin) fmt::print("{}\n", op->name);
       return 0;
     } else if (a == "--inputs") {
       inputs_path = next();
