@@ -13,6 +13,8 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
+    tensorvm selective-build PROGRAM... -o DIR [--source SRC]
+    tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
     tensorvm --cmake-dir | --include-dir
 
 run/replay take the inputs and options of `tensorvm-run` (see cli_io.py): arrays by
@@ -188,6 +190,32 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_selective_build(args) -> int:
+    from .selective import write_selective_build
+
+    sel = write_selective_build(args.programs, args.output, source=args.source)
+    print(f"wrote {args.output}: {len(sel.ops)} of {sel.builtin_count} ops ({', '.join(sorted(sel.ops))})")
+    if sel.app_ops:
+        print(f"the app registers: {', '.join(sorted(sel.app_ops))} (not built-in ops; vm::register_op)")
+    print(f"build: cmake -S {args.output} -B {args.output}/build -G Ninja && "
+          f"cmake --build {args.output}/build --target tensorvm-run")
+    return 0
+
+
+def cmd_bundle(args) -> int:
+    from .bundle import bundle
+    from .program import load
+
+    program = load(args.program)
+    fn = program.module.function(args.function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    case = bundle(program, args.function, inputs, atol=args.atol, rtol=args.rtol, replace=args.replace)
+    print(f"bundled in {args.program}: case {case.index} {args.function}, {len(case.outputs)} expected output(s); "
+          f"check with: tensorvm-run {args.program} verify")
+    return 0
+
+
 def cmd_info(args) -> int:
     from .. import _C
 
@@ -274,6 +302,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    s = sub.add_parser("selective-build", parents=[common],
+                       help="write a CMake project building tensorvm-run with only the ops the programs call")
+    s.add_argument("programs", nargs="+", metavar="PROGRAM", help="program directories")
+    s.add_argument("-o", "--output", required=True, help="directory to write ops.txt and CMakeLists.txt to")
+    s.add_argument("--source", help="the tensorvm source tree (default: the one this package runs from)")
+    b = sub.add_parser("bundle", parents=[common],
+                       help="store example inputs and the outputs they give in the program, for tensorvm-run verify")
+    b.add_argument("program", help="program directory")
+    b.add_argument("function", help="function to run")
+    b.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
+    b.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
+    b.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    b.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
+    b.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance of float outputs (integers: exact)")
+    b.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of float outputs")
+    b.add_argument("--replace", action="store_true", help="drop the cases bundled before")
     n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",
                        parents=[common])
     n.add_argument("--json", action="store_true", help="machine-readable output")
@@ -290,6 +334,8 @@ COMMANDS = {
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
     "info": cmd_info,
+    "selective-build": cmd_selective_build,
+    "bundle": cmd_bundle,
 }
 
 

@@ -18,6 +18,9 @@
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
+// The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
+// with the outputs stored beside them (vm/cli/verify.h):
+//   tensorvm-run PROGRAM verify [--threads N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +37,9 @@
 #include "ir/array_file.h"
 #include "ir/wav_file.h"
 #include "ops/cpu.h"
+#include "vm/cli/array_values.h"
 #include "vm/cli/text_verbs.h"
+#include "vm/cli/verify.h"
 #include "vm/profiler.h"
 #include "vm/vm.h"
 
@@ -49,49 +54,10 @@ const char* kUsage =
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
+    "       tensorvm-run PROGRAM verify [--threads N]   (rerun the example inputs `tensorvm bundle` stored in\n"
+    "                    the program; each output's max error; exit status 1 past tolerance)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n"
     "       tensorvm-run --ops    (the names of the built-in ops this build contains, one a line)\n";
-
-vm::DType dtype_from_name(const std::string& s, const std::string& what) {
-  if (s == "F32") return vm::DType::f32;
-  if (s == "I64") return vm::DType::i64;
-  if (s == "I32") return vm::DType::i32;
-  if (s == "BOOL") return vm::DType::boolean;
-  if (s == "I8") return vm::DType::i8;
-  vm::fail("{}: tensors must be float32, int64, int32, bool or int8, got {}", what, s);
-}
-
-std::string safetensors_dtype(vm::DType t) {
-  switch (t) {
-    case vm::DType::f32: return "F32";
-    case vm::DType::i64: return "I64";
-    case vm::DType::i32: return "I32";
-    case vm::DType::boolean: return "BOOL";
-    case vm::DType::i8: return "I8";
-  }
-  return "?";
-}
-
-// A 0-d array for a scalar parameter (np.array(7) for an int, np.array(0.5) for a float).
-vm::Value scalar_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what) {
-  if (!a.shape.empty())
-    vm::fail("{} is declared {}: give a 0-d array, got shape [{}]", what, type, fmt::join(a.shape, ", "));
-  auto as = [&](auto zero) {
-    decltype(zero) v;
-    std::memcpy(&v, a.data.data(), sizeof v);
-    return v;
-  };
-  const bool integral = a.dtype == "I64" || a.dtype == "I32" || a.dtype == "I8";
-  const int64_t i = a.dtype == "I64" ? as(int64_t{}) : a.dtype == "I32" ? as(int32_t{}) : a.dtype == "I8" ? as(int8_t{}) : 0;
-  if ((type == "int" || type == "Any") && integral) return vm::Value::from_int(i);
-  if (type == "float" || type == "Any") {
-    if (a.dtype == "F32") return vm::Value::from_float(as(float{}));
-    if (a.dtype == "F64") return vm::Value::from_float(as(double{}));
-    if (integral && type == "float") return vm::Value::from_float(double(i));
-  }
-  if ((type == "bool" || type == "Any") && a.dtype == "BOOL") return vm::Value::from_bool(a.data[0] != 0);
-  vm::fail("{} is declared {}, got a 0-d {} array", what, type, a.dtype);
-}
 
 vm::Value parse_scalar(const std::string& type, const std::string& text, const std::string& name) {
   try {
@@ -322,6 +288,15 @@ int run(int argc, char** argv) {
     return cli::run_text_verb(positional[0], program, verb, o);
   }
   if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
+  if (positional[1] == "verify" && !program->find("verify")) {
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
+        stream || profile || !wav_path.empty())
+      vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
+    vm::SessionOptions opts;
+    opts.num_threads = threads;
+    opts.max_instructions = max_instructions;
+    return cli::run_verify(positional[0], program, opts);
+  }
   const vm::Function& fn = program->function(positional[1]);
 
   if (!outputs_path.empty() && !ir::is_array_file_name(outputs_path))
@@ -384,13 +359,7 @@ int run(int argc, char** argv) {
       const ir::ArrayData& a = arrays.at(array_name);
       const std::string what = fmt::format("{}: input '{}' of {}", inputs_path, name, fn.name);
       used.insert(array_name);
-      if (type == "Tensor" || type == "Tensor?" || (type == "Any" && !a.shape.empty())) {
-        vm::Tensor t = vm::Tensor::empty(dtype_from_name(a.dtype, what), vm::Shape(a.shape.begin(), a.shape.end()));
-        std::memcpy(t.raw(), a.data.data(), a.data.size());
-        inputs.emplace_back(t);
-      } else {
-        inputs.push_back(scalar_from_array(a, type, what));
-      }
+      inputs.push_back(cli::value_from_array(a, type, what));
     } else if (type == "None" || type == "Any") {
       inputs.push_back(vm::Value::none());  // an option left to the program's default
     } else {
@@ -434,7 +403,7 @@ int run(int argc, char** argv) {
     if (v.is_tensor()) {
       keep.push_back(v.as_tensor().contiguous());
       const vm::Tensor& t = keep.back();
-      to_write.push_back({name, safetensors_dtype(t.dtype()), std::vector<int64_t>(t.shape().begin(), t.shape().end()),
+      to_write.push_back({name, cli::safetensors_dtype(t.dtype()), std::vector<int64_t>(t.shape().begin(), t.shape().end()),
                           t.raw(), t.nbytes()});
     } else if (v.is_int() || v.is_float() || v.is_bool()) {  // 0-d arrays, as numpy.asarray makes them
       scalars.emplace_back(new unsigned char[8]);
