@@ -92,7 +92,7 @@ def bundle(program, function: str, inputs: Sequence[Any], *, atol: float = 1e-4,
         digest.update(name.encode())
         digest.update(arrays[name].tobytes())
     file_name = f"bundle-{digest.hexdigest()[:16]}.safetensors"
-    weights_io.write(directory / file_name, arrays)
+    weights_io.write(directory / file_name, arrays, alignment=1)  # readable by the safetensors package too
     manifest["cases"].append({"function": function, "arrays": file_name, "outputs": outputs})
     write_file_atomic(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     used = {c["arrays"] for c in manifest["cases"]}
