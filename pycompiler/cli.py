@@ -13,7 +13,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
-    tensorvm selective-build PROGRAM... -o DIR [--source SRC]
+    tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
     tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
     tensorvm --cmake-dir | --include-dir
 
@@ -193,7 +193,8 @@ def cmd_ops(args) -> int:
 def cmd_selective_build(args) -> int:
     from .selective import write_selective_build
 
-    sel = write_selective_build(args.programs, args.output, source=args.source)
+    variants = [v.strip() for v in (args.kernel_variants or "").split(",") if v.strip()]
+    sel = write_selective_build(args.programs, args.output, source=args.source, kernel_variants=variants)
     print(f"wrote {args.output}: {len(sel.ops)} of {sel.builtin_count} ops ({', '.join(sorted(sel.ops))})")
     if sel.app_ops:
         print(f"the app registers: {', '.join(sorted(sel.app_ops))} (not built-in ops; vm::register_op)")
@@ -307,6 +308,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("programs", nargs="+", metavar="PROGRAM", help="program directories")
     s.add_argument("-o", "--output", required=True, help="directory to write ops.txt and CMakeLists.txt to")
     s.add_argument("--source", help="the tensorvm source tree (default: the one this package runs from)")
+    s.add_argument("--kernel-variants", dest="kernel_variants", metavar="V1,V2",
+                   help="the kernel variants to keep besides scalar, e.g. avx2 or neon (default: all the target's)")
     b = sub.add_parser("bundle", parents=[common],
                        help="store example inputs and the outputs they give in the program, for tensorvm-run verify")
     b.add_argument("program", help="program directory")
