@@ -93,11 +93,12 @@ def _full_run() -> Path:
 
 @pytest.mark.skipif(not shutil.which("cmake") or not shutil.which("ninja"), reason="needs cmake and ninja")
 def test_selective_runtime_runs_marian_and_refuses_other_ops(marian, tmp_path):
-    """Builds tensorvm-run for the f32 + w8a8 Marian programs (ccache keeps a rebuild
-    short; TENSORVM_SELECTIVE_BUILD_DIR keeps the build between runs), then: it holds
-    exactly the listed ops, generates the same tokens as the full runtime, and refuses
-    a program calling an op left out, naming the op and the IR line."""
-    out = Path(os.environ.get("TENSORVM_SELECTIVE_BUILD_DIR", tmp_path / "sel"))
+    """Builds tensorvm-run for the f32 + w8a8 Marian programs, then: it holds exactly
+    the listed ops, generates the same tokens as the full runtime, and refuses a program
+    calling an op left out, naming the op and the IR line. The build stays in
+    build/selective-test (TENSORVM_SELECTIVE_BUILD_DIR), so a rerun only rebuilds what
+    changed; ccache shares the rest between checkouts."""
+    out = Path(os.environ.get("TENSORVM_SELECTIVE_BUILD_DIR", ROOT / "build" / "selective-test"))
     assert cli.main(["selective-build", str(marian["f32"]), str(marian["w8a8"]), "-o", str(out)]) == 0
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     res = _run(["cmake", "-S", out, "-B", out / "build", "-G", "Ninja", *launcher])
