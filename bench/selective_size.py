@@ -102,12 +102,11 @@ def main() -> int:
         for name, programs in selections.items():
             project = work / name
             if programs is None:  # every op: the ops.txt of all the registry's ops
-                from tensorvm.pycompiler import registry
-                from tensorvm.pycompiler.selective import _cmake_text
+                from tensorvm.pycompiler.selective import _cmake_text, builtin_ops
 
                 project.mkdir(exist_ok=True)
-                (project / "ops.txt").write_text("\n".join(sorted(registry.real_ops())) + "\n")
-                (project / "CMakeLists.txt").write_text(_cmake_text(ROOT, ["(every op)"], len(registry.real_ops()), []))
+                (project / "ops.txt").write_text("\n".join(sorted(builtin_ops())) + "\n")
+                (project / "CMakeLists.txt").write_text(_cmake_text(ROOT, ["(every op)"], len(builtin_ops()), []))
             else:
                 assert cli.main(["selective-build", *map(str, programs), "-o", str(project)]) == 0
             exe = build(project, project / f"build-{vset}", variants)

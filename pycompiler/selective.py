@@ -31,11 +31,16 @@ class Selection:
     builtin_count: int = 0                                       # built-in ops of the full runtime
 
 
+def builtin_ops() -> set[str]:
+    """The runtime's own ops (not those an app registered in this process)."""
+    return {name for name, spec in registry.real_ops().items() if spec.builtin}
+
+
 def select_ops(programs: Sequence[str]) -> Selection:
     """The built-in ops the programs call (each program's IR, every function)."""
     if not programs:
         raise SelectiveBuildError("selective-build needs at least one program directory")
-    builtin = set(registry.real_ops())
+    builtin = builtin_ops()
     sel = Selection(builtin_count=len(builtin))
     for path in programs:
         text = read_program_text(path)
