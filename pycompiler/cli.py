@@ -274,14 +274,15 @@ def _parser() -> argparse.ArgumentParser:
             r.add_argument("--text-file", dest="text_file", help="the same, from a UTF-8 file")
         if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
+    inputs = argparse.ArgumentParser(add_help=False)  # the inputs of run, for diff and bundle
+    inputs.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
+    inputs.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
+    inputs.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    inputs.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
-                       parents=[common])
+                       parents=[common, inputs])
     d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",
                    help="one program (the C++ VM against the Python replay) or two (both in the VM, aligned by SSA name)")
-    d.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
-    d.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
-    d.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
-    d.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
     d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
@@ -310,14 +311,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--source", help="the tensorvm source tree (default: the one this package runs from)")
     s.add_argument("--kernel-variants", dest="kernel_variants", metavar="V1,V2",
                    help="the kernel variants to keep besides scalar, e.g. avx2 or neon (default: all the target's)")
-    b = sub.add_parser("bundle", parents=[common],
+    b = sub.add_parser("bundle", parents=[common, inputs],
                        help="store example inputs and the outputs they give in the program, for tensorvm-run verify")
     b.add_argument("program", help="program directory")
     b.add_argument("function", help="function to run")
-    b.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
-    b.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
-    b.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
-    b.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     b.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance of float outputs (integers: exact)")
     b.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of float outputs")
     b.add_argument("--replace", action="store_true", help="drop the cases bundled before")

@@ -51,14 +51,17 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def write_file_atomic(path, data) -> None:
-    """Writes `data` (str as UTF-8, or bytes) to a temporary file beside `path`, renamed
-    over it once complete: a reader sees the old file or the new one."""
+    """Writes `data` (str as UTF-8, bytes, or a function writing to a binary file) to a
+    temporary file beside `path`, renamed over it once complete: a reader sees the old
+    file or the new one."""
     path = Path(path)
-    blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.resolve().parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode("utf-8") if isinstance(data, str) else bytes(data))
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
