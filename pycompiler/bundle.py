@@ -64,6 +64,8 @@ def bundle(program, function: str, inputs: Sequence[Any], *, atol: float = 1e-4,
            replace: bool = False) -> BundledCase:
     """Runs `function` of a loaded program on `inputs` in the C++ VM and stores the
     inputs and its outputs as a new case of the program's bundle."""
+    if program.path is None:
+        raise BundleError("bundle: the program was loaded from memory; load it from its directory to bundle into it")
     if atol < 0 or rtol < 0:
         raise BundleError(f"tolerances must be >= 0, got atol={atol}, rtol={rtol}")
     fn = program.module.function(function)
