@@ -79,6 +79,9 @@ def test_cli_writes_the_list_and_a_cmake_project(marian, tmp_path, capsys):
     assert f'TENSORVM_SOURCE_DIR "{ROOT}"' in cmake and "TENSORVM_SELECTED_OPS" in cmake
     assert f"{len(listed)} of {len(builtin_ops())} ops" in capsys.readouterr().out
     assert cli.main(["selective-build", "-o", str(out), str(tmp_path / "missing.tvm")]) == 1
+    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2,neon"]) == 0
+    assert 'set(TENSORVM_KERNEL_VARIANTS "avx2;neon" CACHE' in (out / "CMakeLists.txt").read_text()
+    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2;x"]) == 1
 
 
 def _run(cmd, **kw):
