@@ -11,6 +11,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
     tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce]
+    tensorvm compile PROGRAM -o DIR [--name NAME]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
     tensorvm ops [--json]
@@ -129,6 +130,21 @@ def cmd_optimize(args) -> int:
     stats = optimize_dir(args.program, args.output, [(n, known[n]) for n in names])
     removed = ", ".join(f"{n} {k}" for n, k in stats.removed.items())
     print(f"wrote {args.output}: {stats.before} -> {stats.after} statements ({removed}; {stats.rounds} rounds)")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from pathlib import Path
+
+    from .aot import compile_program
+
+    if Path(args.output).resolve() == Path(args.program).resolve():
+        raise CLIError("compile: -o must name another directory than the program's")
+    files = compile_program(args.program, args.output, name=args.name)
+    lib = next(f for f in files if f.endswith(".cpp") and not f.endswith("_run.cpp"))[:-4]
+    print(f"wrote {args.output}: {', '.join(files)}\n"
+          f"build: cmake -S {args.output} -B {args.output}/build -Dtensorvm_DIR=\"$(tensorvm --cmake-dir)\" && "
+          f"cmake --build {args.output}/build   (library {lib}, command line {lib}-run)")
     return 0
 
 
@@ -300,6 +316,12 @@ def _parser() -> argparse.ArgumentParser:
     z.add_argument("-o", "--output", required=True, help="program directory to write")
     z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce; "
                    "rewrite applies the standard pattern rules)")
+    k = sub.add_parser("compile", help="write the program as C++ (a library with run(name, inputs) and a command line) "
+                       "that builds against the installed runtime (docs/aot.md)", parents=[common])
+    k.add_argument("program", help="program directory")
+    k.add_argument("-o", "--output", required=True, help="directory to write the C++ and its CMakeLists.txt into")
+    k.add_argument("--name", default=None, help="the C++ namespace, library and file names (default: from the program's "
+                   "directory name)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     shown = i.add_mutually_exclusive_group()
@@ -338,6 +360,7 @@ COMMANDS = {
     "profile": cmd_profile,
     "diff": cmd_diff,
     "optimize": cmd_optimize,
+    "compile": cmd_compile,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
