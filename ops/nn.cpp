@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -198,44 +199,39 @@ static void embedding(OpContext& ctx, const Args& a, Value* out) {
 
 void register_nn_ops(Registry& r) {
   {
-    auto& op = r.add("layer_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("layer_norm", layer_norm), "nn");
     op.params = {p_tensor("x"), p_opt_tensor("weight"), p_opt_tensor("bias"), p_float("eps", 1e-5)};
     op.outputs = {"Tensor"};
     op.doc = "Layer normalisation of f32 x over its last dim D: (x - mean) / sqrt(var + eps) * weight[D] + bias[D], "
              "with the biased variance (as torch); weight and bias are optional.";
-    op.kernel = layer_norm;
   }
   {
-    auto& op = r.add("rms_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("rms_norm", rms_norm), "nn");
     op.params = {p_tensor("x"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
     op.outputs = {"Tensor"};
     op.doc = "RMS normalisation of f32 x over its last dim D: x / sqrt(mean(x^2) + eps) * weight[D] (weight optional).";
-    op.kernel = rms_norm;
   }
   {
-    auto& op = r.add("add_layer_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("add_layer_norm", add_layer_norm), "nn");
     op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"),
                  p_opt_tensor("bias"), p_float("eps", 1e-5)};
     op.outputs = {"Tensor"};
     op.doc = "layer_norm(x + residual, weight, bias, eps) in one pass over each row (the graph passes fuse "
              "the two); x + residual is add's, and must be an f32 tensor.";
-    op.kernel = add_layer_norm;
   }
   {
-    auto& op = r.add("add_rms_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("add_rms_norm", add_rms_norm), "nn");
     op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
     op.outputs = {"Tensor"};
     op.doc = "rms_norm(x + residual, weight, eps) in one pass over each row (the graph passes fuse the two); "
              "x + residual is add's, and must be an f32 tensor.";
-    op.kernel = add_rms_norm;
   }
   {
-    auto& op = r.add("embedding", "nn");
+    auto& op = r.add(TENSORVM_OP("embedding", embedding), "nn");
     op.params = {p_tensor("ids"), p_tensor("weight")};
     op.outputs = {"Tensor"};
     op.doc = "Rows of weight f32[V, D] picked by ids (i64 or i32, any shape) -> f32[*ids.shape, D]. "
              "An id outside [0, V) is an error.";
-    op.kernel = embedding;
   }
 }
 

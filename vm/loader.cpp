@@ -22,6 +22,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/safetensors.h"
+#include "ops/select.h"
 #include "vm/program.h"
 #include "vm/weights.h"
 
@@ -350,6 +351,10 @@ class Loader {
       return;
     }
     const ops::OpDef* op = ops::Registry::get().find(c);
+    if (!op && ops::kSelectiveBuild)
+      fail_at(s.line, "op '{}' is not in this runtime: it is a selective build with only the ops of the programs it "
+              "was built for (tensorvm selective-build); rebuild it with this program among them, or register the "
+              "op with vm::register_op before loading", c);
     if (!op)
       fail_at(s.line, "unknown op or function '{}' (an app's own op must be registered with vm::register_op, "
               "or tensorvm.register_op in Python, before the program is loaded)", c);

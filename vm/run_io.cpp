@@ -28,17 +28,6 @@ vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   vm::fail("{}: tensors must be float32, int64, int32, bool or int8, got {}", what, s);
 }
 
-std::string safetensors_dtype(vm::DType t) {
-  switch (t) {
-    case vm::DType::f32: return "F32";
-    case vm::DType::i64: return "I64";
-    case vm::DType::i32: return "I32";
-    case vm::DType::boolean: return "BOOL";
-    case vm::DType::i8: return "I8";
-  }
-  return "?";
-}
-
 // A 0-d array for a scalar parameter (np.array(7) for an int, np.array(0.5) for a float).
 vm::Value scalar_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what) {
   if (!a.shape.empty())
@@ -61,6 +50,26 @@ vm::Value scalar_from_array(const ir::ArrayData& a, const std::string& type, con
 }
 
 }  // namespace
+
+std::string safetensors_dtype(vm::DType t) {
+  switch (t) {
+    case vm::DType::f32: return "F32";
+    case vm::DType::i64: return "I64";
+    case vm::DType::i32: return "I32";
+    case vm::DType::boolean: return "BOOL";
+    case vm::DType::i8: return "I8";
+  }
+  return "?";
+}
+
+vm::Value value_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what) {
+  if (type == "Tensor" || type == "Tensor?" || (type == "Any" && !a.shape.empty())) {
+    vm::Tensor t = vm::Tensor::empty(dtype_from_name(a.dtype, what), vm::Shape(a.shape.begin(), a.shape.end()));
+    std::memcpy(t.raw(), a.data.data(), a.data.size());
+    return vm::Value(t);
+  }
+  return scalar_from_array(a, type, what);
+}
 
 vm::Value parse_scalar(const std::string& type, const std::string& text, const std::string& name) {
   try {
@@ -254,13 +263,7 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
       const ir::ArrayData& a = arrays.at(array_name);
       const std::string what = fmt::format("{}: input '{}' of {}", r.inputs_path, name, fn_name);
       used.insert(array_name);
-      if (type == "Tensor" || type == "Tensor?" || (type == "Any" && !a.shape.empty())) {
-        vm::Tensor t = vm::Tensor::empty(dtype_from_name(a.dtype, what), vm::Shape(a.shape.begin(), a.shape.end()));
-        std::memcpy(t.raw(), a.data.data(), a.data.size());
-        inputs.emplace_back(t);
-      } else {
-        inputs.push_back(scalar_from_array(a, type, what));
-      }
+      inputs.push_back(value_from_array(a, type, what));
     } else if (type == "None" || type == "Any") {
       inputs.push_back(vm::Value::none());  // an option left to the program's default
     } else {

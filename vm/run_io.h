@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/npz.h"
 #include "vm/session.h"
 #include "vm/value.h"
 
@@ -34,6 +35,12 @@ void finish(const std::string& fn_name, const std::vector<Value>& outs, const Ru
             const std::function<bool(size_t, const Value&)>& printed = {});
 // --stream: one "stream: ..." line per generation step.
 EmitCallback stream_printer();
+
+// A parameter's value from an array of --inputs (or of a bundle, vm/cli/verify.h): a
+// tensor for Tensor, Tensor? and a shaped Any, else a 0-d array read as the declared
+// scalar type. `what` names the array in errors.
+Value value_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what);
+std::string safetensors_dtype(DType t);  // "F32", "I64", ...
 
 Value parse_scalar(const std::string& type, const std::string& text, const std::string& name);
 std::vector<std::vector<int64_t>> parse_ids(const std::string& text, const char* option = "--ids");

@@ -19,6 +19,9 @@
 // transcript (or token ids, when the program carries no tokenizer).
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
+// The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
+// with the outputs stored beside them (vm/cli/verify.h):
+//   tensorvm-run PROGRAM verify [--threads N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +39,7 @@
 #include "ir/wav_file.h"
 #include "ops/cpu.h"
 #include "vm/cli/text_verbs.h"
+#include "vm/cli/verify.h"
 #include "vm/profiler.h"
 #include "vm/run_io.h"
 #include "vm/vm.h"
@@ -55,7 +59,10 @@ const char* kUsage =
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
-    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
+    "       tensorvm-run PROGRAM verify [--threads N]   (rerun the example inputs `tensorvm bundle` stored in\n"
+    "                    the program; each output's max error; exit status 1 past tolerance)\n"
+    "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n"
+    "       tensorvm-run --ops    (the names of the built-in ops this build contains, one a line)\n";
 
 std::string read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -90,6 +97,10 @@ int run(int argc, char** argv) {
       return 0;
     } else if (a == "--info") {
       fmt::print("{}", ops::describe_cpu());
+      return 0;
+    } else if (a == "--ops") {  // a selective build has fewer (docs/runtime.md "Selective build")
+      for (const ops::OpDef* op : ops::Registry::get().all())
+        if (op->builtin) fmt::print("{}\n", op->name);
       return 0;
     } else if (a == "--inputs") {
       inputs_path = next();
@@ -167,6 +178,15 @@ int run(int argc, char** argv) {
   }
   if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
   if (!src_lang.empty() || !tgt_lang.empty()) vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
+  if (positional[1] == "verify" && !program->find("verify")) {
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
+        stream || profile || !wav_path.empty())
+      vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
+    vm::SessionOptions opts;
+    opts.num_threads = threads;
+    opts.max_instructions = max_instructions;
+    return cli::run_verify(positional[0], program, opts);
+  }
   const vm::Function& fn = program->function(positional[1]);
 
   vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
