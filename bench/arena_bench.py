@@ -118,8 +118,10 @@ def main() -> int:
         pool = load(args.program)
         need = pool.memory("generate", *positional(pool, named))
         arena = load(args.program, arena_bytes=need["arena_bytes"])
-        want = pool.session.run_named("generate", named)  # warms the pool
-        got = arena.session.run_named("generate", named)
+        # Copies: the VM's results are numpy views that keep their tensors carved in the
+        # arena (docs/runtime.md), and the next runs need that room.
+        want = [np.array(v, copy=True) for v in pool.session.run_named("generate", named)]  # warms the pool
+        got = [np.array(v, copy=True) for v in arena.session.run_named("generate", named)]
         same = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(want, got))
         pool.session.reset_memory_peak()
         arena.session.reset_memory_peak()

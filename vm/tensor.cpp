@@ -139,9 +139,11 @@ Ref<Buffer> Pool::allocate(size_t bytes) {
       it->second.pop_back();
       cached_bytes_ -= cap;
     } else {
+      // Only a fresh block adds to what the pool holds (live + cached): a reused one
+      // moves from cached to live, a block given back stays or is freed.
       ++fresh_allocs_;
+      peak_held_ = std::max(peak_held_, live_bytes_ + cached_bytes_);
     }
-    peak_held_ = std::max(peak_held_, live_bytes_ + cached_bytes_);
   }
   if (!b) {
     void* mem = std::aligned_alloc(64, cap);
