@@ -11,6 +11,11 @@ batch 1, it prints
   calling thread, medians), with the outputs checked bit-identical.
 
     python3 bench/arena_bench.py [--program DIR] [--max-new-tokens 32] [--source-len 12] [--repeats 5] [--beams 1 4]
+    python3 bench/arena_bench.py --baseline OTHER_BUILD/pkg [--rounds 3]   # the default (no arena): this build vs another
+
+--baseline times the default path (no arena, tensorvm._C only, greedy) of this build and
+of another build's package directory (a checkout before the arena, built with
+.ci/dev-build), in alternating processes, to show the pool's path did not slow down.
 
 Without --program it uses $TENSORVM_BENCH_CACHE (default /work/bench-cache)'s
 opus-mt-en-fr-random-*/tensorvm program (bench/checkpoint.py builds it).
@@ -82,6 +87,32 @@ def run_child(args, beams: int, arena_bytes: int) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def time_default(args) -> int:
+    """In a process of one build: median CPU ms of greedy generate, no arena, _C only."""
+    from tensorvm import _C
+
+    session = _C.Session(_C.Program.load(args.program), 1)
+    named = named_inputs(args, 1)
+    session.run_named("generate", named)
+    print(statistics.median(cpu_ms(lambda: session.run_named("generate", named)) for _ in range(3)))
+    return 0
+
+
+def baseline(args) -> int:
+    this = os.environ.get("PYTHONPATH", "")
+    times: dict = {"baseline": [], "this build": []}
+    for _ in range(args.rounds):
+        for name, path in (("baseline", args.baseline), ("this build", this)):
+            cmd = [sys.executable, __file__, "--program", args.program, "--source-len", str(args.source_len),
+                   "--max-new-tokens", str(args.max_new_tokens), "--time-default"]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
+            times[name].append(float(out.stdout.strip().splitlines()[-1]))
+    b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
+    print(f"greedy generate, no arena, CPU ms (median of {args.rounds} processes x 3 runs): baseline {b:.1f} "
+          f"{times['baseline']}, this build {t:.1f} {times['this build']}, this/baseline {t / b:.3f}")
+    return 0
+
+
 def cpu_ms(fn) -> float:
     t0 = time.thread_time()
     fn()
@@ -100,12 +131,19 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--json", dest="json_out", help="write the figures here too")
+    ap.add_argument("--baseline", metavar="PKG_DIR", help="time the default path against another build's package dir")
+    ap.add_argument("--rounds", type=int, default=3, help="with --baseline: processes per build")
+    ap.add_argument("--time-default", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-beams", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--arena-bytes", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.program = args.program or default_program()
     if args.child_beams:
         return child(args)
+    if args.time_default:
+        return time_default(args)
+    if args.baseline:
+        return baseline(args)
 
     from tensorvm import _C, load
 
