@@ -61,6 +61,12 @@ Tensor decode(vm::Session& s, const Inputs& in, int64_t n, int64_t cap) {
   return vm::run(s, "decode", {Value(in.x), Value::from_int(n), Value::from_int(cap), Value(in.order)})[0].as_tensor();
 }
 
+// What every arena run must reproduce: the result with a session's own pool.
+Tensor pooled(const std::shared_ptr<const vm::Program>& p, const Inputs& in, int64_t n, int64_t cap) {
+  vm::Session s(p);
+  return decode(s, in, n, cap);
+}
+
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
@@ -104,8 +110,7 @@ TEST_CASE("arena: carving, coalescing and the high-water mark", "[arena]") {
 TEST_CASE("arena: a run in an arena gives the pool's bits and allocates nothing else", "[arena]") {
   auto p = decode_program();
   const Inputs in = inputs();
-  vm::Session pooled(p);
-  const Tensor want = decode(pooled, in, 5, 16);
+  const Tensor want = pooled(p, in, 5, 16);
 
   vm::SessionOptions o;
   o.arena = vm::Arena::with_budget(64 << 10);
@@ -149,8 +154,7 @@ TEST_CASE("arena: measure_memory gives the size that runs the same inputs", "[ar
 TEST_CASE("arena: a run past the arena fails naming the instruction and leaves the session usable", "[arena]") {
   auto p = decode_program();
   const Inputs in = inputs();
-  vm::Session pooled(p);
-  const Tensor want = decode(pooled, in, 3, 8);
+  const Tensor want = pooled(p, in, 3, 8);
 
   vm::SessionOptions o;
   o.arena = vm::Arena::with_budget(4096);
@@ -182,8 +186,7 @@ TEST_CASE("arena: a run past the arena fails naming the instruction and leaves t
 TEST_CASE("arena: a caller's buffer of any alignment", "[arena]") {
   auto p = decode_program();
   const Inputs in = inputs();
-  vm::Session pooled(p);
-  const Tensor want = decode(pooled, in, 4, 8);
+  const Tensor want = pooled(p, in, 4, 8);
   std::vector<char> memory(64 << 10);
   for (size_t skew : {size_t(0), size_t(1), size_t(3), size_t(63)}) {
     char* start = memory.data() + skew;
@@ -211,8 +214,7 @@ TEST_CASE("arena: a caller's buffer of any alignment", "[arena]") {
 TEST_CASE("arena: small tensors in a fast region, large ones in a slow one", "[arena]") {
   auto p = decode_program();
   const Inputs in = inputs();
-  vm::Session pooled(p);
-  const Tensor want = decode(pooled, in, 4, 64);
+  const Tensor want = pooled(p, in, 4, 64);
   std::vector<char> fast(4096), slow(64 << 10);
   vm::SessionOptions o;
   o.arena = vm::Arena::over({{fast.data(), fast.size(), 512, "fast"}, {slow.data(), slow.size(), 0, "slow"}});
@@ -240,8 +242,8 @@ TEST_CASE("arena: intra-op threads carve scratch from the arena too", "[arena][t
   const Inputs in = inputs();
   vm::SessionOptions two;
   two.num_threads = 2;
-  vm::Session pooled(p, two);
-  const Tensor want = decode(pooled, in, 8, 32);
+  vm::Session pool_session(p, two);
+  const Tensor want = decode(pool_session, in, 8, 32);
   two.arena = vm::Arena::with_budget(256 << 10);
   vm::Session s(p, two);
   const uint64_t global_before = vm::Pool::global().allocations();
