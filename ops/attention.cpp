@@ -21,6 +21,7 @@
 #include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -268,7 +269,7 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_attention_ops(Registry& r) {
-  auto& op = r.add("attention", "attention");
+  auto& op = r.add(TENSORVM_OP("attention", attention), "attention");
   Param k = p_tensor("k"), v = p_tensor("v");
   k.strided_ok = true;
   v.strided_ok = true;
@@ -285,7 +286,6 @@ void register_attention_ops(Registry& r) {
            "repeat_kv, without copying K/V. mask broadcasts to [B, H, Tq, Tk]: f32 is added, bool keeps True and masks "
            "False. A query row with every key masked (all -inf) gives zeros, not NaN. k and v may be strided views "
            "(unit stride on the last dim).";
-  op.kernel = attention;
 }
 
 }  // namespace ops
