@@ -12,8 +12,8 @@ static void kv_cache(OpContext& ctx, const Args& a, Value* out) {
   out[0] = Value(vm::Ref<vm::Object>(new KVCache(a.i64(0), a.i64(1), a.i64(2), a.i64(3), a.i64(4), ctx.pool)));
 }
 
-static void kv_append(OpContext&, const Args& a, Value* out) {
-  auto [k, v] = a.object<KVCache>(0).append(a.i64(1), a.tensor(2), a.tensor(3));
+static void kv_append(OpContext& ctx, const Args& a, Value* out) {
+  auto [k, v] = a.object<KVCache>(0).append(a.i64(1), a.tensor(2), a.tensor(3), ctx.pool);
   out[0] = Value(std::move(k));
   out[1] = Value(std::move(v));
 }

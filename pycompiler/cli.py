@@ -13,6 +13,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse,merge]
     tensorvm compile PROGRAM -o DIR [--name NAME]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
+    tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -159,7 +160,15 @@ def _human(n: int) -> str:
 def cmd_inspect(args) -> int:
     from .program import load
 
-    program = load(args.program)
+    if args.function is not None and not args.memory:
+        raise CLIError("inspect: a FUNCTION goes with --memory (--dot FUNCTION draws one)")
+    if not args.memory and (args.shapes or args.inputs or args.arg or args.ids):
+        raise CLIError("inspect: --shapes, --inputs, --arg and --ids go with --memory")
+    program = load(args.program, num_threads=args.threads)
+    if args.memory:
+        from .cli_memory import cmd_memory
+
+        return cmd_memory(args, program)
     if args.ir:
         sys.stdout.write(program.ir)
         return 0
@@ -324,9 +333,19 @@ def _parser() -> argparse.ArgumentParser:
                    "directory name)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
+    i.add_argument("function", nargs="?", help="with --memory: the function to measure (default: generate)")
     shown = i.add_mutually_exclusive_group()
     shown.add_argument("--ir", action="store_true", help="print the IR text")
     shown.add_argument("--dot", metavar="FUNCTION", help="print FUNCTION as a Graphviz graph (dot -Tpng)")
+    shown.add_argument("--memory", action="store_true",
+                       help="measure the arena FUNCTION needs for the given inputs (docs/runtime.md, 'A memory arena')")
+    i.add_argument("--shapes", nargs="+", action="extend", default=[], metavar="NAME=1x12[:dtype]",
+                   help="with --memory: inputs of these shapes (integers 1, floats 0; dtype i64 for *ids/*mask, else f32)")
+    i.add_argument("--inputs", help="with --memory: .npz or .safetensors of inputs, as for run")
+    i.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="with --memory: a scalar or option")
+    i.add_argument("--ids", help='with --memory: token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    i.add_argument("--threads", type=int, default=1, help="with --memory: threads for the kernels")
+    i.add_argument("--json", action="store_true", help="with --memory: machine-readable output")
     h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")

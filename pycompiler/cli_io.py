@@ -112,9 +112,11 @@ def parse_prompt(text: str) -> np.ndarray:
 
 
 def build_inputs(fn, inputs_path: Optional[str], arg_pairs: Sequence[str], ids_text: Optional[str], pad_id: int,
-                 decoder_ids_text: Optional[str] = None) -> list:
+                 decoder_ids_text: Optional[str] = None, arrays_by_name: Optional[dict] = None) -> list:
+    """`arrays_by_name` adds arrays (by parameter name) over those of `inputs_path`."""
     args = parse_args(arg_pairs)
     arrays = read_arrays(inputs_path) if inputs_path else {}
+    arrays.update(arrays_by_name or {})
     names = [p.name for p in fn.params]
     positional = [f"arr_{i}" for i in range(len(names))]
     unknown = sorted(set(arrays) - set(names) - set(positional))

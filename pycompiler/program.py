@@ -18,10 +18,13 @@ from .replay import Replayer
 class Program:
     """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python."""
 
-    def __init__(self, path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False):
+    def __init__(self, path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False,
+                 arena_bytes: int = 0):
         """`max_instructions` bounds one run (0: no limit; see SessionOptions); with
         `copy_weights` the weights are read into memory instead of mapped, so a file
-        truncated in place later cannot raise SIGBUS (docs/runtime.md)."""
+        truncated in place later cannot raise SIGBUS (docs/runtime.md); `arena_bytes`
+        carves every tensor of a run from an arena of that size (docs/runtime.md, "A
+        memory arena"; `memory()` measures what a run needs)."""
         self.path = Path(path)
         if not self.path.is_dir():
             raise ProgramError(f"{self.path}: not a program directory (expected a directory with {PROGRAM_FILE})")
@@ -33,6 +36,7 @@ class Program:
         self.num_threads = num_threads
         self.max_instructions = max_instructions
         self.copy_weights = copy_weights
+        self.arena_bytes = arena_bytes
         self._module: Optional[ir.Module] = None
         self._vm_program = None
         self._session = None
@@ -67,6 +71,7 @@ class Program:
         self.num_threads = num_threads
         self.max_instructions = max_instructions
         self.copy_weights = True
+        self.arena_bytes = 0
         self._module = self._session = self._replayer = None
         # Loaded now, so bad bytes fail here rather than at the first run.
         self._vm_program = _C.Program.from_memory(self.ir, weights, meta_text)
@@ -97,8 +102,27 @@ class Program:
                 raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
             if self._vm_program is None:
                 self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
-            self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions)
+            self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions,
+                                       arena_bytes=self.arena_bytes)
         return self._session
+
+    def _vm(self):
+        if self._vm_program is None:
+            self.session  # loads it
+        return self._vm_program
+
+    def memory(self, function: str, *inputs: Any) -> dict:
+        """Runs `function` on `inputs` in the C++ VM under a measuring arena
+        (vm/memory_report.h): `arena_bytes`, the arena it needs (a session with
+        `arena_bytes` at least this runs the same inputs), `peak_bytes`, the most bytes
+        of tensors alive at once, `largest_tensor`, `allocations`, `instructions`,
+        `high_water_at` (the instruction that last raised the arena's high-water mark),
+        and `outputs` as `run` returns them. The figures hold for these inputs: a
+        while_loop runs as often as they make it (docs/runtime.md, "A memory arena")."""
+        fn = self.module.function(function)
+        report = _C.measure_memory(self._vm(), function, coerce_inputs(fn, inputs), self.num_threads)
+        report["outputs"] = shape_result(fn, report["outputs"])
+        return report
 
     def run(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` in the C++ VM; returns a value, a tuple of values, or None.
@@ -208,6 +232,8 @@ def load_bytes(program_text, weights=None, meta=None, num_threads: int = 1, max_
     return Program.from_bytes(program_text, weights, meta, num_threads=num_threads, max_instructions=max_instructions)
 
 
-def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False) -> Program:
+def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False,
+         arena_bytes: int = 0) -> Program:
     """Opens a program directory written by export()."""
-    return Program(path, num_threads=num_threads, max_instructions=max_instructions, copy_weights=copy_weights)
+    return Program(path, num_threads=num_threads, max_instructions=max_instructions, copy_weights=copy_weights,
+                   arena_bytes=arena_bytes)

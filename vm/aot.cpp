@@ -71,7 +71,8 @@ WeightsFile::Table WeightsFile::table(const char* name_template) const {
   return t;
 }
 
-Runtime::Runtime(const SessionOptions& options) : options_(options), pool_(make_ref<Pool>()) {
+Runtime::Runtime(const SessionOptions& options)
+    : options_(options), pool_(options.arena ? make_ref<Pool>(options.arena) : make_ref<Pool>()) {  // as a Session
   if (options.num_threads < 1) fail("num_threads must be at least 1, got {}", options.num_threads);
   if (options.num_threads > 1) {
     threads_ = std::make_unique<ThreadPool>(options.num_threads);

@@ -238,7 +238,9 @@ class Interpreter {
 // ---------------------------------------------------------------- Session
 
 Session::Session(std::shared_ptr<const Program> program, SessionOptions options)
-    : program_(std::move(program)), options_(options), pool_(make_ref<Pool>()) {
+    : program_(std::move(program)),
+      options_(options),
+      pool_(options.arena ? make_ref<Pool>(options.arena) : make_ref<Pool>()) {
   if (!program_) fail("Session: no program");
   set_num_threads(options.num_threads);
   if (options.profile) {

@@ -37,7 +37,7 @@ std::pair<Tensor, Tensor> KVCache::views(int64_t layer) const {
   return {k_[size_t(layer)].view(shape, strides, 0), v_[size_t(layer)].view(shape, strides, 0)};
 }
 
-std::pair<Tensor, Tensor> KVCache::append(int64_t layer, const Tensor& k, const Tensor& v) {
+std::pair<Tensor, Tensor> KVCache::append(int64_t layer, const Tensor& k, const Tensor& v, Pool* pool) {
   check_layer(layer);
   for (const Tensor* t : {&k, &v}) {
     if (t->dtype() != DType::f32 || t->ndim() != 4 || t->size(0) != batch_ || t->size(1) != heads_ ||
@@ -47,7 +47,7 @@ std::pair<Tensor, Tensor> KVCache::append(int64_t layer, const Tensor& k, const 
   if (k.shape() != v.shape()) fail("k and v must have the same shape, got {} and {}", k.describe(), v.describe());
   const int64_t t = k.size(2), at = len_[size_t(layer)];
   if (at + t > max_len_) fail("the cache is full: layer {} holds {} of {} positions, cannot append {}", layer, at, max_len_, t);
-  const Tensor kc = k.contiguous(), vc = v.contiguous();
+  const Tensor kc = k.contiguous(pool), vc = v.contiguous(pool);
   float* kd = k_[size_t(layer)].data<float>();
   float* vd = v_[size_t(layer)].data<float>();
   const size_t run = size_t(t * head_dim_) * sizeof(float);

@@ -21,7 +21,8 @@ class KVCache : public Object {
 
   // Writes k, v [batch, heads, t, head_dim] at the layer's current length and returns
   // views of everything filled so far, [batch, heads, length, head_dim].
-  std::pair<Tensor, Tensor> append(int64_t layer, const Tensor& k, const Tensor& v);
+  // A strided k or v is first copied into `pool` (the global pool when null).
+  std::pair<Tensor, Tensor> append(int64_t layer, const Tensor& k, const Tensor& v, Pool* pool = nullptr);
   // Row b of every layer's self-attention state becomes old row index[b] (beam search).
   void reorder(const Tensor& index, Pool* pool);
   void set_cross(int64_t layer, const Tensor& k, const Tensor& v);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "vm/arena.h"
 #include "vm/program.h"
 #include "vm/thread_pool.h"
 
@@ -61,6 +62,12 @@ struct SessionOptions {
   // interpreter runs its loop without hook calls.
   bool profile = false;
   bool profile_trace = false;
+  // Carve every tensor of the session's runs from this arena (vm/arena.h) instead of
+  // the heap: Arena::with_budget(bytes) or Arena::over({{buffer, size}, ...}). Null
+  // (the default): a buffer pool of the session's own. Weights stay where the
+  // program mapped them. Tensors a run returns stay carved until the caller drops
+  // them; several sessions may share one arena.
+  Ref<Arena> arena = {};
 };
 
 class Session {
@@ -90,6 +97,7 @@ class Session {
   void set_max_instructions(uint64_t n) { options_.max_instructions = n; }
   uint64_t max_instructions() const { return options_.max_instructions; }
   Pool& pool() { return *pool_; }
+  Arena* arena() const { return options_.arena.get(); }
   uint64_t instructions_executed() const { return instructions_; }
 
  private:

@@ -1,8 +1,11 @@
 #include "vm/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
+
+#include "vm/arena.h"
 
 namespace vm {
 
@@ -73,6 +76,12 @@ Ref<Buffer> Buffer::external(void* data, size_t bytes, std::shared_ptr<void> kee
 }
 
 void Buffer::destroy() {
+  if (arena_) {
+    // As for a pool below: the arena may go with its last reference.
+    Ref<Arena> arena = std::move(arena_);
+    arena->reclaim(this);
+    return;
+  }
   if (!pool_) {
     delete this;
     return;
@@ -84,6 +93,10 @@ void Buffer::destroy() {
 }
 
 Pool::Pool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+
+Pool::Pool(Ref<Arena> arena) : max_cached_bytes_(0), arena_(std::move(arena)) {
+  if (!arena_) fail("Pool: no arena");
+}
 
 Pool::~Pool() { trim(); }
 
@@ -111,23 +124,34 @@ size_t tensor_bytes(DType dtype, const Shape& shape) {
 }
 
 Ref<Buffer> Pool::allocate(size_t bytes) {
+  if (arena_) return allocate_from_arena(bytes);
   if (bytes > kMaxTensorBytes) fail("cannot allocate {} bytes, more than the {} byte limit of one buffer", bytes, kMaxTensorBytes);
   size_t cap = round_capacity(bytes == 0 ? 1 : bytes);
   Buffer* b = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ++allocs_;
+    live_bytes_ += cap;
+    peak_live_ = std::max(peak_live_, live_bytes_);
     auto it = free_.find(cap);
     if (it != free_.end() && !it->second.empty()) {
       b = it->second.back();
       it->second.pop_back();
       cached_bytes_ -= cap;
     } else {
+      // Only a fresh block adds to what the pool holds (live + cached): a reused one
+      // moves from cached to live, a block given back stays or is freed.
       ++fresh_allocs_;
+      peak_held_ = std::max(peak_held_, live_bytes_ + cached_bytes_);
     }
   }
   if (!b) {
     void* mem = std::aligned_alloc(64, cap);
-    if (!mem) fail("out of memory allocating {} bytes", cap);
+    if (!mem) {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_bytes_ -= cap;
+      fail("out of memory allocating {} bytes", cap);
+    }
     b = new Buffer();
     b->data_ = mem;
     b->capacity_ = cap;
@@ -137,9 +161,14 @@ Ref<Buffer> Pool::allocate(size_t bytes) {
   return Ref<Buffer>(b);
 }
 
+// Outside the hot path of the pool's own allocate: a session with an arena pays for
+// this call, one without pays one branch.
+Ref<Buffer> Pool::allocate_from_arena(size_t bytes) { return arena_->allocate(bytes); }
+
 void Pool::give_back(Buffer* b) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    live_bytes_ -= b->capacity_;
     if (cached_bytes_ + b->capacity_ <= max_cached_bytes_) {
       free_[b->capacity_].push_back(b);
       cached_bytes_ += b->capacity_;
@@ -147,6 +176,12 @@ void Pool::give_back(Buffer* b) {
     }
   }
   delete b;
+}
+
+void Pool::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_live_ = live_bytes_;
+  peak_held_ = live_bytes_ + cached_bytes_;
 }
 
 void Pool::trim() {

@@ -55,9 +55,11 @@ class Shape {
 };
 
 class Pool;
+class Arena;
 
-// A block of memory: from a Pool (returned to it when the last reference dies), or
-// external (an mmap-ed weights file, a numpy array) kept alive by `keepalive`.
+// A block of memory: from a Pool (returned to it when the last reference dies), from
+// an app's Arena (vm/arena.h; given back to it likewise), or external (an mmap-ed
+// weights file, a numpy array) kept alive by `keepalive`.
 class Buffer : public RefCounted {
  public:
   void* data() const { return data_; }
@@ -69,6 +71,7 @@ class Buffer : public RefCounted {
 
  private:
   friend class Pool;
+  friend class Arena;
   Buffer() = default;
   ~Buffer() override;
   void* data_ = nullptr;
@@ -76,31 +79,47 @@ class Buffer : public RefCounted {
   size_t capacity_ = 0;   // pooled: allocation size (bytes rounded up)
   Ref<Pool> pool_;        // pooled buffers hold their pool while alive
   std::shared_ptr<void> keepalive_;
+  Ref<Arena> arena_;      // carved buffers hold their arena while alive
+  size_t arena_offset_ = 0;
+  uint32_t arena_region_ = 0;
 };
 
 // Recycles buffers by size so a steady decode loop stops calling malloc: every step
 // asks for the same sizes it freed one step earlier. Thread-safe because a tensor
-// may be released on another thread than the one that allocated it.
+// may be released on another thread than the one that allocated it. A Pool given an
+// Arena hands out blocks carved from it instead (a Session with an app's arena).
 class Pool : public RefCounted {
  public:
   explicit Pool(size_t max_cached_bytes = size_t(1) << 30);
+  explicit Pool(Ref<Arena> arena);
   ~Pool() override;
   Ref<Buffer> allocate(size_t bytes);
   static Pool& global();
+  Arena* arena() const { return arena_.get(); }
 
-  // Counters for tests and the profiler.
+  // Counters for tests, the profiler and memory reports. Bytes are the pool's block
+  // sizes (requests rounded up to 64); an arena's own counters are in vm/arena.h.
   size_t fresh_allocations() const { return fresh_allocs_; }
   size_t cached_bytes() const { return cached_bytes_; }
+  uint64_t allocations() const { return allocs_; }      // every allocate(), fresh or reused
+  size_t live_bytes() const { return live_bytes_; }      // handed out, not given back yet
+  size_t peak_live_bytes() const { return peak_live_; }  // most live at once
+  size_t peak_held_bytes() const { return peak_held_; }  // most live + cached at once: the pool's footprint
+  void reset_peak();                                     // peaks restart from now
   void trim();  // frees every cached block
 
  private:
   friend class Buffer;
+  Ref<Buffer> allocate_from_arena(size_t bytes);
   void give_back(Buffer* b);
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<Buffer*>> free_;
   size_t max_cached_bytes_;
   size_t cached_bytes_ = 0;
   size_t fresh_allocs_ = 0;
+  uint64_t allocs_ = 0;
+  size_t live_bytes_ = 0, peak_live_ = 0, peak_held_ = 0;
+  Ref<Arena> arena_;
 };
 
 class Tensor {

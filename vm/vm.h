@@ -4,6 +4,8 @@
 //   auto outputs = vm::run(session, "generate", {vm::Value(ids)});
 #pragma once
 
+#include "vm/arena.h"
+#include "vm/memory_report.h"
 #include "vm/program.h"
 #include "vm/session.h"
 #include "vm/tensor.h"

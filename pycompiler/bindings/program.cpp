@@ -65,6 +65,55 @@ py::dict function_info(const vm::Function& f) {
   return d;
 }
 
+// Session(arena_bytes=..., arena_buffer=...): the arena of a session, or null.
+vm::Ref<vm::Arena> make_arena(size_t arena_bytes, const py::object& buffer) {
+  if (buffer.is_none()) return arena_bytes ? vm::Arena::with_budget(arena_bytes) : vm::Ref<vm::Arena>();
+  if (arena_bytes) throw vm::Error("Session: give arena_bytes or arena_buffer, not both");
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(buffer).request(/*writable=*/true);
+  if (info.ndim < 1 || info.strides.back() != info.itemsize ||
+      size_t(info.size * info.itemsize) != size_t(info.shape[0]) * size_t(info.strides[0]))
+    throw vm::Error("Session: arena_buffer must be a writable contiguous buffer");
+  // The arena holds the Python object until it goes, which may be on a thread without
+  // the GIL (a tensor viewed from Python dies last): the deleter takes it.
+  auto owner = std::shared_ptr<void>(new py::object(buffer), [](void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+  return vm::Arena::over({vm::ArenaRegion{info.ptr, size_t(info.size * info.itemsize), 0, "buffer"}}, std::move(owner));
+}
+
+py::dict memory_stats(vm::Session& s) {
+  py::dict d;
+  if (vm::Arena* a = s.arena()) {
+    d["capacity"] = a->capacity();
+    d["in_use"] = a->in_use();
+    d["peak_in_use"] = a->peak_in_use();
+    d["arena_bytes"] = a->arena_bytes();
+    d["largest"] = a->largest_allocation();
+    d["allocations"] = a->allocations();
+    py::list regions;
+    for (const auto& r : a->stats()) {
+      py::dict rd;
+      rd["name"] = r.name;
+      rd["capacity"] = r.capacity;
+      rd["in_use"] = r.in_use;
+      rd["peak_in_use"] = r.peak_in_use;
+      rd["high_water"] = r.high_water;
+      regions.append(rd);
+    }
+    d["regions"] = regions;
+    return d;
+  }
+  const vm::Pool& p = s.pool();
+  d["live"] = p.live_bytes();
+  d["peak_live"] = p.peak_live_bytes();
+  d["peak_held"] = p.peak_held_bytes();
+  d["cached"] = p.cached_bytes();
+  d["allocations"] = p.allocations();
+  d["fresh_allocations"] = p.fresh_allocations();
+  return d;
+}
+
 }  // namespace
 
 void bind_program(py::module_& m) {
@@ -109,16 +158,19 @@ void bind_program(py::module_& m) {
 
   py::class_<vm::Session>(m, "Session")
       .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions, bool profile,
-                       bool profile_trace) {
+                       bool profile_trace, size_t arena_bytes, py::object arena_buffer) {
              vm::SessionOptions o;
              o.num_threads = num_threads;
              o.max_instructions = max_instructions;
              o.profile = profile;
              o.profile_trace = profile_trace;
+             o.arena = make_arena(arena_bytes, arena_buffer);
              return std::make_unique<vm::Session>(p, o);
            }),
            py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0, py::arg("profile") = false,
-           py::arg("profile_trace") = false)
+           py::arg("profile_trace") = false, py::arg("arena_bytes") = 0, py::arg("arena_buffer") = py::none(),
+           "arena_bytes: carve every tensor of a run from an arena of that many bytes; arena_buffer: from this "
+           "writable buffer (bytearray, numpy array), held while the arena lives. Neither: the session's pool.")
       .def("run", &run_session, py::arg("function"), py::arg("args"), py::arg("on_emit") = py::none())
       .def("run_named",
            [](vm::Session& s, const std::string& fn, const py::dict& kwargs) {
@@ -139,10 +191,41 @@ void bind_program(py::module_& m) {
                     "The most instructions one run may execute (0: no limit).")
       .def_property_readonly("instructions_executed", &vm::Session::instructions_executed)
       .def_property_readonly("fresh_allocations", [](vm::Session& s) { return s.pool().fresh_allocations(); })
+      .def("memory_stats", &memory_stats,
+           "The session's memory counters: its pool's (live, peak_live, peak_held, cached bytes) or, with an "
+           "arena, the arena's (capacity, in_use, peak_in_use, arena_bytes, largest, allocations, regions).")
+      .def("reset_memory_peak", [](vm::Session& s) {
+        if (s.arena()) s.arena()->reset_peak();
+        s.pool().reset_peak();
+      })
       .def("set_profiler", [](vm::Session& s, vm::Profiler* p) { s.set_hook(p); }, py::arg("profiler").none(true),
            py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.")
       .def_property_readonly("profiler", &vm::Session::profiler, py::return_value_policy::reference_internal,
                              "The session's own Profiler (Session(..., profile=True)), else None.");
+
+  m.def("measure_memory",
+        [](std::shared_ptr<vm::Program> p, const std::string& function, const py::list& args, int num_threads) {
+          std::vector<vm::Value> inputs;
+          for (const auto& a : args) inputs.push_back(to_value(a));
+          vm::MemoryReport r;
+          {
+            py::gil_scoped_release nogil;
+            r = vm::measure_memory(p, function, std::move(inputs), num_threads);
+          }
+          py::list outputs;
+          for (const vm::Value& v : r.outputs) outputs.append(from_value(v));
+          py::dict d;
+          d["arena_bytes"] = r.arena_bytes;
+          d["peak_bytes"] = r.peak_bytes;
+          d["largest_tensor"] = r.largest_tensor;
+          d["allocations"] = r.allocations;
+          d["instructions"] = r.instructions;
+          d["high_water_at"] = r.high_water_at;
+          d["outputs"] = outputs;
+          return d;
+        },
+        py::arg("program"), py::arg("function"), py::arg("args"), py::arg("num_threads") = 1,
+        "Runs function under a measuring arena (vm/memory_report.h): the arena size it needs, its peak, ...");
 
   m.def("parse_and_print", [](const std::string& text) {
     try {

@@ -21,17 +21,18 @@ def _tool():
     pytest.skip(f"{tool} is missing; set TENSORVM_BUILD_DIR to a build directory")
 
 
+@pytest.mark.parametrize("arena_bytes", [0, 64 << 20], ids=["pool", "arena"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_decode_steps_allocate_nothing_per_instruction(tmp_path, threads):
+def test_decode_steps_allocate_nothing_per_instruction(tmp_path, threads, arena_bytes):
     _, prog = imported("tiny-marian", tmp_path)
     steps = min(40, prog.meta["max_position_embeddings"])
-    out = subprocess.run([str(_tool()), str(prog.path), str(steps), str(threads)], check=True, capture_output=True,
-                         text=True).stdout.split("\n")
+    out = subprocess.run([str(_tool()), str(prog.path), str(steps), str(threads), str(arena_bytes)], check=True,
+                         capture_output=True, text=True).stdout.split("\n")
     rows = [line.split() for line in out if line.startswith("step ")]
     assert len(rows) == steps
     allocations = [int(r[3]) for r in rows]
     instructions = [int(r[5]) for r in rows]
     assert len(set(instructions)) == 1 and instructions[0] > 100
-    # After the first steps (pool warm-up), a step's only allocation is the result
+    # After the first steps (pool warm-up; the arena's spare buffer handles), a step's only allocation is the result
     # vector that run() hands back to the caller.
     assert allocations[2:] == [1] * (steps - 2), allocations

@@ -1,7 +1,8 @@
 // Counts heap allocations (every operator new) made by decode steps of a program
 // with the encode / source_mask / init_cache / decode_step entry points, so a test can
 // show that the steady-state decode loop allocates nothing per instruction.
-//   tensorvm-count-allocations PROGRAM_DIR [steps=40] [threads=1]
+//   tensorvm-count-allocations PROGRAM_DIR [steps=40] [threads=1] [arena_bytes=0]
+// With arena_bytes, the session carves its tensors from an arena of that size.
 // Prints one line per step: "step <position> allocations <n> instructions <m>".
 #include <atomic>
 #include <cstdio>
@@ -25,7 +26,7 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PROGRAM_DIR [steps] [threads]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PROGRAM_DIR [steps] [threads] [arena_bytes]\n", argv[0]);
     return 2;
   }
   const int steps = argc > 2 ? std::atoi(argv[2]) : 40;
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     auto program = vm::Program::load(argv[1]);
     vm::SessionOptions opts;
     opts.num_threads = argc > 3 ? std::atoi(argv[3]) : 1;
+    if (argc > 4 && std::atoll(argv[4]) > 0) opts.arena = vm::Arena::with_budget(size_t(std::atoll(argv[4])));
     vm::Session session(program, opts);
     vm::Tensor ids = vm::Tensor::empty(vm::DType::i64, {1, 5});
     vm::Tensor mask = vm::Tensor::empty(vm::DType::i64, {1, 5});
