@@ -5,6 +5,7 @@
 // partial tile), input sizes cover partial vectors and GEMM slices.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -243,4 +244,40 @@ TEST_CASE("linear through the library GEMM: the same on any thread count, close 
   ops::set_gemm_backend("own");
   CHECK(!ops::library_gemm_active());
   CHECK_THROWS_WITH(ops::set_gemm_backend("mkl"), Catch::Contains("unknown GEMM backend 'mkl'"));
+}
+
+TEST_CASE("topk over long rows: split over threads, the same as one thread and as a sort", "[threads]") {
+  // beam search's candidates: [batch, beams x vocab] (NLLB: 8 x 4 x 256206), k = 2 x beams
+  std::mt19937 g(13);
+  const int64_t rows = 5, n = 70001, k = 8;
+  Tensor x = random_tensor(DType::f32, {rows, n}, g);
+  float* xp = x.data<float>();
+  for (int64_t r = 0; r < rows; ++r) xp[r * n + 100] = xp[r * n + 60000] = 9.0f;  // a tie: lower index first
+  auto topk = [&](int threads) {
+    ops::OpContext ctx;
+    std::unique_ptr<vm::ThreadPool> pool;
+    if (threads > 1) {
+      pool = std::make_unique<vm::ThreadPool>(threads);
+      ctx.threads = pool.get();
+      ctx.num_threads = threads;
+    }
+    return ops::call(*ops::Registry::get().find("topk"), {Value(x), Value::from_int(k)}, {}, ctx);
+  };
+  const auto one = topk(1);
+  for (int threads : {2, 3}) {
+    const auto many = topk(threads);
+    CHECK(same_bits(one[0].as_tensor(), many[0].as_tensor()));
+    CHECK(std::memcmp(one[1].as_tensor().data<int64_t>(), many[1].as_tensor().data<int64_t>(),
+                      rows * k * sizeof(int64_t)) == 0);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> order(n);
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    const float* row = xp + r * n;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    for (int64_t j = 0; j < k; ++j) {
+      CHECK(one[1].as_tensor().data<int64_t>()[r * k + j] == order[j]);
+      CHECK(one[0].as_tensor().data<float>()[r * k + j] == row[order[j]]);
+    }
+  }
 }
