@@ -35,7 +35,7 @@ Tensor random_tensor(DType dt, const vm::Shape& s, std::mt19937& g) {
   return t;
 }
 
-Tensor run_op(const char* name, const std::vector<Value>& args, int threads) {
+std::vector<Value> run_op_outputs(const char* name, const std::vector<Value>& args, int threads) {
   ops::OpContext ctx;
   std::unique_ptr<vm::ThreadPool> pool;
   if (threads > 1) {
@@ -43,7 +43,11 @@ Tensor run_op(const char* name, const std::vector<Value>& args, int threads) {
     ctx.threads = pool.get();
     ctx.num_threads = threads;
   }
-  return ops::call(*ops::Registry::get().find(name), args, {}, ctx)[0].as_tensor();
+  return ops::call(*ops::Registry::get().find(name), args, {}, ctx);
+}
+
+Tensor run_op(const char* name, const std::vector<Value>& args, int threads) {
+  return run_op_outputs(name, args, threads)[0].as_tensor();
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -253,16 +257,7 @@ TEST_CASE("topk over long rows: split over threads, the same as one thread and a
   Tensor x = random_tensor(DType::f32, {rows, n}, g);
   float* xp = x.data<float>();
   for (int64_t r = 0; r < rows; ++r) xp[r * n + 100] = xp[r * n + 60000] = 9.0f;  // a tie: lower index first
-  auto topk = [&](int threads) {
-    ops::OpContext ctx;
-    std::unique_ptr<vm::ThreadPool> pool;
-    if (threads > 1) {
-      pool = std::make_unique<vm::ThreadPool>(threads);
-      ctx.threads = pool.get();
-      ctx.num_threads = threads;
-    }
-    return ops::call(*ops::Registry::get().find("topk"), {Value(x), Value::from_int(k)}, {}, ctx);
-  };
+  auto topk = [&](int threads) { return run_op_outputs("topk", {Value(x), Value::from_int(k)}, threads); };
   const auto one = topk(1);
   for (int threads : {2, 3}) {
     const auto many = topk(threads);
