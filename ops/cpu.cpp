@@ -9,6 +9,7 @@
 
 #include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
+#include "ops/w8a8_amx.h"
 #include "vm/error.h"
 
 #if defined(__x86_64__)
@@ -184,7 +185,8 @@ std::string describe_cpu() {
       : env                                     ? fmt::format(" (TENSORVM_ISA={})", env)
                                                 : std::string(" (auto)"), k.name,
       library_gemm_active() ? fmt::format(" ({} past {} rows)", library_gemm_name(), kMaxDotRows) : std::string(),
-      k.name, k.name, k.w8a8_name);
+      k.name, k.name,
+      amx_active() ? fmt::format("{}; amx from {} rows", k.w8a8_name, kAmxMinRows) : std::string(k.w8a8_name));
 }
 
 }  // namespace ops

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ops/cpu.h"
+#include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
 
@@ -49,6 +50,19 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   } else if (rows <= kMaxStreamRows) {
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in));
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { k.dot_rows_i8(xp, rows, in, qp, sp, bp, yp, outf, j0, j1); });
+  } else if (rows > kMaxDotRows && library_gemm_active()) {
+    // As linear's many-row branch: the library's GEMM on fixed blocks of columns (the
+    // same shapes whatever the thread count), each dequantized into f32 first.
+    const int64_t nblocks = (outf + kLibraryGemmColumns - 1) / kLibraryGemmColumns;
+    ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
+      Tensor scratch = ctx.empty(DType::f32, Shape{kLibraryGemmColumns, in});
+      float* s = scratch.data<float>();
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t j0 = blk * kLibraryGemmColumns, n = std::min(kLibraryGemmColumns, outf - j0);
+        k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s);
+        library_gemm_columns(xp, rows, in, s, bp ? bp + j0 : nullptr, yp + j0, outf, 0, n);
+      }
+    });
   } else {
     // Per thread, dequantize kBlockRows weight rows at a time into its own f32 scratch
     // and multiply with linear's f32 kernels.

@@ -19,6 +19,7 @@
 #include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/w8a8_amx.h"
 
 namespace ops {
 
@@ -101,8 +102,18 @@ void linear_w8a8(OpContext& ctx, const Args& a, Value* out) {
   });
   const int64_t kb = (in + kIn - 1) / kIn;
   const kernels::W8A8Problem p{qp, padded, sxp, w.data<int8_t>(), kb, sc.data<float>(), bp, yp, outf};
-  const kernels::KernelTable& k = kernel_table();
   const int64_t blocks = (outf + kOut - 1) / kOut;
+  if (rows >= kAmxMinRows && amx_active()) {
+    // Pairs of output blocks per task: the AMX kernel takes 32 outputs at a time.
+    const int64_t pairs = (blocks + 1) / 2;
+    ctx.parallel_for(pairs, 1, [&](int64_t c0, int64_t c1) {
+      Tensor a_tail = ctx.empty(DType::i8, Shape{32, padded});
+      w8a8_amx_blocks(p, rows, 2 * c0, std::min(blocks, 2 * c1), reinterpret_cast<uint8_t*>(a_tail.data<int8_t>()));
+    });
+    out[0] = std::move(y);
+    return;
+  }
+  const kernels::KernelTable& k = kernel_table();
   const int64_t grain = std::max<int64_t>(4, (int64_t(1) << 14) / (std::min<int64_t>(rows, 16) * in));
   ctx.parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) { k.w8a8_blocks(p, rows, b0, b1); });
   out[0] = std::move(y);

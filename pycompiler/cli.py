@@ -6,6 +6,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--threads N] [--time] [--stream]
     tensorvm replay PROGRAM FUNCTION [the same options but --threads]
     tensorvm run|replay PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
+        [--src-lang LANG] [--tgt-lang LANG]
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
@@ -46,10 +47,13 @@ def cmd_run(args, replay: bool) -> int:
     from .cli_text import VERBS, read_lines, run_verb
 
     if args.function in VERBS and args.function not in program.functions:
-        run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay)
+        run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay,
+                 src_lang=args.src_lang, tgt_lang=args.tgt_lang)
         return 0
     if args.text is not None or args.text_file is not None:
         raise CLIError("--text and --text-file go with the verbs tokenize, translate and complete")
+    if args.src_lang is not None or args.tgt_lang is not None:
+        raise CLIError("--src-lang and --tgt-lang go with the verbs tokenize and translate")
     fn = program.module.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
@@ -243,6 +247,10 @@ def _parser() -> argparse.ArgumentParser:
             r.add_argument("--stream", action="store_true", help="print each step's tokens as the program emits them")
             r.add_argument("--text", help="with FUNCTION tokenize, translate or complete: the input text, a line per input")
             r.add_argument("--text-file", dest="text_file", help="the same, from a UTF-8 file")
+            r.add_argument("--src-lang", dest="src_lang", help="tokenize, translate (M2M100 fr, NLLB fra_Latn): the "
+                           "source language, in place of the one the program was imported with")
+            r.add_argument("--tgt-lang", dest="tgt_lang", help="translate: the target language (generate's "
+                           "forced_bos_token_id)")
         if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
     d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",

@@ -30,14 +30,24 @@ def read_lines(text, text_file) -> list:
     return lines
 
 
-def run_verb(program, verb: str, lines: list, arg_pairs, replay: bool) -> None:
+def run_verb(program, verb: str, lines: list, arg_pairs, replay: bool, src_lang=None, tgt_lang=None) -> None:
     tok = program.tokenizer
+    if src_lang is not None:
+        if verb == "complete":
+            raise CLIError("complete: --src-lang goes with tokenize and translate")
+        tok.language_id(src_lang)  # an unknown language is an error before any line runs
     if verb == "tokenize":
-        if arg_pairs:
-            raise CLIError("tokenize takes no --arg")
+        if arg_pairs or tgt_lang is not None:
+            raise CLIError("tokenize takes no --arg or --tgt-lang")
         for line in lines:
-            print(" ".join(map(str, tok.encode(line))))
+            print(" ".join(map(str, tok.encode(line, src_lang=src_lang))))
         return
+    if tgt_lang is not None:
+        if verb == "complete":
+            raise CLIError("complete: --tgt-lang goes with translate")
+        if any(a.split("=", 1)[0] == "forced_bos_token_id" for a in arg_pairs or []):
+            raise CLIError(f"{verb}: give --tgt-lang or --arg forced_bos_token_id, not both")
+        arg_pairs = list(arg_pairs or []) + [f"forced_bos_token_id={tok.language_id(tgt_lang)}"]
     decoder_only = program.meta.get("is_encoder_decoder") is False
     if verb == "translate" and decoder_only:
         raise CLIError(f"translate: {program.path} is a decoder-only program; use the verb complete")
@@ -46,7 +56,7 @@ def run_verb(program, verb: str, lines: list, arg_pairs, replay: bool) -> None:
     fn = program.module.function("generate")
     pad = program.meta.get("pad_token_id", 0)
     for i, line in enumerate(lines, 1):
-        ids = tok.encode(line)
+        ids = tok.encode(line, src_lang=src_lang)
         if not ids:
             raise CLIError(f"{verb}: input line {i} gives no tokens (an empty prompt)")
         inputs = build_inputs(fn, None, arg_pairs, " ".join(map(str, ids)), pad if isinstance(pad, int) else 0)

@@ -129,13 +129,20 @@ class Program:
             self._tokenizer = _C.Tokenizer.load(str(self.path))
         return self._tokenizer
 
-    def translate(self, texts, **generate_kwargs) -> list:
+    def translate(self, texts, src_lang=None, tgt_lang=None, **generate_kwargs) -> list:
         """Texts in, texts out for an encoder-decoder program: encode each text,
         `generate` on the batch, decode each sequence with skip_special_tokens (one
-        output per returned sequence)."""
+        output per returned sequence). M2M100 and NLLB: `src_lang` ("fr", "fra_Latn")
+        replaces the source language the program was imported with, and `tgt_lang`
+        forces the output's language (generate's forced_bos_token_id), as
+        transformers' translation pipeline does."""
         if self.meta.get("is_encoder_decoder") is False:
             raise ValueError(f"translate: {self.path} is a decoder-only program; use complete")
-        return self._text_generate("translate", texts, generate_kwargs, left_pad=False)
+        if tgt_lang is not None:
+            if "forced_bos_token_id" in generate_kwargs:
+                raise ValueError("translate: give tgt_lang or forced_bos_token_id, not both")
+            generate_kwargs["forced_bos_token_id"] = self.tokenizer.language_id(tgt_lang)
+        return self._text_generate("translate", texts, generate_kwargs, left_pad=False, src_lang=src_lang)
 
     def complete(self, texts, **generate_kwargs) -> list:
         """Prompts in, continuations out for a decoder-only program: the prompts are
@@ -144,7 +151,7 @@ class Program:
             raise ValueError(f"complete: {self.path} is not a decoder-only program; use translate")
         return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
 
-    def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool) -> list:
+    def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool, src_lang=None) -> list:
         import numpy as np
 
         if isinstance(texts, str):
@@ -153,7 +160,7 @@ class Program:
         if not texts:
             return []
         tok = self.tokenizer
-        rows = tok.encode_batch(texts)
+        rows = tok.encode_batch(texts, src_lang=src_lang)
         for i, r in enumerate(rows):
             if not r:
                 raise ValueError(f"{verb}: text {i} gives no tokens (an empty prompt)")

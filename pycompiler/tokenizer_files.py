@@ -20,15 +20,22 @@ _LAYOUTS = {
                    "vocab": ("vocab.json", True), "target_vocab": ("target_vocab.json", False),
                    "config": ("tokenizer_config.json", False)},
     "byte-level-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
+    "t5-spm": {"spm": ("spiece.model", True), "tokenizer": ("tokenizer.json", True),
+               "config": ("tokenizer_config.json", False)},
+    "whisper-bpe": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
                    "config": ("tokenizer_config.json", False)},
+    # tokenizer.json for the piece ids (fairseq's order) and the language codes' and <mask>'s ids
+    "nllb-spm": {"spm": ("sentencepiece.bpe.model", True), "tokenizer": ("tokenizer.json", True),
+                 "config": ("tokenizer_config.json", False)},
 }
 
 # model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json"}
+                 "llama": "tokenizer.json", "whisper": "whisper-bpe",
+                 "t5": "t5-spm"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
@@ -38,6 +45,8 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
     ckpt = Path(checkpoint_dir)
     if kind == "tokenizer.json":
         kind = _tokenizer_json_kind(ckpt / "tokenizer.json")
+    if kind == "m2m100-spm" and _tokenizer_class(ckpt).startswith("Nllb"):
+        kind = "nllb-spm"  # NLLB's checkpoints are model_type m2m_100 too
     if kind is None:
         return {}, None
     files, roles = {}, {}
@@ -54,7 +63,37 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
         entry["language_codes"] = _m2m100_language_codes(ckpt / "tokenizer_config.json")
         if entry["language_codes"] is None:
             return {}, None
+    if kind == "nllb-spm":
+        entry["language_codes"] = _nllb_language_codes(ckpt / "tokenizer_config.json")
     return files, entry
+
+
+def _tokenizer_class(ckpt: Path) -> str:
+    import json
+
+    try:
+        config = json.loads((ckpt / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return ""
+    return str(config.get("tokenizer_class") or "") if isinstance(config, dict) else ""
+
+
+def _nllb_language_codes(config_path: Path) -> list:
+    """The language codes an NLLB checkpoint's tokenizer adds (its config's extra or
+    additional special tokens; else transformers' list, which NllbTokenizer defaults to)."""
+    import json
+
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = {}
+    for key in ("extra_special_tokens", "additional_special_tokens"):
+        codes = config.get(key)
+        if isinstance(codes, list) and codes:
+            return [c if isinstance(c, str) else c.get("content") for c in codes]
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    return list(FAIRSEQ_LANGUAGE_CODES)
 
 
 def _m2m100_language_codes(config_path: Path) -> list | None:

@@ -63,8 +63,7 @@ class ByteBpe final : public Tokenizer {
     }
     if (files.count("config")) {
       const auto c = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
-      if (c.is_object() && c.contains("clean_up_tokenization_spaces") && c["clean_up_tokenization_spaces"].is_boolean())
-        clean_up_spaces_ = c["clean_up_tokenization_spaces"];
+      clean_up_spaces_ = clean_up_wanted(c, /*bpe_model=*/true);
     }
   }
 
@@ -371,10 +370,7 @@ class ByteBpe final : public Tokenizer {
   }
 
   std::string clean_up(std::string out) const {
-    if (clean_up_spaces_)
-      for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
-                                     {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
-        replace_all(out, from, to);
+    if (clean_up_spaces_) clean_up_tokenization(out);
     return out;
   }
 

@@ -35,9 +35,7 @@ class M2M100 final : public Tokenizer {
     if (!encoder_.count(unk_)) fail("m2m100 tokenizer: {} has no '{}' (the unknown token)", file("vocab"), unk_);
     std::string src = "en";  // transformers' default source language
     if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
-    auto lang = lang_to_id_.find("__" + src + "__");
-    if (lang == lang_to_id_.end()) fail("m2m100 tokenizer: src_lang '{}' is not a language code of the model", src);
-    src_lang_id_ = lang->second;
+    src_lang_id_ = language_id(src);
     if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
     for (const char* key : {"bos_token", "eos_token", "sep_token", "pad_token", "unk_token"}) {
       const char* fallback = key[0] == 'b' ? "<s>" : key[0] == 'p' ? "<pad>" : key[0] == 'u' ? "<unk>" : "</s>";
@@ -47,23 +45,22 @@ class M2M100 final : public Tokenizer {
     }
     for (const std::string& t : special_tokens_) special_ids_.insert(token_id(t));
     eos_id_ = token_id(token_name(config, "eos_token", "</s>", kWho));
+    clean_up_spaces_ = clean_up_wanted(config, /*bpe_model=*/false);  // a Python (sentencepiece) tokenizer
   }
 
-  std::vector<int64_t> encode(std::string_view input) const override {
-    check_utf8(input, "m2m100 tokenizer: encode");
-    std::vector<int64_t> ids = {src_lang_id_};
-    std::vector<std::string> pieces;
-    for (const std::string& chunk : added_.split(std::string(input))) {
-      if (chunk.empty()) continue;
-      if (added_.find(chunk) || special_tokens_.count(chunk)) {
-        ids.push_back(token_id(chunk));
-        continue;
-      }
-      segmenter_->encode(chunk, pieces);
-      for (const std::string& p : pieces) ids.push_back(token_id(p));
-    }
-    ids.push_back(eos_id_);
-    return ids;
+  std::vector<int64_t> encode(std::string_view input) const override { return encode_ids(input, src_lang_id_); }
+
+  std::vector<int64_t> encode_from(std::string_view input, std::string_view src_lang) const override {
+    return encode_ids(input, language_id(src_lang));
+  }
+
+  // get_lang_id: "fr" -> the id of __fr__.
+  int64_t language_id(std::string_view lang) const override {
+    auto it = lang_to_id_.find("__" + std::string(lang) + "__");
+    if (it == lang_to_id_.end())
+      fail("m2m100 tokenizer: '{}' is not a language code of this model (codes look like en, fr, de; {} in all)", lang,
+           lang_to_id_.size());
+    return it->second;
   }
 
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
@@ -84,7 +81,9 @@ class M2M100 final : public Tokenizer {
       }
     }
     flush();
-    return std::string(py_strip(out));
+    std::string text(py_strip(out));
+    if (clean_up_spaces_) clean_up_tokenization(text);
+    return text;
   }
 
   const std::string& kind() const override { return kind_; }
@@ -100,6 +99,25 @@ class M2M100 final : public Tokenizer {
   std::set<int64_t> special_ids_;
   std::string unk_;
   int64_t src_lang_id_ = 0, eos_id_ = 0;
+  bool clean_up_spaces_ = false;
+
+  // [lang] text </s>
+  std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
+    check_utf8(input, "m2m100 tokenizer: encode");
+    std::vector<int64_t> ids = {lang};
+    std::vector<std::string> pieces;
+    for (const std::string& chunk : added_.split(std::string(input))) {
+      if (chunk.empty()) continue;
+      if (added_.find(chunk) || special_tokens_.count(chunk)) {
+        ids.push_back(token_id(chunk));
+        continue;
+      }
+      segmenter_->encode(chunk, pieces);
+      for (const std::string& p : pieces) ids.push_back(token_id(p));
+    }
+    ids.push_back(eos_id_);
+    return ids;
+  }
 
   // convert_tokens_to_ids: an added token, a language token, the vocabulary, else <unk>.
   int64_t token_id(const std::string& token) const {

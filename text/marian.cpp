@@ -140,13 +140,6 @@ class Marian final : public Tokenizer {
     std::string p = sp.IdToPiece(int(id));
     return p.empty() ? "<unk>" : p;
   }
-
-  // transformers' clean_up_tokenization: no space before punctuation and contractions.
-  static void clean_up_tokenization(std::string& s) {
-    for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
-                                   {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
-      replace_all(s, from, to);
-  }
 };
 
 }  // namespace

@@ -70,7 +70,8 @@ size_t utf8_len(std::string_view s, size_t i) {
 
 }  // namespace
 
-UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp) : sp_(sp) {
+UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp, Mode mode)
+    : sp_(sp), mode_(mode) {
   const std::string proto = sp.serialized_model_proto();
   Wire w(proto);
   uint32_t field, type;
@@ -149,30 +150,46 @@ void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& o
     }
   }
   if (norm.empty()) return;
-  // Viterbi, as sentencepiece's EncodeOptimized, in single precision.
+  if (mode_ == Mode::kSentencepiece) return search<float>(norm, out);
+  // Each word ("▁" and what follows up to the next "▁") on its own, as tokenizers'
+  // Metaspace pre-tokenizer splits the text.
+  static constexpr std::string_view kSpace = "\u2581";
+  for (size_t start = 0; start < norm.size();) {
+    size_t end = norm.find(kSpace, start + (norm.compare(start, kSpace.size(), kSpace) == 0 ? kSpace.size() : 1));
+    if (end == std::string::npos) end = norm.size();
+    std::vector<std::string> word;
+    search<double>(std::string_view(norm).substr(start, end - start), word);
+    for (std::string& p : word) out.push_back(std::move(p));
+    start = end;
+  }
+}
+
+// Viterbi, as sentencepiece's EncodeOptimized: a tie keeps the piece that starts first.
+template <typename Score>
+void UnigramSegmenter::search(std::string_view norm, std::vector<std::string>& out) const {
   struct Best {
-    float score = 0;
+    Score score = 0;
     int start = -1, id = -1;
   };
   const size_t n = norm.size();
   std::vector<Best> best(n + 1);
-  const float unk_score = min_score_ - 10.0f;
+  const Score unk_score = Score(min_score_) - Score(10);
   const std::string_view text_view(norm);
   for (size_t start = 0; start < n;) {
-    const float till = best[start].score;
+    const Score till = best[start].score;
     const size_t mblen = utf8_len(norm, start);
     bool single = false;
     for (size_t len = 1; len <= max_len_ && start + len <= n; ++len) {
       auto it = pieces_.find(text_view.substr(start, len));
       if (it == pieces_.end()) continue;
-      const float score = it->second.user_defined ? float(double(len) * max_score_ - 0.1) : it->second.score;
-      const float cand = score + till;
+      const Score score = it->second.user_defined ? Score(double(len) * max_score_ - 0.1) : Score(it->second.score);
+      const Score cand = score + till;
       Best& b = best[start + len];
       if (b.start == -1 || cand > b.score) b = {cand, int(start), it->second.id};
       if (len == mblen) single = true;
     }
     if (!single) {
-      const float cand = unk_score + till;
+      const Score cand = unk_score + till;
       Best& b = best[start + mblen];
       if (b.start == -1 || cand > b.score) b = {cand, int(start), unk_id_};
     }
@@ -188,14 +205,15 @@ void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& o
     end = size_t(b.start);
   }
   // Neighbouring unknown characters make one unknown piece, as sentencepiece's do.
+  const size_t first = out.size();
   for (size_t k = spans.size(); k-- > 0;) {
     const bool unk = ids[k] == unk_id_;
-    if (unk && !out.empty() && k + 1 < spans.size() && ids[k + 1] == unk_id_) {
-      out.back() += norm.substr(spans[k].first, spans[k].second - spans[k].first);
+    const std::string surface(norm.substr(spans[k].first, spans[k].second - spans[k].first));
+    if (unk && out.size() > first && k + 1 < spans.size() && ids[k + 1] == unk_id_) {
+      out.back() += surface;
       continue;
     }
-    out.push_back(unk ? norm.substr(spans[k].first, spans[k].second - spans[k].first)
-                      : sp_.IdToPiece(ids[k]));
+    out.push_back(unk ? surface : sp_.IdToPiece(ids[k]));
   }
 }
 

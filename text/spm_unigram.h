@@ -19,7 +19,12 @@ namespace text {
 
 class UnigramSegmenter {
  public:
-  explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp);
+  // kSentencepiece: as the sentencepiece wheel (one search over the whole text, single
+  // precision). kTokenizers: as the tokenizers library runs a converted model (T5): one
+  // search per word ("▁" starts a word), in double precision; the two break near-ties
+  // differently (". .." or ".. .").
+  enum class Mode { kSentencepiece, kTokenizers };
+  explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp, Mode mode = Mode::kSentencepiece);
   // False for a BPE, word or char model (encode then calls the library's Encode as it is).
   bool usable() const { return usable_; }
   // The pieces of `text`, as sentencepiece's Encode(text) gives them.
@@ -27,6 +32,9 @@ class UnigramSegmenter {
 
  private:
   const sentencepiece::SentencePieceProcessor& sp_;
+  Mode mode_;
+  template <typename Score>
+  void search(std::string_view norm, std::vector<std::string>& out) const;
   struct Piece {
     int id;
     float score;

@@ -10,6 +10,9 @@
 #include "text/byte_bpe.h"
 #include "text/m2m100.h"
 #include "text/marian.h"
+#include "text/nllb.h"
+#include "text/t5.h"
+#include "text/whisper.h"
 #include "text/util.h"
 
 namespace text {
@@ -47,6 +50,14 @@ std::string inside(const std::string& dir, const std::string& rel, const std::st
 
 }  // namespace
 
+std::vector<int64_t> Tokenizer::encode_from(std::string_view, std::string_view src_lang) const {
+  fail("a {} tokenizer has no source language (src_lang '{}'): it is for M2M100 and NLLB programs", kind(), src_lang);
+}
+
+int64_t Tokenizer::language_id(std::string_view lang) const {
+  fail("a {} tokenizer has no language tokens (language '{}'): they are for M2M100 and NLLB programs", kind(), lang);
+}
+
 bool has_tokenizer(const std::string& dir) { return !tokenizer_entry(dir).is_null(); }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
@@ -64,16 +75,19 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   }
   if (kind == "marian-spm") return load_marian(files);
   if (kind == "byte-level-bpe") return load_byte_bpe(files);
+  if (kind == "whisper-bpe") return load_whisper(files);
+  if (kind == "t5-spm") return load_t5(files);
   if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
-  if (kind == "m2m100-spm") {
+  if (kind == "m2m100-spm" || kind == "nllb-spm") {
     std::vector<std::string> codes;
     if (entry.contains("language_codes") && entry["language_codes"].is_array())
-      for (const auto& c : entry["language_codes"]) codes.push_back(c.get<std::string>());
-    if (codes.empty()) fail("{}: an m2m100-spm tokenizer needs \"language_codes\"", meta_path);
-    return load_m2m100(files, codes);
+      for (const auto& c : entry["language_codes"])
+        if (c.is_string()) codes.push_back(c.get<std::string>());
+    if (codes.empty()) fail("{}: an {} tokenizer needs \"language_codes\"", meta_path, kind);
+    return kind == "nllb-spm" ? load_nllb(files, codes) : load_m2m100(files, codes);
   }
   fail("{}: tokenizer kind '{}' is not supported by this build "
-       "(it reads marian-spm, m2m100-spm, byte-level-bpe, sentencepiece)",
+       "(it reads marian-spm, m2m100-spm, nllb-spm, t5-spm, byte-level-bpe, whisper-bpe, sentencepiece)",
        meta_path, kind);
 }
 

@@ -26,9 +26,17 @@ class Tokenizer {
   // The ids transformers' tokenizer gives for `text` (special tokens added as it adds
   // them, e.g. Marian's closing </s>). `text` must be valid UTF-8.
   virtual std::vector<int64_t> encode(std::string_view text) const = 0;
+  // encode with the source language `src_lang` (M2M100's "fr", NLLB's "fra_Latn") in
+  // place of the one the program was imported with; Error for an unknown language or a
+  // kind that has no source language.
+  virtual std::vector<int64_t> encode_from(std::string_view text, std::string_view src_lang) const;
+  // The id of language `lang`'s token: the forced_bos_token_id that makes generate write
+  // that language. Error for an unknown language or a kind without languages.
+  virtual int64_t language_id(std::string_view lang) const;
   // The text transformers' decode(ids, skip_special_tokens=...) gives.
   virtual std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = true) const = 0;
-  // meta.json's kind: "marian-spm", "byte-level-bpe" or "sentencepiece".
+  // meta.json's kind: "marian-spm", "m2m100-spm", "nllb-spm", "byte-level-bpe",
+  // "whisper-bpe", "t5-spm" or "sentencepiece".
   virtual const std::string& kind() const = 0;
 };
 

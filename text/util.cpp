@@ -1,5 +1,7 @@
 #include "text/util.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <sstream>
 
@@ -159,6 +161,18 @@ std::string utf8_lossy(std::string_view s) {
     }
   }
   return out;
+}
+
+void clean_up_tokenization(std::string& s) {
+  for (const auto& [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                 {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+    replace_all(s, from, to);
+}
+
+bool clean_up_wanted(const nlohmann::json& config, bool bpe_model) {
+  auto flag = [&](const char* key) { return config.is_object() && config.value(key, false) == true; };
+  if (!flag("clean_up_tokenization_spaces")) return false;
+  return !bpe_model || flag("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output");
 }
 
 }  // namespace text

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "text/tokenizer.h"
 
@@ -25,6 +26,16 @@ std::string_view py_lstrip(std::string_view s);
 std::string_view py_rstrip(std::string_view s);
 
 void replace_all(std::string& s, std::string_view from, std::string_view to);
+
+// transformers' clean_up_tokenization (tokenizer_config.json's clean_up_tokenization_spaces):
+// no space before punctuation and contractions.
+void clean_up_tokenization(std::string& s);
+
+// Whether transformers 5 cleans up decoded text for a tokenizer with this
+// tokenizer_config.json: clean_up_tokenization_spaces, except for a tokenizers-backed
+// BPE model (`bpe_model`), where it is ignored unless
+// clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output is set too.
+bool clean_up_wanted(const nlohmann::json& config, bool bpe_model);
 
 // UTF-8 by hand, for the byte-level tokenizers.
 void append_utf8(std::string& out, uint32_t cp);

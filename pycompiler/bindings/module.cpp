@@ -4,6 +4,7 @@
 #include "convert.h"
 #include "ops/cpu.h"
 #include "ops/gemm_library.h"
+#include "ops/w8a8_amx.h"
 #include "ops/registry.h"
 
 namespace py = pybind11;
@@ -79,11 +80,15 @@ PYBIND11_MODULE(_C, m) {
     d["active"] = std::string(ops::kernel_table().name);
     d["w8a8"] = std::string(ops::kernel_table().w8a8_name);
     d["gemm"] = ops::library_gemm_active() ? ops::library_gemm_name() : std::string("own");
+    d["amx"] = ops::amx_active();
     return d;
   }, "The CPU, its features, the kernel variants built and supported, the active one, and linear's GEMM backend "
      "past 32 rows (own, or the library's name).");
   m.def("set_gemm_backend", [](const std::string& name) { ops::set_gemm_backend(name); },
         "linear's GEMM past 32 rows: auto (oneDNN with the CPU's best variant, when built with it), own or onednn.");
+  m.def("set_amx", [](bool on) { ops::set_amx(on); },
+        "linear_w8a8's AMX kernel past 16 rows on/off (on by default; it also needs the CPU, the OS and the best "
+        "kernel variant: cpu_info()['amx'] says whether it runs).");
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
   m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
         "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");

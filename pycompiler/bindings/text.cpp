@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #ifdef TENSORVM_HAVE_TEXT
 #include "text/tokenizer.h"
 #endif
@@ -22,21 +24,25 @@ void bind_text(py::module_& m) {
       .def_static("has_tokenizer", &text::has_tokenizer, py::arg("program_dir"))
       .def(
           "encode",
-          [](const text::Tokenizer& t, const std::string& s) {
+          [](const text::Tokenizer& t, const std::string& s, const std::optional<std::string>& src_lang) {
             py::gil_scoped_release nogil;
-            return t.encode(s);
+            return src_lang ? t.encode_from(s, *src_lang) : t.encode(s);
           },
-          py::arg("text"), "The token ids of `text`, special tokens added as transformers' tokenizer adds them.")
+          py::arg("text"), py::arg("src_lang") = py::none(),
+          "The token ids of `text`, special tokens added as transformers' tokenizer adds them; src_lang "
+          "(M2M100, NLLB) replaces the source language the program was imported with.")
       .def(
           "encode_batch",
-          [](const text::Tokenizer& t, const std::vector<std::string>& texts) {
+          [](const text::Tokenizer& t, const std::vector<std::string>& texts, const std::optional<std::string>& src_lang) {
             py::gil_scoped_release nogil;
             std::vector<std::vector<int64_t>> out;
             out.reserve(texts.size());
-            for (const std::string& s : texts) out.push_back(t.encode(s));
+            for (const std::string& s : texts) out.push_back(src_lang ? t.encode_from(s, *src_lang) : t.encode(s));
             return out;
           },
-          py::arg("texts"))
+          py::arg("texts"), py::arg("src_lang") = py::none())
+      .def("language_id", &text::Tokenizer::language_id, py::arg("lang"),
+           "The id of a language's token (M2M100 'fr', NLLB 'fra_Latn'): generate's forced_bos_token_id for it.")
       .def(
           "decode",
           [](const text::Tokenizer& t, const std::vector<int64_t>& ids, bool skip) {

@@ -1,15 +1,22 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py, whisper.py) gives:
+The network (models/marian.py, m2m100.py, whisper.py) gives plain Python functions:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
-    step_layer(x [rows, 1, d], cache, source_mask, layer) -> x     (an IR function)
-    prefill_layer(x [rows, n, d], cache, source_mask, self_mask, layer) -> x
+    decoder_layer(x [rows, n, d], cache, source_mask, self_mask, layer, n) -> x
+        (self_mask None when n is 1: one new position sees every cached one)
+    cross_kv(cache, encoder_states, layer) -> cache with that layer's cross K/V
     head(x [rows, d]) -> logits [rows, vocab]   (final norm, output projection, bias)
 
-and its encode, source_mask and init_cache functions; this adds prefill and
-decode_step to the ProgramBuilder and generate (pycompiler/generation/).
+and its encode and source_mask IR functions. This adds to the ProgramBuilder:
+
+    init_cache(encoder_states, rows, max_len)   KV cache, cross K/V of every layer
+    decoder_layer(x, cache, source_mask, layer)  one layer, one position per row
+    prefill_layer(x, cache, source_mask, self_mask, layer)  one layer, n positions
+    prefill(cache, tokens, source_mask), decode_step(cache, tokens, source_mask, position)
+
+and generate (pycompiler/generation/).
 """
 from __future__ import annotations
 
@@ -21,11 +28,32 @@ from .layers import causal
 KVCache = ObjectType("KVCache")
 
 
-def build_encoder_decoder(pb, *, encode, source_mask, init_cache, embed, step_layer, prefill_layer, head,
-                          width: int, decoder_layers: int, ids: TokenIds, max_positions: int, generation: dict,
-                          encoder_input: str = "input_ids"):
+def build_encoder_decoder(pb, *, encode, source_mask, embed, decoder_layer, cross_kv, head, width: int,
+                          decoder_layers: int, decoder_heads: int, ids: TokenIds, max_positions: int,
+                          generation: dict, encoder_input: str = "input_ids"):
     """encoder_input: generate's first input, "input_ids" or "input_features" (Whisper's
     log-mel frames; EncoderDecoder in generation/model.py)."""
+    layer_fn = decoder_layer
+
+    @pb.function
+    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
+        """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
+        of every layer computed now, once, from the encoder states."""
+        cache = T.kv_cache(decoder_layers, rows, decoder_heads, width // decoder_heads, max_len)
+        for layer in range(decoder_layers):
+            cache = cross_kv(cache, encoder_states, layer)
+        return cache
+
+    @pb.function
+    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
+        """One decoder layer for one new position per row: x [rows, 1, d_model]."""
+        return layer_fn(x, cache, source_mask, None, layer, 1)
+
+    @pb.function
+    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
+        """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
+        return layer_fn(x, cache, source_mask, self_mask, layer, T.size(x, 1))
+
     @pb.function
     def prefill(cache: KVCache, tokens: Tensor, source_mask: Tensor) -> KVCache:
         """Runs tokens [rows, n] at positions [0, n) through the decoder in one pass,
@@ -42,7 +70,7 @@ def build_encoder_decoder(pb, *, encode, source_mask, init_cache, embed, step_la
         """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
         x = embed(tokens, position, T.add(position, 1))
         for layer in range(decoder_layers):
-            x = step_layer(x, cache, source_mask, layer)
+            x = decoder_layer(x, cache, source_mask, layer)
         return head(T.reshape(x, [T.size(x, 0), width]))
 
     def reorder(cache, index):

@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import TokenIds
-from ..types import ObjectType, Tensor
+from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
 from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
 
-KVCache = ObjectType("KVCache")
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
 ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
 
@@ -90,27 +89,8 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
             x = encoder_layer(x, mask, layer)
         return layer_norm(x, "model.encoder.layer_norm")
 
-    @pb.function
-    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
-        """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
-        of every layer computed now, once, from the encoder states."""
-        cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
-        for layer in range(spec.decoder_layers):
-            cache = cross_kv(q8, cache, encoder_states, d, hd, DEC + "encoder_attn", layer)
-        return cache
-
     def decoder_layer(x, cache, source_mask, self_mask, layer, length):
         return pre_norm_decoder_layer(q8, spec.activation, x, cache, source_mask, self_mask, d, hd, DEC, layer, length)
-
-    @pb.function
-    def step_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
-        """One decoder layer for one new position per row: x [rows, 1, d_model]."""
-        return decoder_layer(x, cache, source_mask, None, layer, 1)
-
-    @pb.function
-    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
-        """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
-        return decoder_layer(x, cache, source_mask, self_mask, layer, T.size(x, 1))
 
     def embed(tokens, start, end):
         return _embed(spec, tokens, _token_positions(tokens, spec.pad_token_id, start))
@@ -120,7 +100,10 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache, embed=embed,
-                                 step_layer=step_layer, prefill_layer=prefill_layer, head=head, width=d,
-                                 decoder_layers=spec.decoder_layers, ids=ids,
+    def encoder_attention_kv(cache, states, layer):
+        return cross_kv(q8, cache, states, d, hd, DEC + "encoder_attn", layer)
+
+    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask, embed=embed,
+                                 decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=d,
+                                 decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
                                  max_positions=spec.max_position_embeddings, generation=spec.generation)

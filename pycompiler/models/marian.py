@@ -32,12 +32,10 @@ from dataclasses import dataclass, field
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
-from ..types import ObjectType, Tensor
+from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
 from .layers import (activation, cross_attention, cross_kv, layer_norm, linear, output_projection, position_rows,
                      self_attention)
-
-KVCache = ObjectType("KVCache")
 
 
 @dataclass
@@ -109,7 +107,6 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     """Traces the Marian program for `spec` over `weights` (name -> array)."""
     pb = ProgramBuilder(weights=weights, meta=meta or {})
     d, he, hd = spec.d_model, spec.encoder_heads, spec.decoder_heads
-    dh_d = d // hd
 
     @pb.function
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
@@ -134,36 +131,19 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
             x = encoder_layer(x, mask, layer)
         return x
 
-    @pb.function
-    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
-        """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
-        of every layer computed now, once, from the encoder states."""
-        cache = T.kv_cache(spec.decoder_layers, rows, hd, dh_d, max_len)
-        for layer in range(spec.decoder_layers):
-            cache = cross_kv(spec.quantize, cache, encoder_states, d, hd, "model.decoder.layers.{}.encoder_attn", layer)
-        return cache
-
-    @pb.function
-    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
-        """One decoder layer for one new position per row: x [rows, 1, d_model]."""
-        return _decoder_layer(spec, x, cache, source_mask, None, layer, 1)
-
-    @pb.function
-    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
-        """One decoder layer over the n prompt positions of each row: x [rows, n, d_model]."""
-        return _decoder_layer(spec, x, cache, source_mask, self_mask, layer, T.size(x, 1))
-
     def head(x):
         logits = output_projection(spec.quantize, x, spec.lm_head)
         return T.add(logits, T.param("final_logits_bias"))
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.decoder_vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache,
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
                           embed=lambda tokens, start, end: _embed_decoder(spec, tokens, start, end),
-                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
-                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_position_embeddings,
-                          generation=spec.generation)
+                          decoder_layer=lambda *a: _decoder_layer(spec, *a),
+                          cross_kv=lambda cache, states, layer: cross_kv(
+                              spec.quantize, cache, states, d, hd, "model.decoder.layers.{}.encoder_attn", layer),
+                          head=head, width=d, decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
+                          max_positions=spec.max_position_embeddings, generation=spec.generation)
     # generate's inputs keep transformers' names (no op or function may take one).
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_ids", *input_names()]:

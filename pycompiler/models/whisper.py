@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
-from ..types import ObjectType, Tensor
+from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
 from .layers import (cross_kv, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
                      pre_norm_encoder_layer)
 
-KVCache = ObjectType("KVCache")
 ENC, DEC = "model.encoder.", "model.decoder."
 MEL_FILTERS = "mel_filters"  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
 # WhisperFeatureExtractor's framing: 16 kHz audio, n_fft 400, hop 160; the audio is padded
@@ -65,7 +64,7 @@ class WhisperSpec:
         return 2 * self.max_source_positions
 
 
-def _decoder_layer(spec: WhisperSpec, x, cache, self_mask, layer, length):
+def _decoder_layer(spec: WhisperSpec, x, cache, source_mask, self_mask, layer, length):
     """One pre-LayerNorm decoder layer over `length` new positions per row (self_mask
     None for one position). Cross-attention has no mask: every encoder position counts.
     Whisper's k_proj has no bias."""
@@ -107,33 +106,19 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
             x = encoder_layer(x, layer)
         return layer_norm(x, ENC + "layer_norm")
 
-    @pb.function
-    def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
-        """Self-attention room for `rows` decoder rows and the cross-attention K/V of
-        every layer, computed once per sentence from the encoder states."""
-        cache = T.kv_cache(spec.decoder_layers, rows, hd, d // hd, max_len)
-        for layer in range(spec.decoder_layers):
-            cache = cross_kv(spec.quantize, cache, encoder_states, d, hd, DEC + "layers.{}.encoder_attn", layer,
-                             k_bias=False)
-        return cache
-
-    @pb.function
-    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
-        return _decoder_layer(spec, x, cache, None, layer, 1)
-
-    @pb.function
-    def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
-        return _decoder_layer(spec, x, cache, self_mask, layer, T.size(x, 1))
-
     def head(x):
         return output_projection(spec.quantize, layer_norm(x, DEC + "layer_norm"), spec.lm_head)
 
     ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
                    decoder_start=spec.decoder_start_token_id)
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, init_cache=init_cache, embed=_embed_decoder,
-                          step_layer=decoder_layer, prefill_layer=prefill_layer, head=head, width=d,
-                          decoder_layers=spec.decoder_layers, ids=ids, max_positions=spec.max_target_positions,
-                          generation=spec.generation, encoder_input="input_features")
+    def encoder_attention_kv(cache, states, layer):
+        return cross_kv(spec.quantize, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer, k_bias=False)
+
+    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, embed=_embed_decoder,
+                          decoder_layer=lambda *a: _decoder_layer(spec, *a), cross_kv=encoder_attention_kv, head=head,
+                          width=d, decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
+                          max_positions=spec.max_target_positions, generation=spec.generation,
+                          encoder_input="input_features")
     generate = pb.functions["generate"]
     names = [p.name for p in pb.program().function("generate").params]
     if names != ["input_features", *input_names()]:

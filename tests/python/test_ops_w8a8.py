@@ -33,9 +33,10 @@ def weight(rng, out, n_in):
 
 
 # Rows 1..4 stream the weights once, more go in groups of 4 over blocks of 64 outputs;
-# outputs that are not a multiple of 16 and inputs not a multiple of 4 (or 64) exercise
+# from 16 rows, CPUs with AMX take tiles of 32 rows x 32 outputs x 64 inputs. Outputs
+# that are not a multiple of 16 (or 32) and inputs not a multiple of 4 (or 64) exercise
 # the padding.
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 9, 13, 33])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 9, 13, 16, 33, 64])
 @pytest.mark.parametrize("out, n_in", [(16, 64), (37, 45), (150, 512), (5, 3), (70, 130)])
 def test_linear_w8a8_random(rng, rows, out, n_in):
     _, p, s = weight(rng, out, n_in)
@@ -116,6 +117,30 @@ def test_linear_w8a8_threads(rng, rows):
     y2 = vm_call("linear_w8a8", x, p, s, b, num_threads=2)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_w8a8(x, p, s, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def amx():
+    if not tensorvm._C.cpu_info()["amx"]:
+        pytest.skip("linear_w8a8's AMX kernel does not run on this CPU (no amx-int8, or not the best variant)")
+    yield
+    tensorvm._C.set_amx(True)
+
+
+@pytest.mark.parametrize("rows", [16, 17, 31, 32, 33, 47, 64, 100])
+@pytest.mark.parametrize("out, n_in", [(16, 64), (17, 3), (33, 65), (48, 1000), (150, 512), (5, 130)])
+def test_linear_w8a8_amx_is_bit_identical_to_vnni(rng, amx, rows, out, n_in):
+    """Exact int32 sums and the same rescale: AMX tiles give the VNNI kernel's floats,
+    bit for bit, at every tail of rows (32), outputs (32) and inputs (64)."""
+    _, p, s = weight(rng, out, n_in)
+    x = rng.standard_normal((rows, n_in)).astype(np.float32)
+    x[rows // 2] *= 1e3  # rows of different scales
+    b = rng.standard_normal(out).astype(np.float32)
+    got = vm_call("linear_w8a8", x, p, s, b, num_threads=2)
+    tensorvm._C.set_amx(False)
+    want = vm_call("linear_w8a8", x, p, s, b, num_threads=2)
+    tensorvm._C.set_amx(True)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_linear_w8a8_errors(rng):

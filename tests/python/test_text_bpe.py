@@ -176,3 +176,26 @@ def test_sentencepiece_bpe_matches_tokenizers(spm_bpe):
     for ids in rows:
         for skip in (True, False):
             assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_clean_up_tokenization_spaces(tmp_path, forced):
+    """transformers 5 ignores clean_up_tokenization_spaces for a BPE tokenizer (Llama 3's
+    configs set it) unless clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output
+    is set too; decode follows both."""
+    from transformers import PreTrainedTokenizerFast
+
+    ckpt = tf.make_byte_bpe_tokenizer(tmp_path / "base", "gpt2")
+    config = json.loads((ckpt / "tokenizer_config.json").read_text())
+    config["clean_up_tokenization_spaces"] = True
+    if forced:
+        config["clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"] = True
+    (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
+    hf = PreTrainedTokenizerFast.from_pretrained(ckpt)
+    tok = tensorvm.load(tf.tokenizer_only_program(ckpt, tmp_path / "tok.tvm", "gpt2")).tokenizer
+    lines = ["Hello , world . Is it ? Yes ! I 'm sure it 's done", "don 't , they 're"]
+    lines += tf.tricky_lines(300, seed=8)
+    for line in lines:
+        ids = hf(line)["input_ids"]
+        assert tok.decode(ids, True) == hf.decode(ids, skip_special_tokens=True), line
+    assert (hf.decode(hf(lines[0])["input_ids"]) != lines[0]) == forced

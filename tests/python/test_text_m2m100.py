@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,10 +23,11 @@ pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
 
 @pytest.fixture(scope="module", params=["fr", "de"])
 def m2m100(request, tmp_path_factory):
+    """Two source languages; the second with clean_up_tokenization_spaces."""
     from transformers import M2M100Tokenizer
 
     root = tmp_path_factory.mktemp(f"m2m100_{request.param}")
-    ckpt = tf.make_m2m100_tokenizer(root / "ckpt", src_lang=request.param)
+    ckpt = tf.make_m2m100_tokenizer(root / "ckpt", src_lang=request.param, clean_up=request.param == "de")
     prog = tf.tokenizer_only_program(ckpt, root / "tok.tvm", "m2m_100")
     return ckpt, M2M100Tokenizer.from_pretrained(ckpt), tensorvm.load(prog).tokenizer
 
@@ -43,6 +45,7 @@ def test_m2m100_matches_transformers(m2m100):
     size = len(hf.encoder) + len(hf.lang_token_to_id) + 10
     rows = [hf(s)["input_ids"] for s in tf.tricky_lines(300, seed=17, specials=specials)]
     rows += [[rnd.randrange(size) for _ in range(rnd.randint(0, 16))] for _ in range(500)]
+    rows.append(hf("Le chat . Le chien ? Oui ! l 'été")["input_ids"])
     for ids in rows:
         for skip in (True, False):
             assert tok.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip), ids
@@ -72,8 +75,49 @@ def test_m2m100_translate_matches_transformers(m2m100, tmp_path):
     assert out.split("\n")[:-1] == [prog.translate([s], forced_bos_token_id=en)[0] for s in texts]
 
 
+def test_m2m100_languages_at_run_time(m2m100, tmp_path):
+    """translate(src_lang=..., tgt_lang=...) equals transformers with the tokenizer's
+    src_lang set and forced_bos_token_id = get_lang_id(tgt_lang), in Python and in
+    tensorvm-run --src-lang/--tgt-lang; unknown languages are clear errors."""
+    import torch
+    from transformers import M2M100ForConditionalGeneration, M2M100Tokenizer
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    tok_dir = m2m100[0]
+    ckpt = tf.tiny_m2m100_checkpoint(tok_dir, tmp_path / "ckpt", seed=3)
+    prog = tensorvm.load(import_hf(ckpt, tmp_path / "m.tvm"))
+    model = M2M100ForConditionalGeneration.from_pretrained(ckpt, attn_implementation="eager").eval()
+    texts = ["One two three.", "Le chat ... «très» heureux!"]
+    for src, tgt in (("de", "fr"), ("en", "de"), ("zu", "en")):
+        hf = M2M100Tokenizer.from_pretrained(ckpt, src_lang=src)
+        batch = hf(texts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            want = hf.batch_decode(model.generate(**batch, forced_bos_token_id=hf.get_lang_id(tgt)),
+                                   skip_special_tokens=True)
+        assert prog.tokenizer.encode(texts[1], src_lang=src) == hf(texts[1])["input_ids"]
+        assert prog.translate(texts, src_lang=src, tgt_lang=tgt) == want
+        out = tf.run_cli(prog.path, "translate", "--text", "\n".join(texts), "--src-lang", src, "--tgt-lang", tgt)
+        assert out.stdout.decode().split("\n")[:-1] == [prog.translate([t], src_lang=src, tgt_lang=tgt)[0] for t in texts]
+        ids = tf.run_cli(prog.path, "tokenize", "--text", texts[0], "--src-lang", src).stdout.decode().split()
+        assert list(map(int, ids)) == hf(texts[0])["input_ids"]
+    # the Python command line takes the same options
+    py = subprocess.run([sys.executable, "-m", "tensorvm.pycompiler.cli", "run", str(prog.path), "translate", "--text",
+                         "\n".join(texts), "--src-lang", "de", "--tgt-lang", "fr"], capture_output=True, text=True)
+    assert py.returncode == 0, py.stderr
+    assert py.stdout.split("\n")[:-1] == [prog.translate([t], src_lang="de", tgt_lang="fr")[0] for t in texts]
+    with pytest.raises(ValueError, match="'xx' is not a language code"):
+        prog.translate(texts, tgt_lang="xx")
+    with pytest.raises(ValueError, match="'eng_Latn' is not a language code"):
+        prog.translate(texts, src_lang="eng_Latn")
+    for flag in ("--src-lang", "--tgt-lang"):
+        res = tf.run_cli(prog.path, "translate", "--text", "a", flag, "xx", ok=False)
+        assert res.returncode != 0 and b"'xx' is not a language code" in res.stderr, res.stderr
+
+
 def test_nllb_tokenizer_is_not_taken_for_m2m100(m2m100, tmp_path):
-    """An NLLB checkpoint is model_type m2m_100 too; its tokenizer is another kind."""
+    """An NLLB checkpoint is model_type m2m_100 too; its tokenizer is another kind (nllb-spm,
+    which needs tokenizer.json: this copy has none, so it gets no tokenizer)."""
     import shutil
 
     from tensorvm.pycompiler.tokenizer_files import tokenizer_files

@@ -276,7 +276,7 @@ def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path
     return Path(out)
 
 
-def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") -> Path:
+def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr", clean_up: bool = False) -> Path:
     """A checkpoint-style directory holding an M2M100Tokenizer: a BPE sentencepiece model
     trained here, vocab.json in fairseq's layout (<s> <pad> </s> <unk> first, so its ids
     are not the spm ids) leaving out a few pieces; language tokens come after it."""
@@ -297,26 +297,27 @@ def make_m2m100_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fr") ->
         if not (sp.is_control(i) or sp.is_unknown(i)) and rnd.random() >= 0.03:
             vocab.setdefault(sp.id_to_piece(i), len(vocab))
     (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en")
+    tok = M2M100Tokenizer(str(work / "vocab.json"), str(work / "spm.model"), src_lang=src_lang, tgt_lang="en",
+                          clean_up_tokenization_spaces=clean_up)
     tok.save_pretrained(out_dir)
     return out_dir
 
 
 def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
-    """A seeded random M2M100ForConditionalGeneration covering the tokenizer's vocabulary
-    and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
+    """A seeded random M2M100ForConditionalGeneration (M2M100's or NLLB's) covering the
+    tokenizer's vocabulary and language tokens, saved with it (weights spread as tests/fixtures/random_checkpoints.py
     spreads them, so that logits are far apart)."""
     import shutil
     import sys as _sys
 
     import torch
-    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers import AutoTokenizer, GenerationConfig, M2M100Config, M2M100ForConditionalGeneration
 
     _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
     from random_checkpoints import _randomize
 
-    tok = M2M100Tokenizer.from_pretrained(tokenizer_dir)
-    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)  # M2M100Tokenizer or NllbTokenizer
+    v = len(tok.encoder) + len(tok.lang_token_to_id) + tok.num_madeup_words if hasattr(tok, "lang_token_to_id") else len(tok)
     config = M2M100Config(vocab_size=v, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                           decoder_attention_heads=2, encoder_ffn_dim=48, decoder_ffn_dim=48,
                           max_position_embeddings=64, pad_token_id=1, eos_token_id=2, bos_token_id=0,
@@ -343,3 +344,119 @@ def run_cli(*args, ok=True):
     if ok:
         assert res.returncode == 0, res.stderr.decode()
     return res
+
+
+def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False,
+                        clean_up: bool = False) -> Path:
+    """A checkpoint-style directory holding an NllbTokenizer as the hub's NLLB checkpoints
+    do: sentencepiece.bpe.model (a BPE sentencepiece model trained here, <unk> <s> </s>
+    first as NLLB's), and tokenizer.json / tokenizer_config.json saved by transformers
+    (fairseq's id order, the language codes and <mask> as added tokens). clean_up:
+    clean_up_tokenization_spaces, as many NLLB checkpoints set it."""
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)),
+        model_prefix=str(work / "sentencepiece.bpe"), vocab_size=300, model_type="bpe", character_coverage=0.995,
+        num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    tok = NllbTokenizer.from_pretrained(work, src_lang=src_lang, tgt_lang="eng_Latn",
+                                        additional_special_tokens=list(FAIRSEQ_LANGUAGE_CODES), legacy_behaviour=legacy,
+                                        clean_up_tokenization_spaces=clean_up)
+    tok.save_pretrained(out_dir)
+    shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
+    return out_dir
+
+
+def whisper_special_tokens() -> tuple[list, list]:
+    """Whisper's added tokens after <|endoftext|>, in its id order: (special ones:
+    <|startoftranscript|>, the language tokens, task and other markers; timestamps
+    <|0.00|> ... <|30.00|>, which are not special)."""
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    specials = ["<|startoftranscript|>"] + [f"<|{code}|>" for code in LANGUAGES]
+    specials += ["<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+                 "<|notimestamps|>"]
+    return specials, [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
+
+
+def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
+    """A checkpoint-style directory with a WhisperTokenizer(Fast)'s tokenizer.json and
+    tokenizer_config.json: a byte-level BPE trained here (GPT-2's pre-tokenizer) ending in
+    <|endoftext|>, then Whisper's special and timestamp tokens in Whisper's order.
+    `options`: language, task, predict_timestamps, as WhisperTokenizer takes them."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import WhisperTokenizer
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus("en", 800, seed) + corpus("fr", 800, seed + 1) + tricky_lines(300, seed + 2), trainer)
+    specials, timestamps = whisper_special_tokens()
+    tok.add_special_tokens([AddedToken("<|endoftext|>", normalized=False)])
+    tok.add_special_tokens([AddedToken(t, normalized=False) for t in specials])
+    tok.add_tokens([AddedToken(t, normalized=False) for t in timestamps])
+    hf = WhisperTokenizer(tokenizer_object=tok, **options)
+    out_dir = Path(out_dir)
+    hf.save_pretrained(out_dir)
+    return out_dir
+
+
+def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+    """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
+    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them)."""
+    import shutil
+    import sys as _sys
+
+    import torch
+    from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration, WhisperTokenizer
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from random_checkpoints import _randomize
+
+    tok = WhisperTokenizer.from_pretrained(tokenizer_dir)
+    sot, eot = tok.convert_tokens_to_ids(["<|startoftranscript|>", "<|endoftext|>"])
+    config = WhisperConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=48,
+                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=64, max_target_positions=40,
+                           decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot)
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(config).eval()
+    _randomize(model, seed)
+    model.generation_config = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot,
+                                               bos_token_id=eot, max_length=16)
+    model.save_pretrained(out)
+    for f in Path(tokenizer_dir).iterdir():
+        if f.is_file():
+            shutil.copy(f, Path(out) / f.name)
+    return Path(out)
+
+
+def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_up: bool = False) -> Path:
+    """A checkpoint-style directory holding a T5Tokenizer: spiece.model (a unigram
+    sentencepiece model trained here, <pad> </s> <unk> first as T5's) and tokenizer.json /
+    tokenizer_config.json saved by transformers (<extra_id_N> sentinels after the vocabulary)."""
+    import shutil
+
+    from transformers import T5Tokenizer
+
+    out_dir = Path(out_dir)
+    work = out_dir / "_spm"
+    work.mkdir(parents=True, exist_ok=True)
+    _train_t5 = dict(pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 600, seed) + corpus("fr", 600, seed + 1) + ["Σ ß ü 東 🙂"]),
+        model_prefix=str(work / "spiece"), vocab_size=320, model_type="unigram", character_coverage=0.995,
+        num_threads=1, seed_sentencepiece_size=10000, minloglevel=2, **_train_t5)
+    T5Tokenizer.from_pretrained(work, extra_ids=extra_ids, clean_up_tokenization_spaces=clean_up).save_pretrained(out_dir)
+    shutil.copy(work / "spiece.model", out_dir / "spiece.model")
+    return out_dir

@@ -15,7 +15,8 @@
 // --profile prints the profiler's tables after the outputs (docs/tools.md); --trace
 // also writes the run as a Chrome trace.
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
-// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints token ids.
+// (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
+// transcript (or token ids, when the program carries no tokenizer).
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 #include <algorithm>
@@ -48,6 +49,7 @@ const char* kUsage =
     "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
+    "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n";
 
@@ -230,7 +232,7 @@ std::string read_text_file(const std::string& path) {
 
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, src_lang, tgt_lang;
   std::vector<std::string> text_lines;
   bool text_given = false;
   std::map<std::string, std::string> args;
@@ -262,6 +264,10 @@ int run(int argc, char** argv) {
       text_lines = cli::split_lines(a == "--text" ? next() : read_text_file(next()));
     } else if (a == "--decoder-ids") {
       decoder_ids_text = next();
+    } else if (a == "--src-lang") {
+      src_lang = next();
+    } else if (a == "--tgt-lang") {
+      tgt_lang = next();
     } else if (a == "--wav") {
       wav_path = next();
     } else if (a == "--time") {
@@ -302,6 +308,10 @@ int run(int argc, char** argv) {
       vm::fail("{} takes --text or --text-file, --arg, --threads and --max-instructions only", verb);
     cli::TextVerbOptions o;
     o.lines = std::move(text_lines);
+    o.src_lang = src_lang;
+    o.tgt_lang = tgt_lang;
+    if (verb == "complete" && !(src_lang.empty() && tgt_lang.empty()))
+      vm::fail("complete: --src-lang and --tgt-lang go with tokenize and translate");
     o.session.num_threads = threads;
     o.session.max_instructions = max_instructions;
     if (!args.empty()) {
@@ -317,6 +327,7 @@ int run(int argc, char** argv) {
     return cli::run_text_verb(positional[0], program, verb, o);
   }
   if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
+  if (!src_lang.empty() || !tgt_lang.empty()) vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
   const vm::Function& fn = program->function(positional[1]);
 
   if (!outputs_path.empty() && !ir::is_array_file_name(outputs_path))
@@ -423,7 +434,9 @@ int run(int argc, char** argv) {
   std::vector<std::unique_ptr<unsigned char[]>> scalars;
   for (size_t i = 0; i < outs.size(); ++i) {
     const vm::Value& v = outs[i];
-    print_value(fmt::format("output {}", i), v);
+    // Whisper's transcript as text when the program carries its tokenizer (--outputs keeps the ids).
+    if (!(i == 0 && fn.name == "transcribe" && cli::print_as_text(positional[0], v)))
+      print_value(fmt::format("output {}", i), v);
     if (outputs_path.empty() || v.is_none()) continue;  // None: an optional result not produced
     const std::string name = fmt::format("arr_{}", i);
     if (v.is_tensor()) {

@@ -1,5 +1,6 @@
 #include "vm/cli/text_verbs.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -61,10 +62,21 @@ std::pair<vm::Tensor, vm::Tensor> one_row(const std::vector<int64_t>& ids) {
 int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
                   const TextVerbOptions& o) {
   const auto tokenizer = text::load_tokenizer(dir);
+  auto encode = [&](const std::string& line) {
+    return o.src_lang.empty() ? tokenizer->encode(line) : tokenizer->encode_from(line, o.src_lang);
+  };
+  if (!o.src_lang.empty()) {
+    try {
+      tokenizer->language_id(o.src_lang);
+    } catch (const text::Error& e) {
+      vm::fail("{}: --src-lang {}: {}", verb, o.src_lang, e.what());
+    }
+  }
   if (verb == "tokenize") {
+    if (!o.tgt_lang.empty()) vm::fail("tokenize: --tgt-lang goes with translate");
     for (size_t i = 0; i < o.lines.size(); ++i) {
       try {
-        fmt::print("{}\n", fmt::join(tokenizer->encode(o.lines[i]), " "));
+        fmt::print("{}\n", fmt::join(encode(o.lines[i]), " "));
       } catch (const text::Error& e) {
         vm::fail("tokenize: input line {}: {}", i + 1, e.what());
       }
@@ -79,22 +91,38 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
              "translate",
              dir);
   if (!program->find("generate")) vm::fail("{}: {} has no generate function", verb, dir);
+  const vm::Function& fn = program->function("generate");
+  std::vector<std::pair<std::string, vm::Value>> args = o.args;
+  if (!o.tgt_lang.empty()) {
+    // transformers' way to pick the output language: generate's first token forced to
+    // the language's token.
+    int64_t id = 0;
+    try {
+      id = tokenizer->language_id(o.tgt_lang);
+    } catch (const text::Error& e) {
+      vm::fail("{}: --tgt-lang {}: {}", verb, o.tgt_lang, e.what());
+    }
+    if (std::find(fn.param_names.begin(), fn.param_names.end(), "forced_bos_token_id") == fn.param_names.end())
+      vm::fail("{}: --tgt-lang: generate of {} takes no forced_bos_token_id", verb, dir);
+    for (const auto& a : args)
+      if (a.first == "forced_bos_token_id") vm::fail("{}: give --tgt-lang or --arg forced_bos_token_id, not both", verb);
+    args.emplace_back("forced_bos_token_id", vm::Value::from_int(id));
+  }
   vm::Session session(program, o.session);
   // One run per line: each output depends on its own line only, as it would alone.
   for (size_t i = 0; i < o.lines.size(); ++i) {
     std::vector<int64_t> ids;
     try {
-      ids = tokenizer->encode(o.lines[i]);
+      ids = encode(o.lines[i]);
     } catch (const text::Error& e) {
       vm::fail("{}: input line {}: {}", verb, i + 1, e.what());
     }
     if (ids.empty()) vm::fail("{}: input line {} gives no tokens (an empty prompt)", verb, i + 1);
     auto [input_ids, mask] = one_row(ids);
     std::vector<std::pair<std::string, vm::Value>> named = {{"input_ids", input_ids}};
-    const vm::Function& fn = program->function("generate");
     for (const std::string& p : fn.param_names)
       if (p == "attention_mask") named.emplace_back("attention_mask", mask);
-    for (const auto& a : o.args) named.push_back(a);
+    for (const auto& a : args) named.push_back(a);
     const std::vector<vm::Value> outs = session.run_named("generate", named);
     if (outs.empty() || !outs[0].is_tensor()) vm::fail("{}: generate returned no sequences", verb);
     const vm::Tensor seq = outs[0].as_tensor().contiguous();
@@ -112,7 +140,20 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
   }
   return 0;
 }
+bool print_as_text(const std::string& dir, const vm::Value& sequences) {
+  if (!text::has_tokenizer(dir) || !sequences.is_tensor()) return false;
+  const vm::Tensor seq = sequences.as_tensor().contiguous();
+  if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2) return false;
+  const auto tokenizer = text::load_tokenizer(dir);
+  for (int64_t r = 0; r < seq.size(0); ++r) {
+    const int64_t* row = seq.data<int64_t>() + r * seq.size(1);
+    fmt::print("{}\n", tokenizer->decode(std::vector<int64_t>(row, row + seq.size(1)), true));
+  }
+  return true;
+}
 #else
+bool print_as_text(const std::string&, const vm::Value&) { return false; }
+
 int run_text_verb(const std::string&, const std::shared_ptr<const vm::Program>&, const std::string& verb,
                   const TextVerbOptions&) {
   vm::fail("{}: this tensorvm-run was built without the text library (install libsentencepiece-dev and "

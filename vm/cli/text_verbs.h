@@ -20,11 +20,20 @@ struct TextVerbOptions {
   std::vector<std::string> lines;                  // from --text / --text-file, one input each
   std::vector<std::pair<std::string, vm::Value>> args;  // --arg values, parsed by generate's types
   vm::SessionOptions session;
+  // --src-lang / --tgt-lang (M2M100, NLLB): the source language the text is encoded
+  // with, and the target language generate is forced to begin with.
+  std::string src_lang, tgt_lang;
 };
 
 // Runs `verb` on the program loaded from `dir`; prints one output line per input line.
 int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
                   const TextVerbOptions& options);
+
+// `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
+// `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as
+// WhisperTokenizer.decode does (timestamps dropped), and returns true. False, printing
+// nothing, when the program has no tokenizer or this build has no text library.
+bool print_as_text(const std::string& dir, const vm::Value& sequences);
 
 // The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
 std::vector<std::string> split_lines(const std::string& text);

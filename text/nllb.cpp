@@ -1,0 +1,93 @@
+#include "text/nllb.h"
+
+#include <unordered_map>
+
+#include "text/converted_spm.h"
+#include "text/util.h"
+
+namespace text {
+namespace {
+
+class Nllb final : public ConvertedSpm {
+ public:
+  Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes)
+      : ConvertedSpm(files, "nllb tokenizer", "nllb-spm") {
+    space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
+    legacy_ = config_.value("legacy_behaviour", false) == true;
+    for (const std::string& c : codes)
+      if (const AddedToken* t = v_.added.find(c)) languages_[c] = t->id;
+    std::string src = "eng_Latn";  // transformers' default source language
+    if (config_.contains("src_lang") && config_["src_lang"].is_string()) src = config_["src_lang"].get<std::string>();
+    src_lang_id_ = language_id(src);
+  }
+
+  std::vector<int64_t> encode(std::string_view input) const override { return encode_ids(input, src_lang_id_); }
+
+  std::vector<int64_t> encode_from(std::string_view input, std::string_view src_lang) const override {
+    return encode_ids(input, language_id(src_lang));
+  }
+
+  int64_t language_id(std::string_view lang) const override {
+    auto it = languages_.find(std::string(lang));
+    if (it == languages_.end())
+      fail("nllb tokenizer: '{}' is not a language code of this model (codes look like eng_Latn, fra_Latn, "
+           "zho_Hans; {} in all)",
+           lang, languages_.size());
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, int64_t> languages_;
+  int64_t space_id_ = 0, src_lang_id_ = 0;
+  bool legacy_ = false;
+
+  // [lang] text </s>, or text </s> [lang] with legacy_behaviour.
+  std::vector<int64_t> encode_ids(std::string_view input, int64_t lang) const {
+    std::vector<int64_t> ids;
+    if (!legacy_) ids.push_back(lang);
+    encode_text(input, ids);
+    ids.push_back(eos_id_);
+    if (legacy_) ids.push_back(lang);
+    return ids;
+  }
+
+  // transformers runs the converted model (tokenizers: the spm's normalizer, spaces
+  // collapsed, Metaspace split), which differs from sentencepiece's Encode in one way:
+  // whitespace at the end of the stretch is kept, as a lone "▁" piece.
+  void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
+    std::vector<std::string> pieces;
+    const auto status = sp_->Encode(chunk, &pieces);
+    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    const size_t start = ids.size();
+    for (const std::string& p : pieces) {
+      auto it = v_.ids.find(p);
+      const int64_t id = it == v_.ids.end() ? unk_id_ : it->second;
+      if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
+      ids.push_back(id);
+    }
+    if (ends_in_space(chunk)) ids.push_back(space_id_);
+  }
+
+  // Whether the normalised chunk ends in whitespace (the spm's normaliser decides: it
+  // turns tabs, no-break spaces... into spaces and drops zero-width characters).
+  bool ends_in_space(const std::string& chunk) const {
+    const auto last = static_cast<unsigned char>(chunk.back());
+    if (last < 0x80 && last != ' ' && last != '\t' && last != '\n' && last != '\r' && last != '\v' && last != '\f')
+      return false;
+    std::vector<std::string> probe;
+    const auto status = sp_->Encode(chunk + "X", &probe);
+    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    std::string joined;
+    for (const std::string& p : probe) joined += p;
+    return joined.size() >= 4 && joined.compare(joined.size() - 4, 4, "\u2581X") == 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_nllb(const std::map<std::string, std::string>& files,
+                                     const std::vector<std::string>& language_codes) {
+  return std::make_unique<Nllb>(files, language_codes);
+}
+
+}  // namespace text
