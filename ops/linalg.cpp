@@ -26,13 +26,11 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
   return ctx.empty(DType::f32, os);
 }
 
-// From 17 rows on (beam 4 x batch 8 decodes 32), a weight matrix far bigger than L2 makes
-// the product compute-bound rather than read-bound, and the library's packed GEMM beats
-// the streaming kernels: one thread, 32 rows, oneDNN 1.2x on NLLB's 1024 x 256206 output
-// projection and 1.3x on its 4096 x 1024 fc2, about equal on 1024 x 4096, behind on
-// 1024 x 1024 (an L2-sized weight), hence the size threshold.
-constexpr int64_t kLibraryMinRows = 17;
-constexpr int64_t kLibraryMinWeights = int64_t(1) << 22;
+bool library_gemm_for(int64_t rows, int64_t in, int64_t outf) {
+  constexpr int64_t kLibraryMinRows = 17, kLibraryMinWeights = int64_t(1) << 22;
+  return library_gemm_active() &&
+         (rows > kMaxDotRows || (rows >= kLibraryMinRows && in * outf >= kLibraryMinWeights));
+}
 
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
                 int64_t outf, float* y) {
@@ -41,21 +39,20 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
   if (in == 0) {  // empty sums
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;
-  } else if (rows <= kMaxDotRows && !(rows >= kLibraryMinRows && in * outf >= kLibraryMinWeights &&
-                                      library_gemm_active())) {
+  } else if (library_gemm_for(rows, in, outf)) {
+    // Many rows (or a big weight, see library_gemm_for), through oneDNN: fixed column
+    // chunks, so every call has the same shape whatever the thread count.
+    const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
+    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
+    });
+  } else if (rows <= kMaxDotRows) {
     // A few rows: the output features split over threads, each reading its own slice of
     // the weights, which is what bounds a decode step (batch 1 reads every weight once).
     const int64_t grain = rows <= 8 ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
       k.dot_rows_f32(x, rows, in, w + j0 * in, bias ? bias + j0 : nullptr, j1 - j0, y + j0, outf);
-    });
-  } else if (library_gemm_active()) {
-    // Many rows, through oneDNN: fixed column chunks, so every call has the same shape
-    // whatever the thread count.
-    const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
-    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c)
-        library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
     });
   } else {
     // Many rows: the tiled GEMM over blocks of output features, each thread with its own

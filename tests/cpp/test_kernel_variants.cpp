@@ -228,22 +228,32 @@ TEST_CASE("linear through the library GEMM: the same on any thread count, close 
       CHECK(worst < 1e-4);
     }
   }
-  // 17..32 rows take the library only for weights past kLibraryMinWeights (4M floats)
+  // 17..32 rows take the library only for weights of 4M floats or more (library_gemm_for)
   for (int64_t rows : {17, 32}) {
     const int64_t in = 1024, outf = 4097;
     INFO("rows " << rows << ", a 1024 x 4097 weight");
     Tensor x = random_tensor(DType::f32, {rows, in}, g);
     Tensor w = random_tensor(DType::f32, {outf, in}, g);
+    Tensor q = random_tensor(DType::i8, {outf, in}, g);
+    Tensor scale = Tensor::empty(DType::f32, {outf});
+    for (int64_t j = 0; j < outf; ++j) scale.data<float>()[j] = 1.0f / 256;
     const Tensor y1 = run_op("linear", {Value(x), Value(w)}, 1);
+    const Tensor q1 = run_op("linear_int8", {Value(x), Value(q), Value(scale)}, 1);
     CHECK(same_bits(y1, run_op("linear", {Value(x), Value(w)}, 2)));
-    double worst = 0.0;
+    CHECK(same_bits(q1, run_op("linear_int8", {Value(x), Value(q), Value(scale)}, 2)));
+    double worst = 0.0, worst_q = 0.0;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) {
-        double s = 0.0;
-        for (int64_t k = 0; k < in; ++k) s += double(x.data<float>()[r * in + k]) * w.data<float>()[j * in + k];
+        double s = 0.0, sq = 0.0;
+        for (int64_t k = 0; k < in; ++k) {
+          s += double(x.data<float>()[r * in + k]) * w.data<float>()[j * in + k];
+          sq += double(x.data<float>()[r * in + k]) * q.data<int8_t>()[j * in + k] / 256;
+        }
         worst = std::max(worst, std::fabs(s - y1.data<float>()[r * outf + j]));
+        worst_q = std::max(worst_q, std::fabs(sq - q1.data<float>()[r * outf + j]));
       }
     CHECK(worst < 1e-3);
+    CHECK(worst_q < 1e-3);
   }
   ops::set_gemm_backend("own");
   CHECK(!ops::library_gemm_active());
