@@ -37,9 +37,7 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -53,7 +51,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench import checkpoint as bench_checkpoint  # noqa: E402
 from bench import decoder_only_models  # noqa: E402
-from bench.compare import environment, peak_rss_mb, rss_mb  # noqa: E402
+from bench import processes  # noqa: E402
+from bench.compare import peak_rss_mb, rss_mb  # noqa: E402
 from bench.decoder_only_bench import agreement, write_reports  # noqa: E402
 from bench.engines import nllb as engines  # noqa: E402
 from bench.engines.base import EngineUnavailable  # noqa: E402
@@ -106,22 +105,7 @@ def sources(model: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def run_prepare(model: str, names: list[str], cache_root: Path, out: Path) -> None:
     """Builds the checkpoint (once) and every engine's converted model, in one process."""
-    ckpt = ensure_checkpoint(model, cache_root)
-    eng_cache = cache_root / f"{ckpt.name}-engines"
-    eng_cache.mkdir(parents=True, exist_ok=True)
-    notes = {}
-    for name in names:
-        t0 = time.perf_counter()
-        try:
-            notes[name] = {"status": "ok", **engines.make(name).prepare(ckpt, eng_cache)}
-        except EngineUnavailable as e:
-            notes[name] = {"status": "unavailable", "error": str(e)}
-        except Exception as e:  # noqa: BLE001 - that engine's row says why
-            notes[name] = {"status": "error", "error": f"{type(e).__name__}: {e}"}
-        notes[name]["prepare_s"] = round(time.perf_counter() - t0, 2)
-        gc.collect()
-    out.write_text(json.dumps({"status": "ok", "checkpoint": str(ckpt), "engine_cache": str(eng_cache),
-                               "engines": notes}))
+    processes.prepare(ensure_checkpoint(model, cache_root), names, engines.make, cache_root, out)
 
 
 def run_worker(name: str, model: str, checkpoint_dir: Path, cache_dir: Path, threads: int, beams: int,
@@ -162,13 +146,7 @@ def run_worker(name: str, model: str, checkpoint_dir: Path, cache_dir: Path, thr
 
 
 def _sub(args: list[str], timeout: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="tvm-nllb-bench-") as tmp:
-        out = Path(tmp) / "out.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), *args, "--result", str(out)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0 or not out.exists():
-            return {"status": "error", "error": f"exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}"}
-        return json.loads(out.read_text())
+    return processes.run_task(Path(__file__).resolve(), args, timeout)
 
 
 # --------------------------------------------------------------------------- report
@@ -269,16 +247,9 @@ def main(argv=None) -> int:
                    args.new_tokens, args.reps, Path(args.result))
         return 0
 
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
     names = [e for e in args.engines.split(",") if e]
-    for e in names:
-        engines.make(e)  # unknown names fail here, before any work
+    env = processes.start(args.threads, names, engines.make)
     root = bench_checkpoint.cache_root(args.cache)
-    env = environment()
-    print(f"cpu: {env['cpu']} | tensorvm kernels: {env['tensorvm_kernels'].get('active', '?')} "
-          f"(gemm {env['tensorvm_kernels'].get('gemm', '?')}) | {args.threads} threads | commit {env['git_commit']} "
-          f"| load average {env['loadavg_start'][0]:.2f}", flush=True)
     t0 = time.perf_counter()
     prep = _sub(["--task", "prepare", "--model", args.model, "--engine", ",".join(names),
                  "--engine-cache", str(root)], args.timeout)
