@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from side_by_side import common_args, median_s, program_and_model  # noqa: E402
+from side_by_side import common_args, median_s, padded_sources, program_and_model  # noqa: E402
 
 
 def main() -> int:
@@ -48,15 +48,7 @@ def main() -> int:
     ratios = []
     for batch in args.batches:
         for length in args.source_len:
-            # varied lengths, right-padded, each ending with EOS as the tokenizer's do
-            lens = rng.integers(max(2, length // 2), length + 1, size=batch)
-            lens[0] = length
-            ids = np.full((batch, length), pad, np.int64)
-            mask = np.zeros((batch, length), np.int64)
-            for i, n in enumerate(lens):
-                ids[i, :n - 1] = rng.integers(2, pad, size=n - 1)
-                ids[i, n - 1] = eos
-                mask[i, :n] = 1
+            ids, mask = padded_sources(rng, batch, length, pad, eos)
             tids, tmask = torch.tensor(ids), torch.tensor(mask)
 
             def hf_run():

@@ -22,6 +22,22 @@ def median_s(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def padded_sources(rng, batch: int, length: int, pad: int, eos: int):
+    """(ids, mask) int64 [batch, length]: sources of varied lengths (the first `length`),
+    right-padded, each ending with EOS as the tokenizers' do."""
+    import numpy as np
+
+    lens = rng.integers(max(2, length // 2), length + 1, size=batch)
+    lens[0] = length
+    ids = np.full((batch, length), pad, np.int64)
+    mask = np.zeros((batch, length), np.int64)
+    for i, n in enumerate(lens):
+        ids[i, :n - 1] = rng.integers(2, pad, size=n - 1)
+        ids[i, n - 1] = eos
+        mask[i, :n] = 1
+    return ids, mask
+
+
 def common_args(doc: str):
     """An ArgumentParser with the options every tensorvm-vs-transformers script takes:
     --checkpoint, --threads, --repeats."""

@@ -10,15 +10,18 @@
 // the keys as weight rows, o = p v is weighted_rows_f32; Eigen is left only for keys
 // whose rows are not contiguous.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include <Eigen/Core>
 
+#include "ops/attention.h"
 #include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -104,6 +107,67 @@ static int64_t heads_per_block(int64_t group, int64_t tq) {
   return std::max<int64_t>(1, std::min<int64_t>(group, tq > 0 ? kMaxDotRows / tq : group));
 }
 
+// From the variant's attention_blocked_rows query rows on (32; 256 for the scalar
+// variant), attention runs the blocked kernel (ops/kernels/attention.h): both products as
+// GEMM tiles against keys and values packed once per head. Below, a decode step or a
+// short prefill, packing would cost more than it saves, so the keys are streamed in place.
+// The path depends on the variant and the shapes only, never on the heads' grouping or
+// the thread count.
+
+// Query rows per block of the blocked kernel: its scores (rows x Tk floats; 190 KB at
+// Whisper's 1500 keys) stay in L2. A multiple of every variant's GEMM tile height.
+constexpr int64_t kBlockRows = 48;
+
+static std::atomic<bool> g_blocked{true};
+void set_attention_blocked(bool on) { g_blocked.store(on, std::memory_order_relaxed); }
+
+// The blocked kernel: keys and values packed per (batch, kv head), then every block of
+// query rows of every head in parallel. Query head h reads kv head h / G, as below.
+static void blocked_attention(OpContext& ctx, const float* qp, const Tensor& k, const Tensor& v, const MaskView& m,
+                              float scale, int64_t H, int64_t Tq, int64_t D, int64_t Dv, float* op) {
+  const kernels::KernelTable& kt = kernel_table();
+  const int64_t B = k.size(0), Hkv = k.size(1), Tk = k.size(2), G = H / Hkv;
+  const int64_t nr = kt.gemm_block;
+  const int64_t kfloats = (Tk + nr - 1) / nr * nr * D, vfloats = (Dv + nr - 1) / nr * nr * Tk;
+  Tensor packed = ctx.empty(DType::f32, Shape{B * Hkv, kfloats + vfloats});
+  float* pk = packed.data<float>();
+  const float* kp = k.data<float>();
+  const float* vp = v.data<float>();
+  ctx.parallel_for(B * Hkv, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / Hkv, kh = u % Hkv;
+      float* dst = pk + u * (kfloats + vfloats);
+      kt.pack_keys_f32(kp + b * k.strides()[0] + kh * k.strides()[1], Tk, D, k.strides()[2], dst);
+      kt.pack_values_f32(vp + b * v.strides()[0] + kh * v.strides()[1], Tk, Dv, v.strides()[2], dst + kfloats);
+    }
+  });
+  const int64_t blocks = (Tq + kBlockRows - 1) / kBlockRows;  // per (batch, head)
+  ctx.parallel_for(B * H * blocks, 1, [&](int64_t u0, int64_t u1) {
+    Tensor scratch = ctx.empty(DType::f32, Shape{kBlockRows, Tk});
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t bh = u / blocks, b = bh / H, h = bh % H, i0 = u % blocks * kBlockRows;
+      const float* heads = pk + (b * Hkv + h / G) * (kfloats + vfloats);
+      const int64_t moff = b * m.stride[0] + h * m.stride[1] + i0 * m.stride[2];
+      kernels::AttentionRows r;
+      r.q = qp + (bh * Tq + i0) * D;
+      r.rows = std::min(kBlockRows, Tq - i0);
+      r.d = D;
+      r.keys = heads;
+      r.values = heads + kfloats;
+      r.tk = Tk;
+      r.dv = Dv;
+      r.scale = scale;
+      r.mask_f = m.f ? m.f + moff : nullptr;
+      r.mask_b = m.b ? m.b + moff : nullptr;
+      r.mask_row = m.stride[2];
+      r.mask_col = m.stride[3];
+      r.scores = scratch.data<float>();
+      r.o = op + (bh * Tq + i0) * Dv;
+      kt.attention_rows_f32(r);
+    }
+  });
+}
+
 // attention(q, k, v, mask=None, scale=None)
 static void attention(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& q = a.tensor(0);
@@ -148,6 +212,11 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
     return;
   }
   const Tensor k = unit_inner(k0, ctx), v = unit_inner(v0, ctx);
+  if (Tq >= kernel_table().attention_blocked_rows && D > 0 && Dv > 0 && g_blocked.load(std::memory_order_relaxed)) {
+    blocked_attention(ctx, q.data<float>(), k, v, m, scale, H, Tq, D, Dv, o.data<float>());
+    out[0] = std::move(o);
+    return;
+  }
   const int64_t ks0 = k.strides()[0], ks1 = k.strides()[1], ks2 = k.strides()[2];
   const int64_t vs0 = v.strides()[0], vs1 = v.strides()[1], vs2 = v.strides()[2];
   const float* qp = q.data<float>();
@@ -200,7 +269,7 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_attention_ops(Registry& r) {
-  auto& op = r.add("attention", "attention");
+  auto& op = r.add(TENSORVM_OP("attention", attention), "attention");
   Param k = p_tensor("k"), v = p_tensor("v");
   k.strided_ok = true;
   v.strided_ok = true;
@@ -217,7 +286,6 @@ void register_attention_ops(Registry& r) {
            "repeat_kv, without copying K/V. mask broadcasts to [B, H, Tq, Tk]: f32 is added, bool keeps True and masks "
            "False. A query row with every key masked (all -inf) gives zeros, not NaN. k and v may be strided views "
            "(unit stride on the last dim).";
-  op.kernel = attention;
 }
 
 }  // namespace ops

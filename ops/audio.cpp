@@ -13,6 +13,7 @@
 #include <unsupported/Eigen/FFT>
 
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -90,7 +91,7 @@ static void log_mel(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_audio_ops(Registry& r) {
-  auto& op = r.add("log_mel", "audio");
+  auto& op = r.add(TENSORVM_OP("log_mel", log_mel), "audio");
   op.params = {p_tensor("audio"), p_tensor("filters"), p_int("n_fft", 400), p_int("hop_length", 160),
                p_int("n_samples", 480000)};
   op.outputs = {"Tensor"};
@@ -98,7 +99,6 @@ void register_audio_ops(Registry& r) {
            "[batch, samples] padded with zeros or cut to n_samples, STFT (periodic Hann window, reflect padding "
            "of n_fft / 2, power spectrum) -> filters f32 [n_fft / 2 + 1, n_mels] -> log10 of max(., 1e-10), "
            "floored at the row's max - 8, then (x + 4) / 4 -> f32 [batch, n_mels, n_samples / hop_length].";
-  op.kernel = log_mel;
 }
 
 }  // namespace ops

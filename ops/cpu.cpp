@@ -28,13 +28,21 @@ struct Variant {
 
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = {
+      // CMake defines TENSORVM_KERNELS_<variant> for each variant it builds: all of the
+      // target's, or those TENSORVM_KERNEL_VARIANTS names (a device build).
       {"scalar", &kernels::kScalarKernels, {}},
 #if defined(__x86_64__)
+#ifdef TENSORVM_KERNELS_avx2
       {"avx2", &kernels::kAvx2Kernels, {"avx2", "fma"}},
+#endif
+#ifdef TENSORVM_KERNELS_avx512
       {"avx512", &kernels::kAvx512Kernels, {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"}},
+#endif
+#ifdef TENSORVM_KERNELS_avx512_vnni
       {"avx512_vnni", &kernels::kAvx512VnniKernels,
        {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni"}},
-#elif defined(__aarch64__)
+#endif
+#elif defined(__aarch64__) && defined(TENSORVM_KERNELS_neon)
       {"neon", &kernels::kNeonKernels, {"neon"}},
 #endif
   };

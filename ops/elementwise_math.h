@@ -1,6 +1,6 @@
-// Vectorisable float math for hot loops (softmax, sigmoid, silu). Branch-free inline
-// code that GCC/Clang auto-vectorise in a plain `for` loop; libm's expf is not
-// vectorised without -ffast-math. Exact at the edges: exp(-inf) = 0, exp(inf) = inf,
+// Vectorisable float math for hot loops (softmax, sigmoid, silu, erf, exact gelu).
+// Branch-free inline code that GCC/Clang auto-vectorise in a plain `for` loop; libm's
+// expf and erff are not vectorised without -ffast-math. Exact at the edges: exp(-inf) = 0, exp(inf) = inf,
 // exp(NaN) = NaN, results below FLT_MIN are gradual (denormal) like expf.
 //
 // The ops include this in namespace ops. The kernel variants (ops/kernels/variant.cpp)
@@ -50,7 +50,12 @@ inline fv load(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline fv splat(float x) { return fv{} + x; }
+// Every lane x (as a loop: fv{} + x would turn -0 into +0).
+inline fv splat(float x) {
+  fv v;
+  for (int j = 0; j < kLanes; ++j) v[j] = x;
+  return v;
+}
 inline iv iota() {
   iv v = {};
   for (int j = 0; j < kLanes; ++j) v[j] = j;
@@ -246,9 +251,76 @@ inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 // x * sigmoid(x) = x / (1 + exp(-x)), torch's formula.
 inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
 
-// y[i] = f(x[i]) for n floats, a vector at a time: F is exp, sigmoid or silu, the
-// vector form built on exp_v and the scalar one (the tail) on exp_f32.
-enum class ExpMap { exp = 0, sigmoid = 1, silu = 2 };  // the numbers are the kernel table's exp_map kinds
+// out = erf(x) on every lane, within 2 ulp of the exact value (1.3 ulp measured with an
+// exact exp; tests/cpp/test_kernel_variants.cpp bounds it against std::erf in double).
+// Two branch-free pieces, both computed, one kept per lane:
+//   |x| < 0.921875:  x + x * (2/sqrt(pi) - 1 + z Q(z)), z = x^2 (x + x*c keeps the leading
+//                    term exact, so tiny x are right to the last bit);
+//   |x| >= 0.921875: sign(x) * (1 - exp(-x^2) g(|x|)), g = erfcx = exp(x^2) erfc(x) as a
+//                    polynomial in t = (|x| - 2.42) / 1.5 on [0.921875, 3.92]; past 3.92
+//                    erf rounds to +-1 in float.
+// The coefficients are least-squares fits (Chebyshev nodes, relative error, mpmath
+// reference) of degree 6 in z and 12 in t. NaN stays NaN, erf(+-inf) = +-1.
+inline void erf_v(const simd::fv& x, simd::fv& out) {
+  using namespace simd;
+  const iv sign = (iv)x & int32_t(0x80000000);
+  const fv a = (fv)((iv)x & 0x7FFFFFFF);
+  const fv z = a * a;
+  fv q = splat(8.400146180065349e-05f);
+  q = q * z + -0.0008151192450895905f;
+  q = q * z + 0.0052019585855305195f;
+  q = q * z + -0.026859886944293976f;
+  q = q * z + 0.11283708363771439f;
+  q = q * z + -0.37612634897232056f;
+  q = q * z + 0.12837916612625122f;  // 2/sqrt(pi) - 1
+  const fv small = a + a * q;
+  const fv hi = splat(3.92f);
+  const fv ac = select(a < hi, a, hi);  // NaN -> 3.92: finite arithmetic, the NaN is kept below
+  const fv t = (ac - 2.4209375f) * 0.66708359391f;  // 1 / 1.4990625
+  fv g = splat(1.5975389032973908e-05f);
+  g = g * t + -4.659237674786709e-05f;
+  g = g * t + 7.291085785254836e-05f;
+  g = g * t + -0.00017529023170936853f;
+  g = g * t + 0.0004930125433020294f;
+  g = g * t + -0.0012041737791150808f;
+  g = g * t + 0.0027986716013401747f;
+  g = g * t + -0.006369142327457666f;
+  g = g * t + 0.014027643948793411f;
+  g = g * t + -0.029745198786258698f;
+  g = g * t + 0.06052164360880852f;
+  g = g * t + -0.11759505420923233f;
+  g = g * t + 0.21684439480304718f;
+  fv e;
+  exp_v(-(ac * ac), e);
+  const fv large = select(a >= hi, splat(1.0f), 1.0f - e * g);
+  // Both pieces on |x|, the sign put back as a bit (erf is odd, erf(-0) = -0). A NaN is
+  // returned as is: its payload would depend on the operand order the compiler picked.
+  out = select(x != x, x, (fv)((iv)select(a >= 0.921875f, large, small) | sign));
+}
+
+// erf of one float, from erf_v's arithmetic (a loop's tail computes what its lanes do).
+inline float erf_f32(float x) {
+  simd::fv r;
+  erf_v(simd::splat(x), r);
+  return r[0];
+}
+
+// Exact GELU, torch's formula x * 0.5 * (1 + erf(x / sqrt(2))), on every lane / one float.
+inline void gelu_v(const simd::fv& x, simd::fv& out) {
+  simd::fv e;
+  erf_v(x * 0.70710678118654752f, e);
+  out = simd::select(x != x, x, x * 0.5f * (1.0f + e));  // NaN as is, as in erf_v
+}
+inline float gelu_f32(float x) {
+  simd::fv r;
+  gelu_v(simd::splat(x), r);
+  return r[0];
+}
+
+// y[i] = f(x[i]) for n floats, a vector at a time: F is exp, sigmoid, silu, erf or exact
+// gelu, the vector form built on exp_v / erf_v and the scalar one (the tail) on the
+// matching *_f32.
+enum class ExpMap { exp = 0, sigmoid = 1, silu = 2, erf = 3, gelu = 4 };  // the kernel table's exp_map kinds
 
 template <ExpMap F>
 inline void exp_map_f32(const float* x, float* y, int64_t n) {
@@ -257,15 +329,23 @@ inline void exp_map_f32(const float* x, float* y, int64_t n) {
   for (; i + kLanes <= n; i += kLanes) {
     const fv v = load(x + i);
     fv r;
-    exp_v(F == ExpMap::exp ? v : -v, r);
-    if constexpr (F == ExpMap::sigmoid) r = 1.0f / (1.0f + r);
-    if constexpr (F == ExpMap::silu) r = v / (1.0f + r);
+    if constexpr (F == ExpMap::erf) {
+      erf_v(v, r);
+    } else if constexpr (F == ExpMap::gelu) {
+      gelu_v(v, r);
+    } else {
+      exp_v(F == ExpMap::exp ? v : -v, r);
+      if constexpr (F == ExpMap::sigmoid) r = 1.0f / (1.0f + r);
+      if constexpr (F == ExpMap::silu) r = v / (1.0f + r);
+    }
     std::memcpy(y + i, &r, sizeof r);
   }
   for (; i < n; ++i) {
     if constexpr (F == ExpMap::exp) y[i] = exp_f32(x[i]);
     if constexpr (F == ExpMap::sigmoid) y[i] = sigmoid_f32(x[i]);
     if constexpr (F == ExpMap::silu) y[i] = silu_f32(x[i]);
+    if constexpr (F == ExpMap::erf) y[i] = erf_f32(x[i]);
+    if constexpr (F == ExpMap::gelu) y[i] = gelu_f32(x[i]);
   }
 }
 

@@ -1,8 +1,9 @@
 // Unary elementwise ops. Float math (exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu,
-// erf) takes f32 tensors; neg, abs and relu also i64/i32. exp/sigmoid/silu use the
-// vectorised exp of elementwise_math.h; log, tanh, erf and sqrt call libm per element
-// (exact; Eigen's AVX-512 packet sqrt is an approximation, and sqrtf does not
-// vectorise with errno semantics). silu is Marian's activation, on every FFN row.
+// erf) takes f32 tensors; neg, abs and relu also i64/i32. exp/sigmoid/silu/erf and
+// exact gelu use the vectorised exp and erf of elementwise_math.h (erf within 2 ulp of
+// libm's); log, tanh, tanh-gelu and sqrt call libm per element (exact; Eigen's AVX-512
+// packet sqrt is an approximation, and sqrtf does not vectorise with errno semantics).
+// silu is Marian's activation, on every FFN row; exact gelu Whisper's and M2M100's.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -11,6 +12,7 @@
 #include "ops/cpu.h"
 #include "ops/elementwise_math.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 // As in reduce.cpp: GCC notes at the end of the file, where the templates are emitted,
 // that the SIMD helpers' vector values have another ABI without AVX; they never cross one.
@@ -53,36 +55,39 @@ Tensor map_f32(OpContext& ctx, const Tensor& x, F f) {
 
 TVM_UNARY_F32(log_op, std::log(v))
 TVM_UNARY_F32(tanh_op, std::tanh(v))
-TVM_UNARY_F32(erf_op, std::erf(v))
 TVM_UNARY_F32(sqrt_op, std::sqrt(v))
 TVM_UNARY_F32(rsqrt_op, 1.0f / std::sqrt(v))
 #undef TVM_UNARY_F32
 
-// exp, sigmoid and silu: the active variant's vector loops (ops/kernels/softmax.h).
-// Each lane's arithmetic is fixed, so where a thread's range starts does not matter.
-template <ExpMap F>
-void exp_map_op(OpContext& ctx, const Args& a, Value* out) {
-  const Tensor& x = f32_input(a);
+// exp, sigmoid, silu, erf and exact gelu: the active variant's vector loops
+// (ops/kernels/softmax.h). Each lane's arithmetic is fixed and the same on every variant,
+// so neither the variant nor where a thread's range starts changes a bit.
+Tensor exp_map_tensor(OpContext& ctx, const Tensor& x, ExpMap f) {
   Tensor y = ctx.empty(DType::f32, x.shape());
   const float* px = x.data<float>();
   float* py = y.data<float>();
   const int64_t n = x.numel();
   const auto map = kernel_table().exp_map;
-  const int kind = int(F);
+  const int kind = int(f);
   if (n >= kParallelElements) {
     ctx.parallel_for(n, kParallelElements / 2, [&](int64_t b, int64_t e) { map(kind, px + b, py + b, e - b); });
   } else {
     map(kind, px, py, n);
   }
-  out[0] = std::move(y);
+  return y;
+}
+
+template <ExpMap F>
+void exp_map_op(OpContext& ctx, const Args& a, Value* out) {
+  out[0] = exp_map_tensor(ctx, f32_input(a), F);
 }
 
 void gelu_op(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = f32_input(a);
   const std::string& approx = a.str(1);
   if (approx == "none") {
-    // torch: x * 0.5 * (1 + erf(x / sqrt(2)))
-    out[0] = map_f32(ctx, x, [](float v) { return v * 0.5f * (1.0f + std::erf(v * 0.70710678118654752f)); });
+    // torch: x * 0.5 * (1 + erf(x / sqrt(2))), elementwise_math.h's gelu_v
+    out[0] = exp_map_tensor(ctx, x, ExpMap::gelu);
   } else if (approx == "tanh") {
     // torch: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
     out[0] = map_f32(ctx, x, [](float v) {
@@ -151,48 +156,44 @@ void relu_op(OpContext& ctx, const Args& a, Value* out) {
   out[0] = map_numeric(ctx, a.tensor(0), [](auto v) { return v <= 0 ? decltype(v)(0) : v; });
 }
 
-void add_unary(Registry& r, const char* name, Kernel k, const char* doc) {
-  auto& op = r.add(name, "elementwise");
+void add_unary(Registry& r, OpEntry e, const char* doc) {
+  auto& op = r.add(e, "elementwise");
   op.params = {p_tensor("x")};
   op.outputs = {"Tensor"};
   op.doc = doc;
-  op.kernel = k;
 }
 
 }  // namespace
 
 void register_elementwise_unary_ops(Registry& r) {
-  add_unary(r, "exp", exp_map_op<ExpMap::exp>, "e ** x (f32 tensor, same shape).");
-  add_unary(r, "log", log_op, "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
-  add_unary(r, "sqrt", sqrt_op, "Square root (f32 tensor): sqrt(x < 0) = NaN.");
-  add_unary(r, "rsqrt", rsqrt_op, "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
-  add_unary(r, "tanh", tanh_op, "Hyperbolic tangent (f32 tensor).");
-  add_unary(r, "sigmoid", exp_map_op<ExpMap::sigmoid>, "1 / (1 + exp(-x)) (f32 tensor).");
-  add_unary(r, "silu", exp_map_op<ExpMap::silu>,
+  add_unary(r, TENSORVM_OP("exp", exp_map_op<ExpMap::exp>), "e ** x (f32 tensor, same shape).");
+  add_unary(r, TENSORVM_OP("log", log_op), "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
+  add_unary(r, TENSORVM_OP("sqrt", sqrt_op), "Square root (f32 tensor): sqrt(x < 0) = NaN.");
+  add_unary(r, TENSORVM_OP("rsqrt", rsqrt_op), "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
+  add_unary(r, TENSORVM_OP("tanh", tanh_op), "Hyperbolic tangent (f32 tensor).");
+  add_unary(r, TENSORVM_OP("sigmoid", exp_map_op<ExpMap::sigmoid>), "1 / (1 + exp(-x)) (f32 tensor).");
+  add_unary(r, TENSORVM_OP("silu", exp_map_op<ExpMap::silu>),
             "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
-  add_unary(r, "erf", erf_op, "The error function (f32 tensor).");
-  add_unary(r, "relu", relu_op, "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
+  add_unary(r, TENSORVM_OP("erf", exp_map_op<ExpMap::erf>), "The error function (f32 tensor), within 2 ulp of libm's.");
+  add_unary(r, TENSORVM_OP("relu", relu_op), "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
   {
-    auto& op = r.add("gelu", "elementwise");
+    auto& op = r.add(TENSORVM_OP("gelu", gelu_op), "elementwise");
     op.params = {p_tensor("x"), p_str("approximate", "none")};
     op.outputs = {"Tensor"};
     op.doc = "GELU (f32 tensor): approximate=\"none\" is 0.5*x*(1+erf(x/sqrt(2))), \"tanh\" is "
              "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), as in torch.";
-    op.kernel = gelu_op;
   }
   {
-    auto& op = r.add("neg", "elementwise");
+    auto& op = r.add(TENSORVM_OP("neg", neg_op), "elementwise");
     op.params = {p_scalar_or_tensor("x")};
     op.outputs = {"Any"};
     op.doc = "-x: an f32/i64/i32 tensor (integers wrap) or an int/float scalar (gives a scalar).";
-    op.kernel = neg_op;
   }
   {
-    auto& op = r.add("abs", "elementwise");
+    auto& op = r.add(TENSORVM_OP("abs", abs_op), "elementwise");
     op.params = {p_scalar_or_tensor("x")};
     op.outputs = {"Any"};
     op.doc = "|x|: an f32/i64/i32 tensor (the integer minimum stays itself, like torch) or an int/float scalar.";
-    op.kernel = abs_op;
   }
 }
 

@@ -45,7 +45,7 @@ Backend from_env() {
 
 std::atomic<int> g_backend{-1};  // a Backend once read from TENSORVM_GEMM or set
 
-Backend backend() {
+[[maybe_unused]] Backend backend() {  // unused without oneDNN
   int b = g_backend.load(std::memory_order_acquire);
   if (b < 0) {
     b = int(from_env());

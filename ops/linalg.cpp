@@ -3,13 +3,16 @@
 // x (decode: batch x beams) stream each weight row once and dot it with every row; more
 // rows (encoder, prefill) take a register-tiled GEMM. matmul is Eigen's.
 #include <algorithm>
+#include <string>
 
 #include <Eigen/Core>
 
 #include "ops/cpu.h"
+#include "ops/elementwise_math.h"
 #include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -32,20 +35,43 @@ bool library_gemm_for(int64_t rows, int64_t in, int64_t outf) {
          (rows > kMaxDotRows || (rows >= kLibraryMinRows && in * outf >= kLibraryMinWeights));
 }
 
+// act over columns [j0, j1) of every row of y [rows, outf], in place. sigmoid and silu are
+// the active variant's vector loops (the ops' own: ops/kernels/softmax.h), which read
+// each lane before writing it.
+static void apply_epilogue(Epilogue act, float* y, int64_t rows, int64_t outf, int64_t j0, int64_t j1) {
+  if (act == Epilogue::none) return;
+  const kernels::KernelTable& k = kernel_table();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* p = y + r * outf + j0;
+    const int64_t n = j1 - j0;
+    switch (act) {
+      case Epilogue::relu:  // as the relu op: NaN stays NaN, -0.0 becomes 0
+        for (int64_t i = 0; i < n; ++i) p[i] = p[i] <= 0 ? 0.0f : p[i];
+        break;
+      case Epilogue::sigmoid: k.exp_map(int(ExpMap::sigmoid), p, p, n); break;
+      case Epilogue::silu: k.exp_map(int(ExpMap::silu), p, p, n); break;
+      case Epilogue::none: break;
+    }
+  }
+}
+
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
-                int64_t outf, float* y) {
+                int64_t outf, float* y, Epilogue act) {
   if (rows <= 0 || outf <= 0) return;
   const kernels::KernelTable& k = kernel_table();
   if (in == 0) {  // empty sums
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;
+    apply_epilogue(act, y, rows, outf, 0, outf);
   } else if (library_gemm_for(rows, in, outf)) {
     // Many rows (or a big weight, see library_gemm_for), through oneDNN: fixed column
     // chunks, so every call has the same shape whatever the thread count.
     const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
     ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c)
+      for (int64_t c = c0; c < c1; ++c) {
         library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
+        apply_epilogue(act, y, rows, outf, c * nc, std::min((c + 1) * nc, outf));
+      }
     });
   } else if (rows <= kMaxDotRows) {
     // A few rows: the output features split over threads, each reading its own slice of
@@ -53,6 +79,7 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
     const int64_t grain = rows <= 8 ? std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in)) : 16;
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
       k.dot_rows_f32(x, rows, in, w + j0 * in, bias ? bias + j0 : nullptr, j1 - j0, y + j0, outf);
+      apply_epilogue(act, y, rows, outf, j0, j1);
     });
   } else {
     // Many rows: the tiled GEMM over blocks of output features, each thread with its own
@@ -61,15 +88,26 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
     ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
       Tensor pack = ctx.empty(DType::f32, Shape{k.gemm_pack_floats});
       k.gemm_rows_f32(x, rows, in, w, bias, y, outf, b0 * nb, std::min(b1 * nb, outf), pack.data<float>());
+      apply_epilogue(act, y, rows, outf, b0 * nb, std::min(b1 * nb, outf));
     });
   }
 }
 
-// linear(x, weight, bias=None): x[..., in] @ weight[out, in]^T + bias[out]
+// linear(x, weight, bias=None): x[..., in] @ weight[out, in]^T + bias[out]; linear_act
+// adds an activation (argument 3) applied as each slice of the output is made.
+template <bool ACT>
 static void linear(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = a.tensor(0);
   const Tensor& w = a.tensor(1);
   const Tensor* b = a.opt_tensor(2);
+  Epilogue act = Epilogue::none;
+  if constexpr (ACT) {
+    const std::string& name = a.str(3);
+    if (name == "relu") act = Epilogue::relu;
+    else if (name == "sigmoid") act = Epilogue::sigmoid;
+    else if (name == "silu") act = Epilogue::silu;
+    else vm::fail("activation must be \"relu\", \"sigmoid\" or \"silu\", got \"{}\"", name);
+  }
   if (x.dtype() != DType::f32 || w.dtype() != DType::f32) vm::fail("x and weight must be f32, got {} and {}", x.describe(), w.describe());
   if (x.ndim() < 1) vm::fail("x must have at least 1 dimension, got {}", x.describe());
   if (w.ndim() != 2) vm::fail("weight must be 2-D [out, in], got {}", w.describe());
@@ -77,7 +115,7 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
   if (w.size(1) != in) vm::fail("x has {} features but weight is {}", in, w.describe());
   int64_t rows;
   Tensor y = linear_output(ctx, x, outf, b, rows);
-  linear_f32(ctx, x.data<float>(), rows, in, w.data<float>(), b ? b->data<float>() : nullptr, outf, y.data<float>());
+  linear_f32(ctx, x.data<float>(), rows, in, w.data<float>(), b ? b->data<float>() : nullptr, outf, y.data<float>(), act);
   out[0] = std::move(y);
 }
 
@@ -164,17 +202,23 @@ static void matmul(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_linalg_ops(Registry& r) {
-  auto& op = r.add("linear", "linear algebra");
+  auto& op = r.add(TENSORVM_OP("linear", linear<false>), "linear algebra");
   op.params = {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")};
   op.outputs = {"Tensor"};
   op.doc = "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.";
-  op.kernel = linear;
 
-  auto& mm = r.add("matmul", "linear algebra");
+  auto& la = r.add(TENSORVM_OP("linear_act", linear<true>), "linear algebra");
+  Param bias = p_opt_tensor("bias");
+  bias.has_default = false;  // the activation after it has none
+  la.params = {p_tensor("x"), p_tensor("weight"), bias, p_str("activation")};
+  la.outputs = {"Tensor"};
+  la.doc = "activation(linear(x, weight, bias)) with activation \"relu\", \"sigmoid\" or \"silu\" (the ops of "
+           "those names), applied to each slice of the output as it is computed (the graph passes fuse the two).";
+
+  auto& mm = r.add(TENSORVM_OP("matmul", matmul), "linear algebra");
   mm.params = {p_tensor("x"), p_tensor("y")};
   mm.outputs = {"Tensor"};
   mm.doc = "x[..., m, k] @ y[..., k, n] (f32, both at least 2-D); the batch dims broadcast like numpy.";
-  mm.kernel = matmul;
 }
 
 }  // namespace ops

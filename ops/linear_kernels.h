@@ -25,9 +25,13 @@ bool library_gemm_for(int64_t rows, int64_t in, int64_t outf);
 // and allocates y with x's shape but `outf` last; `rows` gets the product of x's other dims.
 Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor* bias, int64_t& rows);
 
-// y[r, j] = dot(x[r], w[j]) + bias[j] for rows x [rows, in] and w [outf, in], f32, with the
-// active variant's kernels, split over the context's threads along j.
+// What linear_act applies to each output element after the bias, in place: run on the
+// slice of output features a thread has just computed, while it is still in cache.
+enum class Epilogue { none, relu, sigmoid, silu };
+
+// y[r, j] = act(dot(x[r], w[j]) + bias[j]) for rows x [rows, in] and w [outf, in], f32,
+// with the active variant's kernels, split over the context's threads along j.
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
-                int64_t outf, float* y);
+                int64_t outf, float* y, Epilogue act = Epilogue::none);
 
 }  // namespace ops

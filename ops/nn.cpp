@@ -1,10 +1,13 @@
-// Neural-network building blocks: normalisations over the last dim and embedding lookup.
+// Neural-network building blocks: normalisations over the last dim (alone or after a
+// residual add, as the graph passes fuse them) and embedding lookup.
 // Row statistics accumulate in double (cheap at these row lengths and exact enough that
 // large magnitudes such as 1e30 do not overflow the variance); outputs are f32.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -45,17 +48,9 @@ static double norm_eps(const Args& a, int i) {
   return eps;
 }
 
-// layer_norm(x, weight=None, bias=None, eps=1e-5) over the last dim.
-static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
-  const Tensor& x = norm_input(a);
-  const int64_t d = x.size(-1);
-  const float* w = feature_param(a.opt_tensor(1), "weight", d);
-  const float* b = feature_param(a.opt_tensor(2), "bias", d);
-  const double eps = norm_eps(a, 3);
-  Tensor y = ctx.empty(DType::f32, x.shape());
-  const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+// Layer norm of `rows` rows of d floats from x to y.
+static void layer_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, const float* b,
+                            double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * d;
     float* yr = yp + r * d;
@@ -73,19 +68,10 @@ static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * rstd;
     }
   }
-  out[0] = std::move(y);
 }
 
-// rms_norm(x, weight=None, eps=1e-6) over the last dim: x / sqrt(mean(x^2) + eps) * weight.
-static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
-  const Tensor& x = norm_input(a);
-  const int64_t d = x.size(-1);
-  const float* w = feature_param(a.opt_tensor(1), "weight", d);
-  const double eps = norm_eps(a, 2);
-  Tensor y = ctx.empty(DType::f32, x.shape());
-  const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+// RMS norm of `rows` rows of d floats from x to y.
+static void rms_norm_rows(const float* xp, float* yp, int64_t rows, int64_t d, const float* w, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * d;
     float* yr = yp + r * d;
@@ -97,7 +83,92 @@ static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
       for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] * rr;
     }
   }
+}
+
+static int64_t norm_rows(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
+
+// layer_norm(x, weight=None, bias=None, eps=1e-5) over the last dim.
+static void layer_norm(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = norm_input(a);
+  const int64_t d = x.size(-1);
+  const float* w = feature_param(a.opt_tensor(1), "weight", d);
+  const float* b = feature_param(a.opt_tensor(2), "bias", d);
+  const double eps = norm_eps(a, 3);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  layer_norm_rows(x.data<float>(), y.data<float>(), norm_rows(x), d, w, b, eps);
   out[0] = std::move(y);
+}
+
+// rms_norm(x, weight=None, eps=1e-6) over the last dim: x / sqrt(mean(x^2) + eps) * weight.
+static void rms_norm(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = norm_input(a);
+  const int64_t d = x.size(-1);
+  const float* w = feature_param(a.opt_tensor(1), "weight", d);
+  const double eps = norm_eps(a, 2);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  rms_norm_rows(x.data<float>(), y.data<float>(), norm_rows(x), d, w, eps);
+  out[0] = std::move(y);
+}
+
+// add_layer_norm / add_rms_norm: norm(x + residual). `prepare(d)` checks the norm's
+// other arguments for rows of d features and returns norm(src, dst, rows). Two f32
+// tensors of one shape take the fused path: each row's sum goes to a buffer that stays
+// in L1 and is normalised from there (a buffer, not the output: the norm's loops
+// vectorise only when source and destination are apart). Anything else add accepts
+// (broadcasting, scalars, other dtypes) goes through the add op itself, so the fused op
+// means exactly norm(add(x, residual)) for every input.
+template <typename Prepare>
+static void add_norm(OpContext& ctx, const Args& a, Value* out, Prepare prepare) {
+  const Value &x = a[0], &res = a[1];
+  const bool fused = x.is_tensor() && res.is_tensor() && x.tensor_unchecked().dtype() == DType::f32 &&
+                     res.tensor_unchecked().dtype() == DType::f32 &&
+                     x.tensor_unchecked().shape() == res.tensor_unchecked().shape() && x.tensor_unchecked().ndim() >= 1;
+  Tensor sum;
+  if (!fused) {
+    std::vector<Value> v = call(*Registry::get().find("add"), {x, res}, {}, ctx);
+    if (!v[0].is_tensor() || v[0].tensor_unchecked().dtype() != DType::f32 || v[0].tensor_unchecked().ndim() < 1)
+      vm::fail("x + residual must be an f32 tensor of at least 1 dimension, got {}", v[0].describe());
+    sum = v[0].tensor_unchecked().contiguous(ctx.pool);
+  }
+  const Tensor& in = fused ? x.tensor_unchecked() : sum;
+  const int64_t d = in.size(-1), rows = norm_rows(in);
+  const auto norm = prepare(d);
+  Tensor y = ctx.empty(DType::f32, in.shape());
+  float* py = y.data<float>();
+  if (!fused) {
+    norm(sum.data<float>(), py, rows);
+  } else {
+    const float* px = x.tensor_unchecked().data<float>();
+    const float* pr = res.tensor_unchecked().data<float>();
+    std::vector<float> row(static_cast<size_t>(d));
+    float* __restrict t = row.data();
+    for (int64_t k = 0; k < rows; ++k) {
+      const float* __restrict xk = px + k * d;
+      const float* __restrict rk = pr + k * d;
+      for (int64_t i = 0; i < d; ++i) t[i] = xk[i] + rk[i];
+      norm(t, py + k * d, 1);
+    }
+  }
+  out[0] = std::move(y);
+}
+
+// add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5): layer_norm(x + residual).
+static void add_layer_norm(OpContext& ctx, const Args& a, Value* out) {
+  add_norm(ctx, a, out, [&](int64_t d) {
+    const float* w = feature_param(a.opt_tensor(2), "weight", d);
+    const float* b = feature_param(a.opt_tensor(3), "bias", d);
+    const double eps = norm_eps(a, 4);
+    return [=](const float* src, float* dst, int64_t rows) { layer_norm_rows(src, dst, rows, d, w, b, eps); };
+  });
+}
+
+// add_rms_norm(x, residual, weight=None, eps=1e-6): rms_norm(x + residual).
+static void add_rms_norm(OpContext& ctx, const Args& a, Value* out) {
+  add_norm(ctx, a, out, [&](int64_t d) {
+    const float* w = feature_param(a.opt_tensor(2), "weight", d);
+    const double eps = norm_eps(a, 3);
+    return [=](const float* src, float* dst, int64_t rows) { rms_norm_rows(src, dst, rows, d, w, eps); };
+  });
 }
 
 template <typename I>
@@ -128,27 +199,39 @@ static void embedding(OpContext& ctx, const Args& a, Value* out) {
 
 void register_nn_ops(Registry& r) {
   {
-    auto& op = r.add("layer_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("layer_norm", layer_norm), "nn");
     op.params = {p_tensor("x"), p_opt_tensor("weight"), p_opt_tensor("bias"), p_float("eps", 1e-5)};
     op.outputs = {"Tensor"};
     op.doc = "Layer normalisation of f32 x over its last dim D: (x - mean) / sqrt(var + eps) * weight[D] + bias[D], "
              "with the biased variance (as torch); weight and bias are optional.";
-    op.kernel = layer_norm;
   }
   {
-    auto& op = r.add("rms_norm", "nn");
+    auto& op = r.add(TENSORVM_OP("rms_norm", rms_norm), "nn");
     op.params = {p_tensor("x"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
     op.outputs = {"Tensor"};
     op.doc = "RMS normalisation of f32 x over its last dim D: x / sqrt(mean(x^2) + eps) * weight[D] (weight optional).";
-    op.kernel = rms_norm;
   }
   {
-    auto& op = r.add("embedding", "nn");
+    auto& op = r.add(TENSORVM_OP("add_layer_norm", add_layer_norm), "nn");
+    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"),
+                 p_opt_tensor("bias"), p_float("eps", 1e-5)};
+    op.outputs = {"Tensor"};
+    op.doc = "layer_norm(x + residual, weight, bias, eps) in one pass over each row (the graph passes fuse "
+             "the two); x + residual is add's, and must be an f32 tensor.";
+  }
+  {
+    auto& op = r.add(TENSORVM_OP("add_rms_norm", add_rms_norm), "nn");
+    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
+    op.outputs = {"Tensor"};
+    op.doc = "rms_norm(x + residual, weight, eps) in one pass over each row (the graph passes fuse the two); "
+             "x + residual is add's, and must be an f32 tensor.";
+  }
+  {
+    auto& op = r.add(TENSORVM_OP("embedding", embedding), "nn");
     op.params = {p_tensor("ids"), p_tensor("weight")};
     op.outputs = {"Tensor"};
     op.doc = "Rows of weight f32[V, D] picked by ids (i64 or i32, any shape) -> f32[*ids.shape, D]. "
              "An id outside [0, V) is an error.";
-    op.kernel = embedding;
   }
 }
 

@@ -19,6 +19,7 @@
 #include "ops/cpu.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 #include "ops/w8a8_amx.h"
 
 namespace ops {
@@ -122,7 +123,7 @@ void linear_w8a8(OpContext& ctx, const Args& a, Value* out) {
 }  // namespace
 
 void register_w8a8_ops(Registry& r) {
-  auto& op = r.add("linear_w8a8", "linear algebra");
+  auto& op = r.add(TENSORVM_OP("linear_w8a8", linear_w8a8), "linear algebra");
   op.params = {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")};
   op.outputs = {"Tensor"};
   op.doc =
@@ -132,7 +133,6 @@ void register_w8a8_ops(Registry& r) {
       "offline as weight[ceil(out/16), ceil(in/4), 64] = W[16 jb + jj, 4 kq + t] at [jb, kq, 4 jj + t], zero-padded "
       "(pycompiler/quantize.py pack_w8a8); the packed shape fixes out and ceil(in/4), not in itself. A row holding "
       "NaN or inf gives NaN; in <= 32768.";
-  op.kernel = linear_w8a8;
 }
 
 }  // namespace ops

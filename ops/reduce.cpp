@@ -13,11 +13,13 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/cpu.h"
 #include "ops/elementwise_math.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 // The SIMD row helpers of elementwise_math.h pass GCC vector types between inline
 // functions; GCC notes (at the end of the file, where templates are emitted) that such
@@ -601,12 +603,11 @@ void item_op(OpContext&, const Args& a, Value* out) {
 
 // ---------------------------------------------------------------- registration
 
-OpDef& add(Registry& r, const char* name, std::vector<Param> params, Kernel k, const char* doc) {
-  auto& op = r.add(name, "reduction");
+OpDef& add(Registry& r, OpEntry e, std::vector<Param> params, const char* doc) {
+  auto& op = r.add(e, "reduction");
   op.params = std::move(params);
   op.outputs = {"Tensor"};
   op.doc = doc;
-  op.kernel = k;
   return op;
 }
 
@@ -614,46 +615,79 @@ std::vector<Param> dims_params() { return {p_tensor("x"), p_opt_ints("dim"), p_b
 
 }  // namespace
 
+// log_softmax over the last dim, then -inf where banned[j] (bool [V]): beam search's
+// scores with the tokens banned at every step (one-token bad words) in the same pass,
+// instead of a second pass of masked_fill over [rows, V] (pycompiler/generation/search.py).
+void log_softmax_masked_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& x = a.tensor(0);
+  const Tensor& banned = a.tensor(1);
+  if (x.dtype() != DType::f32 || x.ndim() < 1) vm::fail("x must be f32 with at least 1 dimension, got {}", x.describe());
+  const int64_t V = x.size(-1);
+  if (banned.dtype() != DType::boolean || banned.ndim() != 1 || banned.size(0) != V)
+    vm::fail("banned must be bool [{}] (x's last dimension), got {}", V, banned.describe());
+  const Tensor xc = x.contiguous();
+  const Tensor bc = banned.contiguous();
+  std::vector<int64_t> ban;
+  const bool* bp = bc.data<bool>();
+  for (int64_t j = 0; j < V; ++j)
+    if (bp[j]) ban.push_back(j);
+  Tensor y = ctx.empty(DType::f32, x.shape());
+  const int64_t rows = V == 0 ? 0 : x.numel() / V;
+  const float* px = xc.data<float>();
+  float* py = y.data<float>();
+  const auto softmax_rows = kernel_table().softmax_rows;
+  ctx.parallel_for(rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
+    softmax_rows(px + r0 * V, py + r0 * V, r1 - r0, V, true);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j : ban) py[r * V + j] = -std::numeric_limits<float>::infinity();
+  });
+  out[0] = std::move(y);
+}
+
 void register_reduce_ops(Registry& r) {
-  add(r, "sum", dims_params(), sum_op,
+  add(r, TENSORVM_OP("sum", sum_op), dims_params(),
       "Sum over dim (an int or int list; None: all dims), keepdim keeps them as size 1. f32 gives f32 (accumulated "
       "in double); i64, i32 and bool give i64 (wrapping). An empty sum is 0.");
-  add(r, "mean", dims_params(), mean_op,
+  add(r, TENSORVM_OP("mean", mean_op), dims_params(),
       "Mean over dim (int, int list or None for all), keepdim as in sum. f32 only (accumulated in double); an empty "
       "mean is NaN.");
-  add(r, "max", dims_params(), extreme_op<true>,
+  add(r, TENSORVM_OP("max", extreme_op<true>), dims_params(),
       "Maximum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
       "zero-size dim into a non-empty result is an error.");
-  add(r, "min", dims_params(), extreme_op<false>,
+  add(r, TENSORVM_OP("min", extreme_op<false>), dims_params(),
       "Minimum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
       "zero-size dim into a non-empty result is an error.");
-  add(r, "any", dims_params(), anyall_op<true>,
+  add(r, TENSORVM_OP("any", anyall_op<true>), dims_params(),
       "Whether any element is True over dim (int, int list or None for all) of a bool tensor; empty gives False.");
-  add(r, "all", dims_params(), anyall_op<false>,
+  add(r, TENSORVM_OP("all", anyall_op<false>), dims_params(),
       "Whether all elements are True over dim (int, int list or None for all) of a bool tensor; empty gives True.");
-  add(r, "argmax", {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)}, argext_op<true>,
+  add(r, TENSORVM_OP("argmax", argext_op<true>), {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)},
       "i64 index of the maximum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
       "maximum (the first NaN wins).");
-  add(r, "argmin", {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)}, argext_op<false>,
+  add(r, TENSORVM_OP("argmin", argext_op<false>), {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)},
       "i64 index of the minimum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
       "minimum (the first NaN wins).");
-  add(r, "softmax", {p_tensor("x"), p_int("dim", -1)}, softmax_op<false>,
+  add(r, TENSORVM_OP("softmax", softmax_op<false>), {p_tensor("x"), p_int("dim", -1)},
       "exp(x - max) / sum(exp(x - max)) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
       "like torch.");
-  add(r, "log_softmax", {p_tensor("x"), p_int("dim", -1)}, softmax_op<true>,
+  add(r, TENSORVM_OP("log_softmax", softmax_op<true>), {p_tensor("x"), p_int("dim", -1)},
       "x - max - log(sum(exp(x - max))) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
       "like torch.");
+  add(r, TENSORVM_OP("log_softmax_masked", log_softmax_masked_op), {p_tensor("x"), p_tensor("banned")},
+      "log_softmax(x, -1) with -inf where banned (bool [V], x's last dimension) is True, in one pass: beam "
+      "search's step scores with the tokens banned at every step. Exactly masked_fill(log_softmax(x, -1), banned, "
+      "-inf).");
   {
-    auto& op = add(r, "topk", {p_tensor("x"), p_int("k"), p_int("dim", -1), p_bool("largest", true)}, topk_op,
+    auto& op = add(r, TENSORVM_OP("topk", topk_op), {p_tensor("x"), p_int("k"), p_int("dim", -1), p_bool("largest", true)},
                    "The k largest (largest=False: smallest) elements along dim of an f32/i64/i32 tensor and their "
                    "i64 indices, best first; ties go to the lower index, NaN counts as larger than everything. "
                    "0 <= k <= size of dim (a 0-d x needs k = 1 and gives 0-d outputs).");
     op.outputs = {"Tensor", "Tensor"};
   }
-  add(r, "cumsum", {p_tensor("x"), p_int("dim")}, cumsum_op,
+  add(r, TENSORVM_OP("cumsum", cumsum_op), {p_tensor("x"), p_int("dim")},
       "Inclusive prefix sum along dim: f32 gives f32 (accumulated in double), i64/i32/bool give i64.");
   {
-    auto& op = add(r, "item", {p_tensor("x")}, item_op,
+    auto& op = add(r, TENSORVM_OP("item", item_op), {p_tensor("x")},
                    "The value of a one-element tensor (any rank) as a scalar: int for i64/i32, float for f32, bool for "
                    "bool.");
     op.outputs = {"Any"};

@@ -59,10 +59,16 @@ Registry& Registry::instance() {
 
 const Registry& Registry::get() { return instance(); }
 
-OpDef& Registry::add(std::string name, std::string group) {
+OpDef& Registry::add(OpEntry entry, std::string group) {
+  if (!entry.selected) {
+    left_out_ = OpDef();
+    return left_out_;
+  }
+  if (!entry.kernel) throw vm::Error(fmt::format("op '{}' has no kernel", entry.name));
   store_.emplace_back();
-  store_.back().name = std::move(name);
+  store_.back().name = entry.name;
   store_.back().group = std::move(group);
+  store_.back().kernel = entry.kernel;
   return store_.back();
 }
 

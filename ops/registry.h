@@ -126,6 +126,14 @@ struct OpDef {
   std::string signature() const;  // "linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor"
 };
 
+// An op file's op before it is registered: made only by TENSORVM_OP (ops/select.h), so
+// that a selective build can leave the op out without referencing its kernel.
+struct OpEntry {
+  const char* name;
+  Kernel kernel;  // null when left out
+  bool selected;
+};
+
 // How one call's written arguments fill the slots: for each slot the index of a
 // positional argument, or of a keyword argument, or the parameter's default.
 struct Binding {
@@ -155,8 +163,10 @@ class Registry {
   const OpDef* find(std::string_view name) const;  // the current OpDef of `name`, or nullptr
   std::vector<const OpDef*> all() const;           // current OpDefs, sorted by group then name
 
-  // Builder used by the register_* functions of each op file (while the registry is built).
-  OpDef& add(std::string name, std::string group);
+  // Builder used by the register_* functions of each op file (while the registry is
+  // built). The entry comes from TENSORVM_OP (ops/select.h); an op a selective build
+  // leaves out gets a scratch OpDef that is never published.
+  OpDef& add(OpEntry entry, std::string group);
 
   // Checks `def` (a name the IR can call, a kernel, one output or more, distinct
   // parameter names, at most one variadic) and publishes it. An existing name is an
@@ -175,6 +185,7 @@ class Registry {
 
   mutable std::mutex mu_;
   std::deque<OpDef> store_;      // every OpDef ever published; a deque never moves them
+  OpDef left_out_;               // filled in and dropped for each op a selective build leaves out
   std::vector<OpDef*> current_;  // the one in use per name
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -66,7 +67,7 @@ static void rotary(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_rotary_ops(Registry& r) {
-  auto& op = r.add("rotary", "nn");
+  auto& op = r.add(TENSORVM_OP("rotary", rotary), "nn");
   op.params = {p_tensor("x"), p_tensor("positions"), p_tensor("inv_freq"), p_float("scale", 1.0)};
   op.outputs = {"Tensor"};
   op.doc = "Rotary position embedding (Llama, Qwen2) of x f32[B, H, T, D] at explicit positions i64[B, T] (per row, "
@@ -74,7 +75,6 @@ void register_rotary_ops(Registry& r) {
            "(transformers' attention_scaling, multiplies cos and sin): angle = float(position) * inv_freq, "
            "emb = concat(angle, angle), out = x * cos(emb) * scale + rotate_half(x) * sin(emb) * scale with "
            "rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]). In f32 as transformers computes it. D must be even.";
-  op.kernel = rotary;
 }
 
 }  // namespace ops

@@ -6,6 +6,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace ops {
 
@@ -286,50 +287,43 @@ static void repeat_interleave(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_shape_ops(Registry& r) {
-  auto add = [&r](const char* name, std::vector<Param> params, const char* output, const char* doc, Kernel k) {
-    auto& op = r.add(name, "shape");
+  auto add = [&r](OpEntry e, std::vector<Param> params, const char* output, const char* doc) {
+    auto& op = r.add(e, "shape");
     op.params = std::move(params);
     op.outputs = {output};
     op.doc = doc;
-    op.kernel = k;
     return &op;
   };
-  add("reshape", {p_tensor("x"), p_ints("shape")}, "Tensor",
+  add(TENSORVM_OP("reshape", reshape), {p_tensor("x"), p_ints("shape")}, "Tensor",
       "x with a new shape of the same number of elements; one dim may be -1 (inferred). Zero-copy (a strided x is "
-      "made contiguous first). Any dtype.",
-      reshape);
-  add("transpose", {p_tensor("x"), p_int("dim0"), p_int("dim1")}, "Tensor",
-      "A contiguous copy of x with dims dim0 and dim1 swapped (negative dims count from the end). Any dtype.", transpose);
-  add("permute", {p_tensor("x"), p_ints("dims")}, "Tensor",
-      "A contiguous copy of x with its dims reordered: out.shape[i] = x.shape[dims[i]] (negative dims allowed). Any dtype.",
-      permute);
+      "made contiguous first). Any dtype.");
+  add(TENSORVM_OP("transpose", transpose), {p_tensor("x"), p_int("dim0"), p_int("dim1")}, "Tensor",
+      "A contiguous copy of x with dims dim0 and dim1 swapped (negative dims count from the end). Any dtype.");
+  add(TENSORVM_OP("permute", permute), {p_tensor("x"), p_ints("dims")}, "Tensor",
+      "A contiguous copy of x with its dims reordered: out.shape[i] = x.shape[dims[i]] (negative dims allowed). Any dtype.");
   {
     Param ts = p_tensor("tensors");
     ts.variadic = true;
-    add("concat", {ts, p_int("dim", 0)}, "Tensor",
-        "Joins tensors of one dtype along dim (keyword); every other dim must match. Zero-size inputs are allowed.",
-        concat);
+    add(TENSORVM_OP("concat", concat), {ts, p_int("dim", 0)}, "Tensor",
+        "Joins tensors of one dtype along dim (keyword); every other dim must match. Zero-size inputs are allowed.");
   }
-  add("slice", {p_tensor("x"), p_int("dim"), p_opt_int("start"), p_opt_int("end"), p_int("step", 1)}, "Tensor",
+  add(TENSORVM_OP("slice", slice), {p_tensor("x"), p_int("dim"), p_opt_int("start"), p_opt_int("end"), p_int("step", 1)}, "Tensor",
       "x[start:end:step] along dim with Python slicing rules (negative and out-of-range bounds clamp, None is the "
-      "open end, step >= 1). Zero-copy for dim 0 with step 1, else a contiguous copy.",
-      slice);
-  add("unsqueeze", {p_tensor("x"), p_int("dim")}, "Tensor",
-      "x with a new size-1 dim inserted at dim (in [-ndim-1, ndim]). Zero-copy.", unsqueeze);
-  add("squeeze", {p_tensor("x"), p_int("dim")}, "Tensor", "x without dim, which must have size 1. Zero-copy.", squeeze);
-  add("expand", {p_tensor("x"), p_ints("shape")}, "Tensor",
-      "x broadcast to shape (numpy rules: size-1 dims stretch, new leading dims; -1 keeps a dim of x). A contiguous copy.",
-      expand);
-  add("repeat_interleave", {p_tensor("x"), p_int("repeats"), p_int("dim")}, "Tensor",
+      "open end, step >= 1). Zero-copy for dim 0 with step 1, else a contiguous copy.");
+  add(TENSORVM_OP("unsqueeze", unsqueeze), {p_tensor("x"), p_int("dim")}, "Tensor",
+      "x with a new size-1 dim inserted at dim (in [-ndim-1, ndim]). Zero-copy.");
+  add(TENSORVM_OP("squeeze", squeeze), {p_tensor("x"), p_int("dim")}, "Tensor", "x without dim, which must have size 1. Zero-copy.");
+  add(TENSORVM_OP("expand", expand), {p_tensor("x"), p_ints("shape")}, "Tensor",
+      "x broadcast to shape (numpy rules: size-1 dims stretch, new leading dims; -1 keeps a dim of x). A contiguous copy.");
+  add(TENSORVM_OP("repeat_interleave", repeat_interleave), {p_tensor("x"), p_int("repeats"), p_int("dim")}, "Tensor",
       "Each slice of x along dim repeated `repeats` times in a row (torch.repeat_interleave with an int), e.g. encoder "
-      "outputs [B, S, D] -> [B*beams, S, D]. Any dtype.",
-      repeat_interleave);
+      "outputs [B, S, D] -> [B*beams, S, D]. Any dtype.");
   // Shape queries read only the metadata, so strided views need no copy.
   Param x = p_tensor("x");
   x.strided_ok = true;
-  add("size", {x, p_int("dim")}, "int", "The size of dim of x (negative dims count from the end).", size);
-  add("shape", {x}, "ints", "The shape of x as an int list.", shape);
-  add("numel", {x}, "int", "The number of elements of x.", numel);
+  add(TENSORVM_OP("size", size), {x, p_int("dim")}, "int", "The size of dim of x (negative dims count from the end).");
+  add(TENSORVM_OP("shape", shape), {x}, "ints", "The shape of x as an int list.");
+  add(TENSORVM_OP("numel", numel), {x}, "int", "The number of elements of x.");
 }
 
 }  // namespace ops

@@ -10,10 +10,13 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
-    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce]
+    tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse,merge]
+    tensorvm compile PROGRAM -o DIR [--name NAME]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
     tensorvm ops [--json]
+    tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
+    tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
     tensorvm --cmake-dir | --include-dir
 
 run/replay take the inputs and options of `tensorvm-run` (see cli_io.py): arrays by
@@ -113,9 +116,9 @@ def cmd_diff(args) -> int:
 def cmd_optimize(args) -> int:
     from pathlib import Path
 
-    from .passes import DEFAULT_PASSES, optimize_dir, rewrite_pass, standard_rules
+    from .passes import DEFAULT_PASSES, MergeLinears, optimize_dir, rewrite_pass, standard_rules
 
-    known = dict(DEFAULT_PASSES)
+    known = dict(DEFAULT_PASSES, merge=MergeLinears)  # merge is made with the program's weights
     names = [n.strip() for n in args.passes.split(",") if n.strip()]
     if "rewrite" in names:
         known["rewrite"] = rewrite_pass(standard_rules())
@@ -127,6 +130,21 @@ def cmd_optimize(args) -> int:
     stats = optimize_dir(args.program, args.output, [(n, known[n]) for n in names])
     removed = ", ".join(f"{n} {k}" for n, k in stats.removed.items())
     print(f"wrote {args.output}: {stats.before} -> {stats.after} statements ({removed}; {stats.rounds} rounds)")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from pathlib import Path
+
+    from .aot import compile_program
+
+    if Path(args.output).resolve() == Path(args.program).resolve():
+        raise CLIError("compile: -o must name another directory than the program's")
+    files = compile_program(args.program, args.output, name=args.name)
+    lib = next(f for f in files if f.endswith(".cpp") and not f.endswith("_run.cpp"))[:-4]
+    print(f"wrote {args.output}: {', '.join(files)}\n"
+          f"build: cmake -S {args.output} -B {args.output}/build -Dtensorvm_DIR=\"$(tensorvm --cmake-dir)\" && "
+          f"cmake --build {args.output}/build   (library {lib}, command line {lib}-run)")
     return 0
 
 
@@ -192,6 +210,33 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_selective_build(args) -> int:
+    from .selective import write_selective_build
+
+    variants = [v.strip() for v in (args.kernel_variants or "").split(",") if v.strip()]
+    sel = write_selective_build(args.programs, args.output, source=args.source, kernel_variants=variants)
+    print(f"wrote {args.output}: {len(sel.ops)} of {sel.builtin_count} ops ({', '.join(sorted(sel.ops))})")
+    if sel.app_ops:
+        print(f"the app registers: {', '.join(sorted(sel.app_ops))} (not built-in ops; vm::register_op)")
+    print(f"build: cmake -S {args.output} -B {args.output}/build -G Ninja && "
+          f"cmake --build {args.output}/build --target tensorvm-run")
+    return 0
+
+
+def cmd_bundle(args) -> int:
+    from .bundle import bundle
+    from .program import load
+
+    program = load(args.program)
+    fn = program.module.function(args.function)
+    pad = program.meta.get("pad_token_id", 0)
+    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    case = bundle(program, args.function, inputs, atol=args.atol, rtol=args.rtol, replace=args.replace)
+    print(f"bundled in {args.program}: case {case.index} {args.function}, {len(case.outputs)} expected output(s); "
+          f"check with: tensorvm-run {args.program} verify")
+    return 0
+
+
 def cmd_info(args) -> int:
     from .. import _C
 
@@ -205,7 +250,7 @@ def cmd_info(args) -> int:
 def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
-    out = import_hf(args.checkpoint, args.output, quantize=args.quantize)
+    out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize)
     from .program_dir import read_meta
 
     tokenizer = read_meta(out).get("tokenizer")
@@ -253,23 +298,30 @@ def _parser() -> argparse.ArgumentParser:
                            "forced_bos_token_id)")
         if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
+    inputs = argparse.ArgumentParser(add_help=False)  # the inputs of run, for diff and bundle
+    inputs.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
+    inputs.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
+    inputs.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
+    inputs.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
-                       parents=[common])
+                       parents=[common, inputs])
     d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",
                    help="one program (the C++ VM against the Python replay) or two (both in the VM, aligned by SSA name)")
-    d.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
-    d.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
-    d.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
-    d.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     d.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance, of the reference's largest magnitude")
     d.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     d.add_argument("--all", action="store_true", help="print every compared result, not only the first failure's neighbours")
-    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE) over a program",
+    z = sub.add_parser("optimize", help="run the graph passes (constant folding, CSE, DCE, fusions) over a program",
                        parents=[common])
     z.add_argument("program", help="program directory")
     z.add_argument("-o", "--output", required=True, help="program directory to write")
-    z.add_argument("--passes", default="fold,cse,dce", help="the passes, in order, run to a fixpoint (default: fold,cse,dce; "
-                   "rewrite applies the standard pattern rules)")
+    z.add_argument("--passes", default="fold,cse,dce,fuse,merge", help="the passes, in order, run to a fixpoint "
+                   "(default: fold,cse,dce,fuse,merge; rewrite applies the standard pattern rules)")
+    k = sub.add_parser("compile", help="write the program as C++ (a library with run(name, inputs) and a command line) "
+                       "that builds against the installed runtime (docs/aot.md)", parents=[common])
+    k.add_argument("program", help="program directory")
+    k.add_argument("-o", "--output", required=True, help="directory to write the C++ and its CMakeLists.txt into")
+    k.add_argument("--name", default=None, help="the C++ namespace, library and file names (default: from the program's "
+                   "directory name)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     shown = i.add_mutually_exclusive_group()
@@ -280,8 +332,24 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("-o", "--output", required=True, help="program directory to write")
     h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
+    h.add_argument("--no-optimize", dest="optimize", action="store_false",
+                   help="write the program as traced, without the graph passes (folding, CSE, DCE, fusions)")
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    s = sub.add_parser("selective-build", parents=[common],
+                       help="write a CMake project building tensorvm-run with only the ops the programs call")
+    s.add_argument("programs", nargs="+", metavar="PROGRAM", help="program directories")
+    s.add_argument("-o", "--output", required=True, help="directory to write ops.txt and CMakeLists.txt to")
+    s.add_argument("--source", help="the tensorvm source tree (default: the one this package runs from)")
+    s.add_argument("--kernel-variants", dest="kernel_variants", metavar="V1,V2",
+                   help="the kernel variants to keep besides scalar, e.g. avx2 or neon (default: all the target's)")
+    b = sub.add_parser("bundle", parents=[common, inputs],
+                       help="store example inputs and the outputs they give in the program, for tensorvm-run verify")
+    b.add_argument("program", help="program directory")
+    b.add_argument("function", help="function to run")
+    b.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance of float outputs (integers: exact)")
+    b.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of float outputs")
+    b.add_argument("--replace", action="store_true", help="drop the cases bundled before")
     n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",
                        parents=[common])
     n.add_argument("--json", action="store_true", help="machine-readable output")
@@ -294,10 +362,13 @@ COMMANDS = {
     "profile": cmd_profile,
     "diff": cmd_diff,
     "optimize": cmd_optimize,
+    "compile": cmd_compile,
     "inspect": cmd_inspect,
     "import-hf": cmd_import_hf,
     "ops": cmd_ops,
     "info": cmd_info,
+    "selective-build": cmd_selective_build,
+    "bundle": cmd_bundle,
 }
 
 

@@ -194,18 +194,6 @@ def save_outputs(path: Optional[str], values: list) -> None:
 
 def _savez_atomic(path: str, arrays: dict) -> None:
     """np.savez into a temporary file beside `path`, renamed over it once complete."""
-    import os
-    import tempfile
+    from .program_dir import write_file_atomic
 
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_file_atomic(path, lambda f: np.savez(f, **arrays))

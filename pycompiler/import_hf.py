@@ -1,7 +1,7 @@
 """Import a Hugging Face checkpoint directory into a tensorvm program.
 
     tensorvm.import_hf("opus-mt-en-fr/", "opus-mt-en-fr.tvm")
-    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm
+    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm [--no-optimize]
 
 config.json's model_type picks the architecture (importers/__init__.py). The
 checkpoint is read with transformers' own `from_pretrained`, so whatever it loads
@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .export import export
 from .generation.processors import import_fields, token_list_defaults
 from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights, quantize_linears
+from .passes import optimize_program
 from .quantize import QUANTIZATIONS
 from .tokenizer_files import attach_tokenizer
 
@@ -32,8 +34,9 @@ def _model_type(path: Path) -> str:
         raise UnsupportedConfig(f"import_hf: {config} is not valid JSON: {e}") from None
 
 
-def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
-    """Reads a checkpoint directory of a supported architecture and writes a program directory."""
+def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True) -> Path:
+    """Reads a checkpoint directory of a supported architecture and writes a program
+    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`."""
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise UnsupportedConfig(
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
@@ -66,5 +69,5 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None) -> Path:
     }
     pb = arch.build(spec, weights, meta)
     attach_tokenizer(pb, path, config.model_type)
-    pb.save(out_path)
+    export(pb, out_path, optimize_program if optimize else None)
     return Path(out_path)

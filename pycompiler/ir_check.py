@@ -22,6 +22,14 @@ from .literals import HEADER, INT64_MAX, MAX_LIST_ITEMS
 from .types import VALUE_TYPES
 
 BUILTIN_CALLEES = frozenset({"param", "while_loop", "cond", "emit"})
+
+
+def called_ops(module: ir.Module) -> set[str]:
+    """The names `module` calls that are neither IR builtins nor its own functions: its ops."""
+    used = {s.callee for f in module.functions for s in f.body if isinstance(s, ir.Assign)}
+    return used - BUILTIN_CALLEES - set(module.function_names)
+
+
 RESERVED = frozenset({"param", "while_loop", "cond", "emit", "inf", "nan"})
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

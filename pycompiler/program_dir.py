@@ -50,6 +50,28 @@ def _write_file(path: Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
+def write_file_atomic(path, data) -> None:
+    """Writes `data` (str as UTF-8, bytes, or a function writing to a binary file) to a
+    temporary file beside `path`, renamed over it once complete: a reader sees the old
+    file or the new one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.resolve().parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode("utf-8") if isinstance(data, str) else bytes(data))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def _is_program_dir(path: Path) -> bool:
     return path.is_dir() and ((path / PROGRAM_FILE).is_file() or (path / META_FILE).is_file())
 

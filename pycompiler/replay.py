@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 
 from . import ir, registry, weights_io
 from .inputs import coerce_inputs
-from .ir_check import BUILTIN_CALLEES, check_and_parse
+from .ir_check import called_ops, check_and_parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, read_meta, read_program_text
 from .types import VALUE_TYPES
 
@@ -51,8 +51,7 @@ def reference_ops(module: ir.Module) -> dict[str, Any]:
     """The reference implementation of each op `module` calls; NotImplementedError names one that has none."""
     from ..reference import OPS
 
-    used = {s.callee for f in module.functions for s in f.body if isinstance(s, ir.Assign)}
-    used -= BUILTIN_CALLEES | set(module.function_names)
+    used = called_ops(module)
     specs = registry.ops()
     found = {}
     for name in sorted(used):

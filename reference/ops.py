@@ -24,6 +24,8 @@ def linear(x, weight, bias=None):
         raise OpError("linear: x and weight must be f32")
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise OpError(f"linear: x {x.shape} does not match weight {weight.shape}")
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != weight.shape[:1]):
+        raise OpError(f"linear: bias must be f32[{weight.shape[0]}]")
     y = np.matmul(x, weight.T, dtype=np.float32) if x.shape[-1] else np.zeros(x.shape[:-1] + (weight.shape[0],), np.float32)
     if bias is not None:
         y = y + bias
@@ -1354,3 +1356,45 @@ def linear_w8a8(x, weight, scale, bias=None):
     if bias is not None:
         y = y + bias
     return _f32(y.reshape(x.shape[:-1] + (out,)))
+
+
+# =============================================================================
+# Section F: fused ops (what the graph passes in pycompiler/passes/fuse.py put in place of
+# two ops). Each is, by definition, the two ops one after the other; an error of either is
+# reported under the fused op's name.
+# =============================================================================
+
+def _f_compose(name, fn):
+    try:
+        return fn()
+    except OpError as e:
+        raise OpError(f"{name}: {e}") from None
+
+
+@op
+def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
+    return _f_compose("add_layer_norm", lambda: layer_norm(add(x, residual), weight, bias, eps))
+
+
+@op
+def add_rms_norm(x, residual, weight=None, eps=1e-6):
+    return _f_compose("add_rms_norm", lambda: rms_norm(add(x, residual), weight, eps))
+
+
+@op
+def log_softmax_masked(x, banned):
+    if _a_is_tensor(x) and x.ndim >= 1 and (not _a_is_tensor(banned) or banned.dtype != np.bool_
+                                            or banned.shape != (x.shape[-1],)):
+        raise OpError(f"log_softmax_masked: banned must be bool [{x.shape[-1]}] (x's last dimension), "
+                      f"got {_a_desc(banned)}")
+    return _f_compose("log_softmax_masked", lambda: masked_fill(log_softmax(x, -1), banned, -_a_math.inf))
+
+
+_F_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "silu": silu}
+
+
+@op
+def linear_act(x, weight, bias, activation):
+    if activation not in _F_ACTIVATIONS:
+        raise OpError(f'linear_act: activation must be "relu", "sigmoid" or "silu", got "{activation}"')
+    return _f_compose("linear_act", lambda: _F_ACTIVATIONS[activation](linear(x, weight, bias)))

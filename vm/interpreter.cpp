@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "vm/checks.h"
 #include "vm/profiler.h"
 #include "vm/session.h"
 
@@ -14,27 +15,6 @@ namespace vm {
 namespace {
 
 constexpr int kInlineSlots = 32;
-
-bool truthy(const Value& v, const Function& fn) {
-  if (v.is_bool()) return v.as_bool();
-  if (v.is_tensor()) {
-    const Tensor& t = v.tensor_unchecked();
-    if (t.dtype() == DType::boolean && t.numel() == 1) return *static_cast<const uint8_t*>(t.raw()) != 0;
-  }
-  fail("'{}' must return a bool or a one-element bool tensor, got {}", fn.name, v.describe());
-}
-
-bool type_matches(const std::string& type, const Value& v) {
-  if (type == "Any") return true;
-  if (type == "Tensor") return v.is_tensor();
-  if (type == "int") return v.is_int();
-  if (type == "float") return v.is_float() || v.is_int();
-  if (type == "bool") return v.is_bool();
-  if (type == "str") return v.is_str();
-  if (type == "ints") return v.is_ints();
-  if (type == "None") return v.is_none();
-  return v.is_object() && v.as_object()->type_name() == type;
-}
 
 }  // namespace
 
@@ -140,7 +120,7 @@ class Interpreter {
       case Instr::Kind::Cond: {
         const Function& a = prog_.functions()[ins.fn_a];
         const Function& b = prog_.functions()[ins.fn_b];
-        const Function& g = truthy(read(fn, frame, args[0]), fn) ? a : b;
+        const Function& g = truthy(read(fn, frame, args[0]), fn.name) ? a : b;
         Value* out = frame + fn.num_regs;
         Value* sub = out + g.num_returns();
         for (size_t i = 1; i < ins.num_args; ++i) sub[i - 1] = read(fn, frame, args[i]);
@@ -237,7 +217,7 @@ class Interpreter {
     for (;;) {
       for (size_t i = 0; i < k; ++i) sub[i] = carried[i];
       exec(cond, sub, pred);
-      const bool go = truthy(*pred, cond);
+      const bool go = truthy(*pred, cond.name);
       *pred = Value();
       if (!go) break;
       // Every iteration runs at least the body's return, so checking here bounds any run.
@@ -281,12 +261,7 @@ void Session::set_num_threads(int n) {
 
 std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs) {
   const Function& fn = program_->function(name);
-  if (inputs.size() != fn.param_names.size())
-    fail("{} takes {} input{} ({}), got {}", name, fn.param_names.size(), fn.param_names.size() == 1 ? "" : "s",
-         fmt::join(fn.param_names, ", "), inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!type_matches(fn.param_types[i], inputs[i]))
-      fail("{}: input '{}' must be {}, got {}", name, fn.param_names[i], fn.param_types[i], inputs[i].describe());
+  check_inputs(name, fn.param_names, fn.param_types, inputs);
   const size_t nret = fn.num_returns();
   Value* results = stack_.data();
   Value* frame = results + nret;

@@ -22,7 +22,9 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/safetensors.h"
+#include "ops/select.h"
 #include "vm/program.h"
+#include "vm/weights.h"
 
 namespace vm {
 
@@ -75,54 +77,6 @@ void check_meta(const std::string& path, const std::string& text) {
   if (ver == j.end() || !ver->is_number_integer() || *ver != kVersion)
     fail("{}: unsupported program version {} (this runtime reads version {})", path, ver == j.end() ? "(missing)" : ver->dump(),
          kVersion);
-}
-
-// A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
-// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16.
-Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
-  Shape shape(e.shape.begin(), e.shape.end());
-  auto wrap = [&](DType dt) {
-    const size_t es = dtype_size(dt);
-    if (reinterpret_cast<uintptr_t>(e.data) % es == 0)
-      return Tensor::external(const_cast<void*>(e.data), dt, shape, std::shared_ptr<void>(file, nullptr));
-    Tensor t = Tensor::empty(dt, shape);
-    std::memcpy(t.raw(), e.data, e.nbytes);
-    return t;
-  };
-  if (e.dtype == "F32") return wrap(DType::f32);
-  if (e.dtype == "I64") return wrap(DType::i64);
-  if (e.dtype == "I32") return wrap(DType::i32);
-  if (e.dtype == "BOOL") return wrap(DType::boolean);
-  if (e.dtype == "I8") return wrap(DType::i8);
-  if (e.dtype == "F16" || e.dtype == "BF16") {
-    Tensor t = Tensor::empty(DType::f32, shape);
-    float* out = t.data<float>();
-    const auto* in = static_cast<const unsigned char*>(e.data);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      uint16_t h = uint16_t(in[2 * i] | (in[2 * i + 1] << 8));
-      uint32_t bits;
-      if (e.dtype == "BF16") {
-        bits = uint32_t(h) << 16;
-      } else {
-        const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-        if (exp == 0x1f) {
-          bits = sign | 0x7f800000 | (man << 13);
-        } else if (exp != 0) {
-          bits = sign | ((exp + 112) << 23) | (man << 13);
-        } else if (man == 0) {
-          bits = sign;
-        } else {  // subnormal half -> normal float
-          int e2 = -1;
-          uint32_t m = man;
-          do { ++e2; m <<= 1; } while (!(m & 0x400));
-          bits = sign | ((112 - e2) << 23) | ((m & 0x3ff) << 13);
-        }
-      }
-      std::memcpy(&out[i], &bits, 4);
-    }
-    return t;
-  }
-  fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
 }
 
 bool env_copy_weights() {
@@ -292,18 +246,10 @@ class Loader {
     ins.callee = "param";
     ins.table_template = *name;
     ins.args.push_back(operand(fn, scope, *a[1], s.line));
-    const std::string prefix = name->substr(0, hole), suffix = name->substr(hole + 2);
     if (weights_) {
-      for (const auto& e : weights_->entries()) {
-        if (e.name.size() <= prefix.size() + suffix.size() || e.name.compare(0, prefix.size(), prefix) != 0 ||
-            e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) != 0)
-          continue;
-        const std::string mid = e.name.substr(prefix.size(), e.name.size() - prefix.size() - suffix.size());
-        if (mid.empty() || mid.size() > 6 || mid.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (mid.size() > 1 && mid[0] == '0') continue;
-        const size_t i = std::stoul(mid);
+      for (const auto& [i, e] : indexed_weights(*weights_, *name)) {
         if (ins.table.size() <= i) ins.table.resize(i + 1);
-        ins.table[i] = weight_value(e);
+        ins.table[i] = weight_value(*e);
       }
     }
     if (ins.table.empty()) fail_at(s.line, "param: no weight matches '{}'", *name);
@@ -405,6 +351,10 @@ class Loader {
       return;
     }
     const ops::OpDef* op = ops::Registry::get().find(c);
+    if (!op && ops::kSelectiveBuild)
+      fail_at(s.line, "op '{}' is not in this runtime: it is a selective build with only the ops of the programs it "
+              "was built for (tensorvm selective-build); rebuild it with this program among them, or register the "
+              "op with vm::register_op before loading", c);
     if (!op)
       fail_at(s.line, "unknown op or function '{}' (an app's own op must be registered with vm::register_op, "
               "or tensorvm.register_op in Python, before the program is loaded)", c);

@@ -25,6 +25,21 @@ struct W8A8Problem {
   int64_t outf;
 };
 
+// attention's many-query path: one block of query rows of one head (ops/attention.cpp).
+struct AttentionRows {
+  const float* q;             // [rows, d], contiguous
+  int64_t rows, d;
+  const float* keys;          // pack_keys_f32's panels of the head's tk keys
+  const float* values;        // pack_values_f32's panels of its values
+  int64_t tk, dv;
+  float scale;
+  const float* mask_f;        // additive mask: row i, key j at mask_f[i * mask_row + j * mask_col]; or null
+  const uint8_t* mask_b;      // bool mask (1 = attend), the same strides; or null
+  int64_t mask_row, mask_col;
+  float* scores;              // [rows, tk] scratch
+  float* o;                   // [rows, dv]
+};
+
 struct KernelTable {
   const char* name;  // "scalar", "avx2", "avx512", "avx512_vnni", "neon"
 
@@ -57,12 +72,22 @@ struct KernelTable {
   // y = softmax (log = false) or log_softmax of each of `rows` contiguous rows of R floats.
   void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t R, bool log);
 
-  // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1) or silu (2).
+  // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1), silu (2), erf (3) or exact
+  // gelu (4): elementwise_math.h's ExpMap.
   void (*exp_map)(int kind, const float* x, float* y, int64_t n);
 
   // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.
   void (*weighted_rows_f32)(const float* p, int64_t rows, int64_t n, const float* v, int64_t v_stride, int64_t dv,
                             float* o);
+
+  // attention over many query rows: keys [tk, d] and values [tk, dv] (row strides given)
+  // packed into gemm_block-wide panels, ceil(tk / gemm_block) * gemm_block * d and
+  // ceil(dv / gemm_block) * gemm_block * tk floats; then softmax(scale q k^T + mask) v
+  // for a block of query rows.
+  void (*pack_keys_f32)(const float* k, int64_t tk, int64_t d, int64_t stride, float* out);
+  void (*pack_values_f32)(const float* v, int64_t tk, int64_t dv, int64_t stride, float* out);
+  void (*attention_rows_f32)(const AttentionRows& a);
+  int64_t attention_blocked_rows;  // query rows from which attention takes this path
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,

@@ -30,6 +30,10 @@ const KernelTable TENSORVM_VARIANT_TABLE = {
     TENSORVM_VARIANT::softmax_rows,
     TENSORVM_VARIANT::exp_map,
     TENSORVM_VARIANT::weighted_rows_f32,
+    TENSORVM_VARIANT::pack_keys_f32,
+    TENSORVM_VARIANT::pack_values_f32,
+    TENSORVM_VARIANT::attention_rows_f32,
+    TENSORVM_VARIANT::kAttentionBlockedRows,
 };
 
 }  // namespace ops::kernels

@@ -74,6 +74,13 @@ class Options:
     def subset(self, names) -> "Options":
         return Options(names, [self._values[n] for n in names])
 
+    def replace(self, **values) -> "Options":
+        """The same options with some values replaced (names must exist)."""
+        for n in values:
+            if n not in self._values:
+                raise AttributeError(f"no option {n!r} (options: {', '.join(self._names)})")
+        return Options(self._names, [values.get(n, self._values[n]) for n in self._names])
+
 
 @dataclass(frozen=True)
 class Processor:

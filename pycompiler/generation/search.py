@@ -203,6 +203,20 @@ def build_generation(pb, model, defaults: dict):
     def run_process(scores, seq, cur_len, min_keep, o):
         return process(scores, seq, cur_len, min_keep, o.limit, o.sample, o.eos, *o.subset(proc_names).values())
 
+    def banned_in_log_softmax(logits, o):
+        """Beam search's log_softmax with the one-token bad words set to -inf in the same
+        pass (log_softmax_masked), and the options that then skip the processor's own pass
+        over the scores: it runs only for longer bad words. Equal to transformers' order
+        (bad words after log_softmax and the earlier processors), since -inf stays -inf
+        through every processor, except after a +inf sequence_bias: with sequence_bias
+        on, the processor bans as before."""
+        if "bad_words_banned" not in proc_names:
+            return T.log_softmax(logits, -1), o
+        biased = o.sequence_bias_on if "sequence_bias_on" in proc_names else False
+        early = T.logical_and(o.bad_words_banned, T.logical_not(biased))
+        on = T.logical_or(o.bad_words_multi_on, T.logical_and(biased, o.bad_words_on))
+        return T.log_softmax_masked(logits, early), o.replace(bad_words_on=on)
+
     @_named("cache", "tokens", "mask")
     def prefill_prompt(cache, tokens, mask):
         """All prompt positions but the last in one pass (the last is the first step)."""
@@ -303,7 +317,8 @@ def build_generation(pb, model, defaults: dict):
         K2 = T.mul(K, T.maximum(2, T.add(o.n_eos, 1)))
         pos = T.sub(cur_len, 1)
         logits = model.decode_step(cache, T.slice(running, 1, pos, cur_len), mask, pos)
-        step = run_process(T.log_softmax(logits, -1), running, cur_len, T.add(o.n_eos, 1), o)
+        logp, process_options = banned_in_log_softmax(logits, o)
+        step = run_process(logp, running, cur_len, T.add(o.n_eos, 1), process_options)
         scores, raw = recorded(scores, raw, step, logits, o)
         acc = T.add(T.reshape(step, [B, K, V]), T.unsqueeze(running_scores, 2))
         top, top_index = cond(o.sample, sampled_candidates, best_candidates, T.reshape(acc, [B, T.mul(K, V)]), K2,

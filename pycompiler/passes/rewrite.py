@@ -9,15 +9,19 @@ last one back through the names they read, parameters binding to any argument, t
 same argument each time they appear, literals equal with their type), the statement
 computing that result is replaced by the replacement's statements; the pattern's
 other statements are left for DCE, which removes them when nothing else reads them.
-Only pure ops may appear in a pattern (effects.py).
+Only pure ops may appear in a pattern (effects.py). A rule made with single_use=True
+(a fusion) matches only where nothing but the pattern reads the pattern's other results:
+elsewhere the replacement would compute them a second time.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .. import ir
 from .cse import _key
+from .dce import stmt_uses
 from .effects import Effects, pure_ops
 
 
@@ -28,6 +32,7 @@ class Rule:
     pattern: list[ir.Assign]      # the last one computes the result
     replacement: list[ir.Assign]
     result: ir.Expr               # what the replacement returns
+    single_use: bool = False      # the pattern's inner results may be read by the pattern only
 
 
 def _trace(fn: Callable, types: Sequence[str], name: str) -> ir.Function:
@@ -45,7 +50,8 @@ def _trace(fn: Callable, types: Sequence[str], name: str) -> ir.Function:
     return out
 
 
-def rule(pattern: Callable, replacement: Callable, types: Sequence[str], name: str = "") -> Rule:
+def rule(pattern: Callable, replacement: Callable, types: Sequence[str], name: str = "",
+         single_use: bool = False) -> Rule:
     """A rule from two functions of the same parameters (`types`: their IR types)."""
     name = name or getattr(pattern, "__name__", "rule").strip("<>")
     p = _trace(pattern, types, "pattern")
@@ -62,7 +68,8 @@ def rule(pattern: Callable, replacement: Callable, types: Sequence[str], name: s
     rret = r.body[-1]
     if not isinstance(rret, ir.Return) or len(rret.values) != 1:
         raise ValueError(f"rule {name}: the replacement must return one value")
-    return Rule(name, [q.name for q in p.params], body, [s for s in r.body if isinstance(s, ir.Assign)], rret.values[0])
+    return Rule(name, [q.name for q in p.params], body, [s for s in r.body if isinstance(s, ir.Assign)], rret.values[0],
+                single_use)
 
 
 class _Matcher:
@@ -71,6 +78,7 @@ class _Matcher:
         self.defs = defs  # program name -> (statement, index of the target)
         self.pdefs = {t: (s, i) for s in rule.pattern for i, t in enumerate(s.targets)}
         self.bound: dict = {}
+        self.inner: list = []  # (pattern statement, program statement) below the root
 
     def stmt(self, ps: ir.Assign, s: ir.Assign) -> bool:
         if (s.callee != ps.callee or len(s.args) != len(ps.args) or len(s.targets) != len(ps.targets)
@@ -89,11 +97,22 @@ class _Matcher:
             if not isinstance(e, ir.Name) or e.id not in self.defs:
                 return False
             (ps, pi), (s, i) = self.pdefs[pe.id], self.defs[e.id]
-            return pi == i and self.stmt(ps, s)
+            if pi != i or not self.stmt(ps, s):
+                return False
+            self.inner.append((ps, s))
+            return True
         if isinstance(pe, ir.IntList):
             return isinstance(e, ir.IntList) and len(pe.items) == len(e.items) and \
                 all(self.expr(a, b) for a, b in zip(pe.items, e.items))
         return _key(pe) == _key(e)
+
+
+def _read_only_inside(r: Rule, inner: list, uses: Counter) -> bool:
+    """Whether the program reads each matched inner result as often as the pattern does
+    (so nothing outside the match reads it)."""
+    pattern_uses = Counter(n for s in r.pattern for n in stmt_uses(s))
+    return all(uses[t] == pattern_uses[pt] for ps, s in {id(s): (ps, s) for ps, s in inner}.values()
+               for pt, t in zip(ps.targets, s.targets))
 
 
 def _fresh(base: str, taken: set) -> str:
@@ -119,6 +138,7 @@ def apply_rules(module: ir.Module, rules: Sequence[Rule]) -> int:
     for f in module.functions:
         taken = {p.name for p in f.params} | {t for s in f.body if isinstance(s, ir.Assign) for t in s.targets}
         defs = {p.name: None for p in f.params}
+        uses = Counter(n for s in f.body for n in stmt_uses(s))
         names: dict = {}  # a replaced result that is now another expression
         body = []
         for s in f.body:
@@ -132,7 +152,7 @@ def apply_rules(module: ir.Module, rules: Sequence[Rule]) -> int:
             if effects.pure(s) and len(s.targets) == 1:
                 for r in rules:
                     m = _Matcher(r, {k: v for k, v in defs.items() if v is not None})
-                    if m.stmt(r.pattern[-1], s):
+                    if m.stmt(r.pattern[-1], s) and (not r.single_use or _read_only_inside(r, m.inner, uses)):
                         new = _instantiate(r, m.bound, s.targets[0], taken, names)
                         if new is not None:
                             break

@@ -1,14 +1,19 @@
 // The decoder-only LMs' ops: grouped-query attention gives the bits of attention on K/V
 // repeated per query head (transformers' repeat_kv) on every kernel variant and thread
 // count; rotary gives the same bits on any thread count and matches a double reference.
+// And attention's blocked path for many query rows (an encoder's self-attention, a long
+// prefill) against a double reference and against the streamed path.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "ops/attention.h"
 #include "ops/cpu.h"
 #include "ops/registry.h"
 #include "test_helpers.h"
@@ -123,4 +128,95 @@ TEST_CASE("rotary: a double reference, and the same bits on any thread count", "
         }
   CHECK_THAT(test_helpers::error_of([&] { call("rotary", {Value(x), Value(pos), Value(x)}, 1); }),
              Catch::StartsWith("rotary: inv_freq must be f32 [D / 2] = [32]"));
+}
+
+TEST_CASE("attention over many query rows: a double reference, the streamed path, GQA bits, any variant and thread count",
+          "[kernels][threads][attention]") {
+  VariantGuard guard;
+  struct BlockedGuard {
+    ~BlockedGuard() { ops::set_attention_blocked(true); }
+  } blocked_guard;
+  std::mt19937 g(9);
+  enum Mask { none, causal_padded, additive_per_head, additive_per_query };
+  struct Case {
+    int64_t B, H, Hkv, Tq, Tk, D, Dv;
+    Mask mask;
+  };
+  // Whisper-length and odd sizes: partial GEMM tiles of keys and value columns, blocks of
+  // rows cut anywhere, head sizes 40 / 64 / 80, one key, Dv != D, GQA and MQA.
+  for (const Case c : {Case{1, 2, 1, 1499, 1499, 64, 64, none}, Case{2, 3, 3, 300, 1499, 40, 40, causal_padded},
+                       Case{2, 4, 2, 97, 131, 80, 80, additive_per_head}, Case{2, 6, 3, 33, 70, 64, 24, causal_padded},
+                       Case{1, 2, 2, 50, 17, 16, 8, additive_per_query}, Case{2, 4, 1, 32, 1, 8, 8, none}}) {
+    INFO("B " << c.B << " H " << c.H << " Hkv " << c.Hkv << " Tq " << c.Tq << " Tk " << c.Tk << " D " << c.D << " Dv "
+              << c.Dv << " mask " << int(c.mask));
+    const int64_t G = c.H / c.Hkv;
+    Tensor q = randn({c.B, c.H, c.Tq, c.D}, g), k = randn({c.B, c.Hkv, c.Tk, c.D}, g), v = randn({c.B, c.Hkv, c.Tk, c.Dv}, g);
+    std::vector<Value> args{Value(q), Value(k), Value(v)};
+    std::vector<Value> repeated{Value(q), Value(repeat_heads(k, G)), Value(repeat_heads(v, G))};
+    // additive(b, h, i, j): the mask's value, -inf where masked.
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> additive = [](int64_t, int64_t, int64_t, int64_t) { return 0.0; };
+    if (c.mask == causal_padded) {
+      // causal over the last Tq positions; batch row 1's first 5 queries see no key at all
+      Tensor m = Tensor::empty(DType::boolean, {c.B, 1, c.Tq, c.Tk});
+      auto* mp = static_cast<uint8_t*>(m.raw());
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t i = 0; i < c.Tq; ++i)
+          for (int64_t j = 0; j < c.Tk; ++j) mp[(b * c.Tq + i) * c.Tk + j] = j <= c.Tk - c.Tq + i && !(b == 1 && i < 5);
+      additive = [mp, c](int64_t b, int64_t, int64_t i, int64_t j) {
+        return mp[(b * c.Tq + i) * c.Tk + j] ? 0.0 : -HUGE_VAL;
+      };
+      args.push_back(Value(m));
+      repeated.push_back(Value(m));
+    } else if (c.mask != none) {
+      // per (batch, head, query, key), or per query broadcast over the keys ([B, 1, Tq, 1])
+      const bool per_head = c.mask == additive_per_head;
+      Tensor m = per_head ? randn({c.B, c.H, c.Tq, c.Tk}, g) : randn({c.B, 1, c.Tq, 1}, g);
+      const float* mp = m.data<float>();
+      additive = [mp, c, per_head](int64_t b, int64_t h, int64_t i, int64_t j) {
+        return double(per_head ? mp[((b * c.H + h) * c.Tq + i) * c.Tk + j] : mp[b * c.Tq + i]);
+      };
+      args.push_back(Value(m));
+      repeated.push_back(Value(m));
+    }
+    // The reference in double.
+    std::vector<double> want(size_t(c.B * c.H * c.Tq * c.Dv), 0.0), s(size_t(c.Tk));
+    const double scale = 1.0 / std::sqrt(double(c.D));
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t i = 0; i < c.Tq; ++i) {
+          const float* qi = q.data<float>() + ((b * c.H + h) * c.Tq + i) * c.D;
+          const float* K = k.data<float>() + (b * c.Hkv + h / G) * c.Tk * c.D;
+          const float* V = v.data<float>() + (b * c.Hkv + h / G) * c.Tk * c.Dv;
+          double mx = -HUGE_VAL;
+          for (int64_t j = 0; j < c.Tk; ++j) {
+            double d = 0;
+            for (int64_t e = 0; e < c.D; ++e) d += double(qi[e]) * K[j * c.D + e];
+            s[j] = d * scale + additive(b, h, i, j);
+            mx = std::max(mx, s[j]);
+          }
+          if (mx == -HUGE_VAL) continue;  // nothing to attend to: zeros
+          double sum = 0;
+          for (int64_t j = 0; j < c.Tk; ++j) sum += s[j] = std::exp(s[j] - mx);
+          double* o = want.data() + ((b * c.H + h) * c.Tq + i) * c.Dv;
+          for (int64_t j = 0; j < c.Tk; ++j)
+            for (int64_t e = 0; e < c.Dv; ++e) o[e] += s[j] / sum * V[j * c.Dv + e];
+        }
+    for (const std::string& variant : ops::supported_kernel_variants()) {
+      ops::set_kernel_variant(variant);
+      INFO(variant);
+      const Tensor got = call("attention", args, 1);
+      double worst = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) worst = std::max(worst, std::fabs(got.data<float>()[i] - want[size_t(i)]));
+      CHECK(worst < 2e-5);
+      for (int threads : {2, 3}) CHECK(same_bits(call("attention", args, threads), got));
+      if (G > 1) CHECK(same_bits(call("attention", repeated, 1), got));
+      ops::set_attention_blocked(false);
+      const Tensor streamed = call("attention", args, 2);
+      ops::set_attention_blocked(true);
+      double apart = 0;
+      for (int64_t i = 0; i < got.numel(); ++i)
+        apart = std::max(apart, double(std::fabs(got.data<float>()[i] - streamed.data<float>()[i])));
+      CHECK(apart < 2e-5);
+    }
+  }
 }

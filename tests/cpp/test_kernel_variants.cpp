@@ -198,6 +198,85 @@ TEST_CASE("softmax, log_softmax, exp, sigmoid, silu: the same bits on every vari
   }
 }
 
+// Distance from got to the exact value in units of the float spacing at the exact value.
+double ulps(float got, double exact) {
+  const float e = float(exact);
+  const double spacing = std::nextafter(std::fabs(e), std::numeric_limits<float>::infinity()) - std::fabs(e);
+  return std::fabs(double(got) - exact) / spacing;
+}
+
+TEST_CASE("erf within 2 ulp of libm's in double, exact gelu close to its formula, the same bits on every variant",
+          "[kernels][threads][erf]") {
+  VariantGuard guard;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Dense over [-6, 6] (erf is +-1 in float past 3.92), every power of two's neighbourhood
+  // down to denormals (erf(x) ~ 2x/sqrt(pi): relative accuracy matters there), the pieces'
+  // seams, and the special values.
+  std::vector<float> xs;
+  for (int i = -600000; i <= 600000; ++i) xs.push_back(float(i) * 1e-5f);
+  for (int e = -149; e <= 10; ++e)
+    for (float m : {1.0f, 1.1f, 1.5f, 1.9f}) {
+      xs.push_back(std::ldexp(m, e));
+      xs.push_back(-std::ldexp(m, e));
+    }
+  for (float seam : {0.921875f, 3.92f})
+    for (int k = -3; k <= 3; ++k) xs.push_back(seam + float(k) * std::numeric_limits<float>::epsilon() * seam);
+  for (float v : {0.0f, -0.0f, inf, -inf, nan, 1e30f, -1e30f, std::numeric_limits<float>::max(),
+                  std::numeric_limits<float>::denorm_min()})
+    xs.push_back(v);
+  Tensor x = Tensor::empty(DType::f32, {int64_t(xs.size())});
+  std::memcpy(x.data<float>(), xs.data(), xs.size() * sizeof(float));
+  Tensor first_erf, first_gelu;
+  bool have_first = false;
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    INFO(variant);
+    const Tensor y = run_op("erf", {Value(x)}, 1);
+    const Tensor gy = run_op("gelu", {Value(x)}, 1);
+    for (int threads : {2, 3}) {
+      CHECK(same_bits(y, run_op("erf", {Value(x)}, threads)));
+      CHECK(same_bits(gy, run_op("gelu", {Value(x)}, threads)));
+    }
+    if (!have_first) {
+      first_erf = y;
+      first_gelu = gy;
+      have_first = true;
+    } else {  // each lane's arithmetic is fixed (no fused multiply-add): one answer everywhere
+      CHECK(same_bits(first_erf, y));
+      CHECK(same_bits(first_gelu, gy));
+    }
+  }
+  const float* ey = first_erf.data<float>();
+  const float* gy = first_gelu.data<float>();
+  double worst = 0.0;
+  float worst_at = 0.0f;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float v = xs[i];
+    INFO("x " << v << " erf " << ey[i] << " gelu " << gy[i]);
+    if (std::isnan(v)) {
+      CHECK(std::isnan(ey[i]));
+      CHECK(std::isnan(gy[i]));
+      continue;
+    }
+    CHECK(std::signbit(ey[i]) == std::signbit(v));  // erf(-0) = -0, odd everywhere
+    const double u = ulps(ey[i], std::erf(double(v)));
+    if (u > worst) worst = u, worst_at = v;
+    // gelu(x) = x/2 (1 + erf(x/sqrt 2)): 1 + erf cancels for x << 0, so its error is
+    // absolute, about |x| times erf's (plus the rounding of x/sqrt 2 and the products).
+    if (std::isinf(v)) {
+      // the formula's values: inf * 0.5 * 2 and -inf * 0.5 * (1 - 1) = NaN (torch's is NaN for both)
+      CHECK((v > 0 ? gy[i] == inf : std::isnan(gy[i])));
+      continue;
+    }
+    const double g = double(v) * 0.5 * (1.0 + std::erf(double(v) / std::sqrt(2.0)));
+    CHECK(std::fabs(gy[i] - g) <= 4e-7 * std::fabs(double(v)) + 1e-7 * std::fabs(g) + 1e-38);
+  }
+  INFO("worst " << worst << " ulp at x = " << worst_at);
+  CHECK(worst <= 2.0);
+  WARN("erf: worst " << worst << " ulp at x = " << worst_at);
+  CHECK(ey[std::find_if(xs.begin(), xs.end(), [](float v) { return v == 0.0f && std::signbit(v); }) - xs.begin()] == 0.0f);
+}
+
 TEST_CASE("linear through the library GEMM: the same on any thread count, close to the reference", "[kernels][threads]") {
   if (ops::library_gemm_name().empty()) {
     WARN("this build has no library GEMM (oneDNN)");

@@ -140,8 +140,12 @@ def test_marian_generate_vm_against_replay_and_w8a8(tmp_path):
     report = tensorvm.diff(prog, "generate", ids, mask, num_beams=2, max_new_tokens=3)
     assert report.first is None and len(report.rows) > 500
     assert any(r.note.endswith("(not compared)") for r in report.rows)  # the cache and the generator
-    w8 = tensorvm.import_hf(hf.checkpoint_dir("tiny-marian"), tmp_path / "w8.tvm", quantize="w8a8")
-    report = tensorvm.diff(prog, "encode", ids, mask, other=w8, rtol=0.5)
+    # Without the graph passes: the float program would fuse silu(linear) into linear_act,
+    # which linear_w8a8 has no counterpart of, and the names would not align there.
+    ckpt = hf.checkpoint_dir("tiny-marian")
+    f32 = tensorvm.import_hf(ckpt, tmp_path / "f32.tvm", optimize=False)
+    w8 = tensorvm.import_hf(ckpt, tmp_path / "w8.tvm", quantize="w8a8", optimize=False)
+    report = tensorvm.diff(f32, "encode", ids, mask, other=w8, rtol=0.5)
     linears = [r for r in report.rows if r.op == "linear"]
     assert linears and all(r.note == "linear vs linear_w8a8" for r in linears)
     assert not report.only_left and not report.only_right

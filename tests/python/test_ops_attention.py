@@ -242,7 +242,7 @@ def test_gqa_matches_torch_after_repeat_kv(rng, h, hkv, tq, tk):
 def test_gqa_equals_attention_on_repeated_kv(rng, h, hkv):
     """Each query row's arithmetic is the same whichever block of heads it is computed
     in: GQA gives the bits of plain attention on K/V repeated per query head."""
-    for tq, tk, d, dv in [(1, 40, 64, 64), (5, 5, 16, 8), (20, 33, 8, 24)]:
+    for tq, tk, d, dv in [(1, 40, 64, 64), (5, 5, 16, 8), (20, 33, 8, 24), (40, 70, 40, 24)]:  # the last: blocked
         q, k, v = gqa(rng, 2, h, hkv, tq, tk, d, dv)
         g = h // hkv
         np.testing.assert_array_equal(call_op("attention", q, k, v),
@@ -299,10 +299,11 @@ def test_gqa_reads_a_kv_cache_with_fewer_heads(rng, h, hkv):
     np.testing.assert_array_equal(o1[1, :, :4], 0)
 
 
-def test_gqa_reads_keys_whose_rows_are_not_contiguous(rng):
-    q = rng.standard_normal((2, 6, 5, 8)).astype(np.float32)
-    k = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
-    v = rng.standard_normal((2, 7, 2, 8)).astype(np.float32)
+@pytest.mark.parametrize("tq, tk", [(5, 7), (40, 77)])  # the streamed path, the blocked one (32+ query rows)
+def test_gqa_reads_keys_whose_rows_are_not_contiguous(rng, tq, tk):
+    q = rng.standard_normal((2, 6, tq, 8)).astype(np.float32)
+    k = rng.standard_normal((2, tk, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((2, tk, 2, 8)).astype(np.float32)
     (o,) = Session(Program.from_text(TRANSPOSED_PROGRAM)).run("f", [q, k, v])
     kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
     want = naive(q, np.repeat(kt, 3, 1), np.repeat(vt, 3, 1), 1 / np.sqrt(8))
@@ -310,11 +311,43 @@ def test_gqa_reads_keys_whose_rows_are_not_contiguous(rng):
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_gqa_thread_count_does_not_change_the_bits(rng, threads):
+@pytest.mark.parametrize("tq, tk, d", [(5, 30, 32), (130, 130, 40)])  # the streamed path, the blocked one
+def test_gqa_thread_count_does_not_change_the_bits(rng, threads, tq, tk, d):
     text = ("# tensorvm ir 1\ndef f(q: Tensor, k: Tensor, v: Tensor, m: Tensor) -> Tensor:\n"
             "    o = attention(q, k, v, m)\n    return o\n")
-    q, k, v = gqa(rng, 3, 14, 2, 5, 30, 32)
-    m = causal_left_padded([5, 3, 1], 5, 30)
+    q, k, v = gqa(rng, 3, 14, 2, tq, tk, d)
+    m = causal_left_padded([tq, tq - 2, 1], tq, tk)
     one = Session(Program.from_text(text), 1).run("f", [q, k, v, m])[0]
     many = Session(Program.from_text(text), threads).run("f", [q, k, v, m])[0]
     np.testing.assert_array_equal(one, many)
+
+
+# ---------------------------------------------------------------- many query rows
+# From 32 query rows on, attention takes its blocked path (ops/kernels/attention.h):
+# Whisper's 1500-position self-attention, odd sizes that cut GEMM tiles and blocks of
+# rows anywhere, head sizes 40 / 64 / 80, masks, GQA. (Strided keys and thread counts:
+# the GQA tests above, parametrised over both paths.)
+
+@pytest.mark.parametrize("b, h, hkv, tq, tk, d, dv", [
+    (1, 2, 2, 1500, 1500, 64, 64),   # whisper's encoder self-attention (2 of its heads)
+    (2, 4, 2, 97, 1499, 40, 40),
+    (1, 3, 1, 64, 33, 80, 80),
+    (2, 2, 2, 33, 5, 16, 8),
+    (1, 2, 2, 32, 1, 8, 8),
+])
+def test_attention_many_query_rows(rng, b, h, hkv, tq, tk, d, dv):
+    q, k, v = gqa(rng, b, h, hkv, tq, tk, d, dv)
+    # atol: an output sums up to 1500 products, each rounded in float32 here and in the reference
+    tol = dict(rtol=1e-5, atol=5e-6)
+    got = check("attention", q, k, v, **tol)
+    np.testing.assert_allclose(got, torch_sdpa(q, k, v), **tol)
+    # causal with left padding: batch row 0's first queries see nothing (zeros)
+    mask = causal_left_padded([max(1, tk - tq - 3)] + [tk] * (b - 1), tq, tk)
+    got = check("attention", q, k, v, mask, **tol)
+    live = mask.any(-1)[:, 0]
+    want = torch_sdpa(q, k, v, mask)
+    np.testing.assert_allclose(got.transpose(0, 2, 1, 3)[live], want.transpose(0, 2, 1, 3)[live], **tol)
+    np.testing.assert_array_equal(got.transpose(0, 2, 1, 3)[~live], 0)
+    # additive masks: per head, and one value per query broadcast over the keys
+    check("attention", q, k, v, rng.standard_normal((b, h, tq, tk)).astype(np.float32), scale=0.3, **tol)
+    check("attention", q, k, v, rng.standard_normal((b, 1, tq, 1)).astype(np.float32), **tol)

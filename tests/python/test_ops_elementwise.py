@@ -461,3 +461,27 @@ def f(k: Tensor, y: Tensor, m: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, 
     np.testing.assert_array_equal(w, np.where(m, k, y))
     np.testing.assert_array_equal(mf, np.where(m, F32(-1), k))
     np.testing.assert_array_equal(g, k > y)
+
+
+@pytest.mark.usefixtures("kernel_variant")
+def test_erf_and_exact_gelu_dense_against_double():
+    """The vectorised erf (elementwise_math.h) within 2 ulp of erf in double over a dense
+    range, tiny and huge values and the specials, on each kernel variant; exact gelu
+    within its formula's cancellation error (1 + erf(x) for x << 0 is absolute)."""
+    import math
+
+    x = np.concatenate([np.linspace(-10, 10, 200001, dtype=F32),
+                        np.geomspace(1e-38, 1e3, 5001).astype(F32), -np.geomspace(1e-38, 1e3, 5001).astype(F32),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.4e-45, np.finfo(F32).max], F32)])
+    got = call_op("erf", x)
+    want = np.array([math.erf(float(v)) for v in x])
+    finite = ~np.isnan(x)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2.4e-7, atol=1.5e-45)  # + denormal spacing
+    assert np.isnan(got[~finite]).all()
+    assert np.signbit(got[finite]).tolist() == np.signbit(x[finite]).tolist()  # erf(-0) = -0
+    g = call_op("gelu", x)
+    small = np.abs(x) < 1e3
+    xd = x[small].astype(np.float64)
+    gwant = xd * 0.5 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in xd]))
+    assert (np.abs(g[small] - gwant) <= 4e-7 * np.abs(xd) + 1e-7 * np.abs(gwant) + 1.5e-45).all()
+    np.testing.assert_allclose(g, ref.OPS["gelu"](x), rtol=2e-6, atol=4e-7 * np.abs(x[np.isfinite(x)]).max())

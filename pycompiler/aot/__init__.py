@@ -1,0 +1,196 @@
+"""`tensorvm compile PROGRAM -o DIR`: a program as C++ source that builds, with the
+installed runtime, into a static library (`run(name, inputs)`) and a command line with
+tensorvm-run's interface (docs/aot.md).
+
+The C++ is the IR, line for line (cpp.py); this module lays out the files.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from .. import ir
+from ..registry import real_ops
+from .cpp import CompileError, FunctionWriter, Literals, WeightNames, cpp_name, cpp_string
+
+__all__ = ["CompileError", "compile_program", "runtime_cmake_args"]
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _namespace(path: Path, name: Optional[str]) -> str:
+    n = name or re.sub(r"[^A-Za-z0-9_]", "_", path.name.removesuffix(".tvm")) or "program"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
+        n = "p_" + n
+    return cpp_name(n)
+
+
+def compile_program(program, out_dir, name: Optional[str] = None) -> dict[str, Path]:
+    """Writes the C++ of `program` (a directory or a loaded tensorvm.Program) into
+    out_dir, which is replaced as a whole (written aside, then renamed). Returns the files."""
+    from ..program import Program, load
+
+    prog = program if isinstance(program, Program) else load(program)  # the C++ loader checks it first
+    prog.session  # noqa: B018  binds every call: a program that would not load does not compile
+    src = Path(prog.path)
+    ns = _namespace(src, name)
+    files = {
+        f"{ns}.h": _render("program.h", ns=ns, source=str(src)),
+        f"{ns}.cpp": program_cpp(prog.module, prog.ir, ns, json.dumps(prog.meta, indent=2), str(src)),
+        f"{ns}_run.cpp": _render("program_run.cpp", ns=ns, source=str(src)),
+        "CMakeLists.txt": _render("CMakeLists.txt", ns=ns, source=str(src)),
+    }
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for fname, text in files.items():
+            (tmp / fname).write_text(text)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(old / out.name)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {fname: out / fname for fname in files}
+
+
+def _render(template: str, **values) -> str:
+    text = (_TEMPLATES / template).read_text()
+    for k, v in values.items():
+        text = text.replace("@" + k.upper() + "@", v)
+    return text
+
+
+def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: str) -> str:
+    ops = real_ops()
+    lits, weights, used_ops = Literals(), WeightNames(), {}
+    fn_names = {}
+    for f in module.functions:
+        n = cpp_name(f.name)
+        while n in fn_names.values():
+            n += "_"
+        fn_names[f.name] = n
+    writer = FunctionWriter(module, ops, lits, weights, fn_names, used_ops)
+    bodies = []
+    for f in module.functions:
+        bodies.extend(writer.write(f))
+        bodies.append("")
+    lines = text.splitlines()
+
+    out = [f"// {ns}: {source} compiled to C++ by `tensorvm compile` (docs/aot.md). Generated: edit the IR,",
+           "// not this file. Each function is the IR function of the same name, line for line; the",
+           "// number after `c` in each call is the line of program.py it came from.",
+           f'#include "{ns}.h"', "", "#include <array>", "#include <limits>", "#include <utility>", "",
+           f"namespace {ns} {{", "", "namespace aot = vm::aot;", "",
+           "namespace lit {  // the program's literals, built once"]
+    out += lits.defs
+    out += ["}  // namespace lit", "",
+            "// Every op the program calls, bound by name when the program is loaded.",
+            "struct Ops {"]
+    out += [f"  aot::Op {member}{{{cpp_string(op)}}};" for op, member in sorted(used_ops.items())]
+    out += ["};", "",
+            "// Every weight the program names, bound by name from weights.safetensors.",
+            "struct Weights {",
+            "  Weights(const std::string& path, const vm::LoadOptions& options)"]
+    inits = ["file(path, options)"] + [f"{m}(file.get({cpp_string(n)}))" for n, m in weights.singles.items()] + \
+            [f"{m}(file.table({cpp_string(n)}))" for n, m in weights.tables.items()]
+    if len(inits) == 1:  # a program without weights reads no file
+        out[-1] = "  Weights(const std::string& /*path*/, const vm::LoadOptions& /*options*/) {}"
+    else:
+        out += [("      : " if i == 0 else "        ") + init + ("," if i + 1 < len(inits) else " {}")
+                for i, init in enumerate(inits)]
+        out += ["  aot::WeightsFile file;  // the mapping the tensors below view"]
+    out += [f"  vm::Value {m};  // {n}" for n, m in weights.singles.items()]
+    out += [f"  aot::WeightsFile::Table {m};  // {n}" for n, m in weights.tables.items()]
+    out += ["};", "", "namespace {", "",
+            "struct Ctx : aot::Context {",
+            "  const Ops& op;",
+            "  const Weights& w;",
+            "};", "",
+            "// program.py, for errors (\"at program.py:12 in encode: ...\")",
+            "const char* const kLines[] = {"]
+    out += ["    " + cpp_string(line) + "," for line in lines]
+    out += ["};",
+            f'const aot::Source kSource{{"program.py", kLines, {len(lines)}}};', ""]
+    out += [writer.declaration(f) + ";" for f in module.functions]
+    out += [""] + bodies
+    out += ["}  // namespace", ""]
+    out += _api(module, fn_names, ns, meta_json)
+    out += [f"}}  // namespace {ns}", ""]
+    return "\n".join(out)
+
+
+def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -> list[str]:
+    out = ["const std::vector<aot::Signature>& signatures() {",
+           "  static const std::vector<aot::Signature> all = {"]
+    for f in module.functions:
+        pn = ", ".join(cpp_string(p.name) for p in f.params)
+        pt = ", ".join(cpp_string(p.type) for p in f.params)
+        out.append(f"      {{{cpp_string(f.name)}, {{{pn}}}, {{{pt}}}}},")
+    out += ["  };", "  return all;", "}", "",
+            "const std::string& meta_json() {",
+            f"  static const std::string meta = {cpp_string(meta_json)};",
+            "  return meta;", "}", "",
+            "std::shared_ptr<const Program> Program::load(const std::string& dir, const vm::LoadOptions& options) {",
+            "  std::shared_ptr<Program> p(new Program());",
+            "  p->ops_ = std::make_unique<const Ops>();",
+            '  p->weights_ = std::make_unique<const Weights>(dir + "/weights.safetensors", options);',
+            "  return p;", "}", "",
+            "Program::~Program() = default;", "",
+            "Session::Session(std::shared_ptr<const Program> program, vm::SessionOptions options)",
+            "    : program_(std::move(program)), runtime_(options) {",
+            '  if (!program_) vm::fail("Session: no program");', "}", "",
+            "std::vector<vm::Value> Session::run(const std::string& function, std::vector<vm::Value> in, vm::EmitCallback on_emit) {",
+            f"  const size_t f = aot::find(signatures(), function, {cpp_string(ns)});",
+            "  vm::check_inputs(function, signatures()[f].param_names, signatures()[f].param_types, in);",
+            "  Ctx c{runtime_.context(std::move(on_emit), &kSource), program_->ops(), program_->weights()};",
+            "  aot::Runtime::Engaged engaged(runtime_.threads());",
+            "  switch (f) {"]
+    for i, f in enumerate(module.functions):
+        args = "".join(f", std::move(in[{j}])" for j in range(len(f.params)))
+        call = f"{fn_names[f.name]}(c{args})"
+        n = len(f.return_types)
+        if n == 0:
+            body = f"{call}; return {{}};"
+        elif n == 1:
+            body = f"return {{{call}}};"
+        else:
+            body = f"{{ auto r = {call}; return {{std::make_move_iterator(r.begin()), std::make_move_iterator(r.end())}}; }}"
+        out.append(f"    case {i}: {body}")
+    out += ["  }", "  return {};", "}", "",
+            "std::vector<vm::Value> Session::run_named(const std::string& function,",
+            "                                          const std::vector<std::pair<std::string, vm::Value>>& named,",
+            "                                          vm::EmitCallback on_emit) {",
+            f"  const size_t f = aot::find(signatures(), function, {cpp_string(ns)});",
+            "  return run(function, aot::inputs_by_name(signatures()[f], named), std::move(on_emit));", "}", "",
+            "std::vector<vm::Value> run(Session& session, const std::string& function, std::vector<vm::Value> inputs) {",
+            "  return session.run(function, std::move(inputs));", "}", ""]
+    return out
+
+
+def runtime_cmake_args(scratch) -> list[str]:
+    """CMake arguments that find the runtime this Python package belongs to: a development
+    build (.ci/dev-build) installed into `scratch`/prefix, or the installed package's CMake
+    directory. Raises NotInstalledError when there is neither."""
+    import os
+    import subprocess
+
+    from ... import _C
+    from ..locations import get_cmake_dir
+
+    build = Path(os.path.realpath(_C.__file__)).parent
+    if (build / "CMakeCache.txt").is_file():
+        prefix = Path(scratch) / "prefix"
+        subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix), "--component", "dev"], check=True,
+                       capture_output=True, timeout=300)
+        return [f"-DCMAKE_PREFIX_PATH={prefix}"]
+    return [f"-Dtensorvm_DIR={get_cmake_dir()}"]

@@ -1,0 +1,256 @@
+"""`tensorvm compile`: the tiny Marian program compiled to C++ and built against the
+runtime under test gives outputs bit-identical to the interpreter's, in one process and
+on the same inputs and thread count (tests/aot/compare.cpp: encode, decode_step step by
+step, generate greedy, beam and sampling with a seed), and its command line prints and
+saves what tensorvm-run does (docs/aot.md)."""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marian_fixtures import imported
+from tensorvm import _C
+from tensorvm.pycompiler.aot import runtime_cmake_args
+from tensorvm.pycompiler.cli import main as cli_main
+from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compile_and_build(tmp: Path, program: Path) -> dict:
+    """`tensorvm compile` of `program`, built with tests/aot/compare.cpp against the runtime under test."""
+    if not shutil.which("cmake"):
+        pytest.skip("cmake is not installed")
+    assert cli_main(["compile", str(program), "-o", str(tmp / "compiled"), "--name", "compiled"]) == 0
+    try:
+        args = runtime_cmake_args(tmp)
+    except NotInstalledError as e:
+        if os.environ.get("CI"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    if shutil.which("ccache"):
+        args.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    logs = []
+    for cmd in (["cmake", "-S", str(ROOT / "tests" / "aot"), "-B", str(tmp / "build"), f"-DCOMPILED_DIR={tmp / 'compiled'}",
+                 *args],
+                ["cmake", "--build", str(tmp / "build"), "-j2"]):
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+        assert res.returncode == 0, f"{cmd}\n{res.stdout}\n{res.stderr}"
+        logs.append(res.stdout + res.stderr)
+    return {"program": program, "compiled": tmp / "compiled", "build": tmp / "build", "log": "\n".join(logs)}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("aot")
+    _, prog = imported("tiny-marian", tmp)
+    return _compile_and_build(tmp, Path(prog.path))
+
+
+def test_builds_without_warnings(built):
+    assert "warning" not in built["log"].lower(), built["log"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_compiled_is_bit_identical_to_the_interpreter(built, threads):
+    res = subprocess.run([str(built["build"] / "compare"), str(built["program"]), "--threads", str(threads),
+                          "--ids", "3 4 5 6 7 8 0; 9 0; 11 12 13 0", "--steps", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("encode: identical") and lines[1].startswith("decode_step: 5 steps identical")
+    gen = [line for line in lines if line.startswith("generate(")]
+    assert len(gen) == 4 and all("identical" in line for line in gen)
+
+
+def test_a_missing_weight_fails_at_load_naming_it(built, tmp_path):
+    from tensorvm.pycompiler import weights_io
+
+    other = tmp_path / "other.tvm"
+    shutil.copytree(built["program"], other)
+    weights, meta = weights_io.read(other / "weights.safetensors")
+    del weights["model.shared.weight"]
+    weights_io.write(other / "weights.safetensors", weights, meta)
+    code, _, err = _run_cli(built["build"] / "compiled" / "compiled-run", other, "encode", "--ids", "5 6")
+    assert code == 1 and "no weight named 'model.shared.weight'" in err, err
+
+
+def _run_cli(exe, program, *args):
+    res = subprocess.run([str(exe), str(program), *args], capture_output=True, text=True, timeout=600)
+    return res.returncode, res.stdout, res.stderr
+
+
+def test_command_line_matches_tensorvm_run(built, tmp_path):
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    exe = built["build"] / "compiled" / "compiled-run"
+    for options in ([], ["--arg", "num_beams=1"], ["--arg", "do_sample=True", "--arg", "seed=3", "--arg", "top_k=0"]):
+        common = ["generate", "--ids", "5 6 7 0; 8 9 0", "--threads", "2", *options]
+        a = _run_cli(exe, built["program"], *common, "--outputs", str(tmp_path / "a.npz"))
+        b = _run_cli(interp, built["program"], *common, "--outputs", str(tmp_path / "b.npz"))
+        assert a[0] == 0 and b[0] == 0, a[2] + b[2]
+        assert a[1] == b[1]
+        with np.load(tmp_path / "a.npz") as x, np.load(tmp_path / "b.npz") as y:
+            assert sorted(x.files) == sorted(y.files)
+            for k in x.files:
+                assert x[k].dtype == y[k].dtype and x[k].tobytes() == y[k].tobytes()
+
+
+def test_errors_name_the_op_and_the_ir_line(built):
+    exe = built["build"] / "compiled" / "compiled-run"
+    code, _, err = _run_cli(exe, built["program"], "nope")
+    assert code == 1 and "no function 'nope'" in err
+    # an out-of-range token id: the same message and IR line as the interpreter's
+    interp = _C.Session(_C.Program.load(str(built["program"])))
+    with pytest.raises(Exception) as e:
+        interp.run_named("encode", {"input_ids": np.array([[5, 999]]), "attention_mask": np.ones((1, 2), np.int64)})
+    code, _, err = _run_cli(exe, built["program"], "encode", "--ids", "5 999")
+    assert code == 1
+    want = str(e.value).splitlines()[:2]
+    # the compiled code names the IR file it came from without the directory it was loaded from
+    assert err.splitlines()[:2] == ["compiled-run: error: " + want[0], want[1].replace(f"{built['program']}/", "")]
+
+
+def test_generated_code_keeps_the_program_shape(built):
+    text = (built["compiled"] / "compiled.cpp").read_text()
+    ir_text = (built["program"] / "program.py").read_text()
+    ir_functions = re.findall(r"^def (\w+)\(", ir_text, re.M)
+    for name in ir_functions:  # one C++ function per IR function, with its signature above it
+        assert re.search(rf"^// def {name}\(.*\n\S.* {name}\(Ctx& ", text, re.M), name
+    # the layers (one call per layer in the IR) are a loop over the layer index; while_loop
+    # is a C++ while, cond a C++ conditional
+    assert re.search(r"for \(int64_t layer = 0; layer < 2; \+\+layer\)\n +encoder_layer_1 = encoder_layer\(c, "
+                     r"std::move\(encoder_layer_1\), \w+, vm::Value::from_int\(layer\)\);", text)
+    assert text.count("while (aot::test(") == ir_text.count("= while_loop(")
+    assert text.count("aot::test(") - text.count("while (aot::test(") == ir_text.count("= cond(")
+    # every op call is a direct kernel call naming its IR line; no interpreter
+    assert "vm::Program" not in text and "vm::run(" not in text
+    assert len(re.findall(r"aot::call(?:_n<\d+>)?\(c, \d+, c\.op\.", text)) == \
+        sum(1 for line in ir_text.splitlines() if re.match(r"\s+[\w, ]+ = (?!param\(|while_loop\(|cond\(|emit\()[a-z_0-9]+\(", line)
+            and re.match(r"\s+[\w, ]+ = ([a-z_0-9]+)\(", line).group(1) not in ir_functions)
+
+
+@pytest.mark.parametrize("name, ids", [("gpt2-odd", "5 17 9 33; 4 8"), ("m2m100-odd", "5 6 7 2; 8 9 2")])
+def test_other_architectures_are_bit_identical(tmp_path_factory, name, ids):
+    """GPT-2 (decoder-only, left-padded prompts; generate only) and M2M100 (encoder-decoder:
+    encode and decode_step too): generate beam, greedy and sampling, 2 threads."""
+    from decoder_only_helpers import checkpoint
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    tmp = tmp_path_factory.mktemp(f"aot-{name}")
+    import_hf(checkpoint(name), tmp / f"{name}.tvm")
+    b = _compile_and_build(tmp, tmp / f"{name}.tvm")
+    assert "warning" not in b["log"].lower(), b["log"]
+    res = subprocess.run([str(b["build"] / "compare"), str(b["program"]), "--ids", ids, "--threads", "2",
+                          *[a for g in ("max_new_tokens=6", "max_new_tokens=6,num_beams=1",
+                                        "max_new_tokens=6,num_beams=1,do_sample=True,seed=11,top_k=0")
+                            for a in ("--generate", g)]],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
+    assert len(gen) == 3 and all("identical" in line for line in gen)
+    assert ("decode_step: " in res.stdout) == (name == "m2m100-odd")
+
+
+def test_whisper_transcribe_matches_tensorvm_run(tmp_path_factory):
+    """Whisper from audio (log_mel, encode, generate): the compiled command line and
+    tensorvm-run save the same tokens."""
+    import sys
+    import wave
+
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    import random_checkpoints
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    tmp = tmp_path_factory.mktemp("aot-whisper")
+    import_hf(random_checkpoints.ensure("whisper-odd"), tmp / "whisper.tvm")
+    b = _compile_and_build(tmp, tmp / "whisper.tvm")
+    samples = (np.random.default_rng(0).standard_normal(16000) * 3000).astype(np.int16)
+    with wave.open(str(tmp / "noise.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(samples.tobytes())
+    for beams in ("1", "2"):
+        common = ["transcribe", "--wav", str(tmp / "noise.wav"), "--arg", "max_new_tokens=6", "--arg", f"num_beams={beams}"]
+        a = _run_cli(b["build"] / "compiled" / "compiled-run", b["program"], *common, "--outputs", str(tmp / "a.npz"))
+        c = _run_cli(interp, b["program"], *common, "--outputs", str(tmp / "b.npz"))
+        assert a[0] == 0 and c[0] == 0, a[2] + c[2]
+        # (stdout may differ: tensorvm-run prints a transcript as text when the program carries a tokenizer)
+        assert (tmp / "a.npz").read_bytes() == (tmp / "b.npz").read_bytes()
+
+
+EDGE_IR = '''# tensorvm ir 1
+def count_cond(i: int, acc: Tensor, limit: int) -> bool:
+    go = lt(i, limit)
+    return go
+
+def count_body(i: int, acc: Tensor, limit: int) -> tuple[int, Tensor, int]:
+    new = add(i, 1)
+    acc_1 = add(acc, 0.5)
+    return new, acc_1, limit
+
+def pick(x: Tensor, y: Tensor) -> Tensor:
+    return x
+
+def other(x: Tensor, y: Tensor) -> Tensor:
+    return y
+
+def main(limit: int, flag: bool) -> tuple[int, Tensor, Tensor, bool, Any]:
+    i0 = add(0, 0)
+    acc0 = zeros([2, 3], dtype="f32")
+    int, acc, limit_1 = while_loop(count_cond, count_body, i0, acc0, limit)
+    t = while_loop(count_cond, count_body, i0, acc0, -1)
+    m = full([2, int], -inf, dtype="f32")
+    delete = cond(flag, pick, other, acc, m)
+    go = emit("a\\"b?\\n\\t\\xff", delete)
+    return int, acc, delete, go, t
+'''
+
+
+def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_factory):
+    """C++ keywords as value and function names (int, delete, main), a while_loop bound to
+    names and one packed into a tuple, cond, a string literal with escapes, -inf, an int
+    list with a name in it, and a program with no weights file: the compiled command line
+    prints what tensorvm-run prints."""
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    tmp = tmp_path_factory.mktemp("aot-edge")
+    prog = tmp / "edge.tvm"
+    prog.mkdir()
+    (prog / "program.py").write_text(EDGE_IR)
+    (prog / "meta.json").write_text('{"format": "tensorvm-ir", "version": 1}')
+    b = _compile_and_build(tmp, prog)
+    assert "warning" not in b["log"].lower(), b["log"]
+    text = (b["compiled"] / "compiled.cpp").read_text()
+    assert "auto& [int_, acc, limit_1] = " in text and "vm::Value delete_ = aot::test(flag, " in text
+    for args in (["--arg", "limit=3", "--arg", "flag=False"], ["--arg", "limit=2", "--arg", "flag=True"]):
+        a = _run_cli(b["build"] / "compiled" / "compiled-run", prog, "main", *args)
+        c = _run_cli(interp, prog, "main", *args)
+        assert a[0] == 0 and c[0] == 0, a[2] + c[2]
+        assert a[1] == c[1]
+
+
+def test_compile_refuses_bad_programs_and_its_own_directory(tmp_path, capsys):
+    prog = tmp_path / "bad.tvm"
+    prog.mkdir()
+    (prog / "program.py").write_text("# tensorvm ir 1\ndef f(x: Tensor) -> Tensor:\n    y = frobnicate(x)\n    return y\n")
+    (prog / "meta.json").write_text('{"format": "tensorvm-ir", "version": 1}')
+    assert cli_main(["compile", str(prog), "-o", str(tmp_path / "out")]) == 1
+    assert "unknown op or function 'frobnicate'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli_main(["compile", str(prog), "-o", str(prog)]) == 1
+    assert "another directory" in capsys.readouterr().err

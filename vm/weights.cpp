@@ -1,0 +1,72 @@
+// How a safetensors entry becomes a Value (vm/weights.h).
+#include "vm/weights.h"
+
+#include <cstring>
+
+namespace vm {
+
+Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+  Shape shape(e.shape.begin(), e.shape.end());
+  auto wrap = [&](DType dt) {
+    const size_t es = dtype_size(dt);
+    if (reinterpret_cast<uintptr_t>(e.data) % es == 0)
+      return Tensor::external(const_cast<void*>(e.data), dt, shape, std::shared_ptr<void>(file, nullptr));
+    Tensor t = Tensor::empty(dt, shape);
+    std::memcpy(t.raw(), e.data, e.nbytes);
+    return t;
+  };
+  if (e.dtype == "F32") return wrap(DType::f32);
+  if (e.dtype == "I64") return wrap(DType::i64);
+  if (e.dtype == "I32") return wrap(DType::i32);
+  if (e.dtype == "BOOL") return wrap(DType::boolean);
+  if (e.dtype == "I8") return wrap(DType::i8);
+  if (e.dtype == "F16" || e.dtype == "BF16") {
+    Tensor t = Tensor::empty(DType::f32, shape);
+    float* out = t.data<float>();
+    const auto* in = static_cast<const unsigned char*>(e.data);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint16_t h = uint16_t(in[2 * i] | (in[2 * i + 1] << 8));
+      uint32_t bits;
+      if (e.dtype == "BF16") {
+        bits = uint32_t(h) << 16;
+      } else {
+        const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+        if (exp == 0x1f) {
+          bits = sign | 0x7f800000 | (man << 13);
+        } else if (exp != 0) {
+          bits = sign | ((exp + 112) << 23) | (man << 13);
+        } else if (man == 0) {
+          bits = sign;
+        } else {  // subnormal half -> normal float
+          int e2 = -1;
+          uint32_t m = man;
+          do { ++e2; m <<= 1; } while (!(m & 0x400));
+          bits = sign | ((112 - e2) << 23) | ((m & 0x3ff) << 13);
+        }
+      }
+      std::memcpy(&out[i], &bits, 4);
+    }
+    return t;
+  }
+  fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
+}
+
+std::vector<std::pair<size_t, const ir::TensorEntry*>> indexed_weights(const ir::WeightsFile& file,
+                                                                       const std::string& name_template) {
+  std::vector<std::pair<size_t, const ir::TensorEntry*>> out;
+  const auto hole = name_template.find("{}");
+  if (hole == std::string::npos) return out;
+  const std::string prefix = name_template.substr(0, hole), suffix = name_template.substr(hole + 2);
+  for (const auto& e : file.entries()) {
+    if (e.name.size() <= prefix.size() + suffix.size() || e.name.compare(0, prefix.size(), prefix) != 0 ||
+        e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string mid = e.name.substr(prefix.size(), e.name.size() - prefix.size() - suffix.size());
+    if (mid.empty() || mid.size() > 6 || mid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (mid.size() > 1 && mid[0] == '0') continue;
+    out.emplace_back(std::stoul(mid), &e);
+  }
+  return out;
+}
+
+}  // namespace vm

@@ -1,0 +1,25 @@
+// Weights as tensors: how a safetensors entry becomes a Value, shared by the loader
+// (which binds param(...) to constants and tables) and by compiled programs
+// (vm/aot.h), so both see the same bytes the same way.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/safetensors.h"
+#include "vm/value.h"
+
+namespace vm {
+
+// A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
+// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16.
+Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file);
+
+// The entries a name template ("layers.{}.fc1.weight") names with "{}" replaced by a
+// plain decimal index (no sign, no leading zero, at most 6 digits), as (index, entry).
+std::vector<std::pair<size_t, const ir::TensorEntry*>> indexed_weights(const ir::WeightsFile& file,
+                                                                       const std::string& name_template);
+
+}  // namespace vm
