@@ -32,7 +32,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +44,8 @@ if str(REPO_ROOT) not in sys.path:
 from bench import checkpoint as bench_checkpoint  # noqa: E402
 from bench import decoder_only_models as models  # noqa: E402
 from bench import processes  # noqa: E402
-from bench.compare import peak_rss_mb, rss_mb  # noqa: E402
+from bench.compare import rss_mb  # noqa: E402
 from bench.engines import decoder_only as engines  # noqa: E402
-from bench.engines.base import EngineUnavailable  # noqa: E402
 
 ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
 # which CTranslate2 row each engine's speed is compared with
@@ -73,15 +71,7 @@ def run_prepare(model: str, names: list[str], cache_root: Path, out: Path) -> No
 
 def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, prompt_len: int, new_tokens: int,
                reps: int, out: Path) -> None:
-    res: dict = {"engine": name}
-    try:
-        eng = engines.make(name)
-        res["precision"] = eng.precision
-        eng.imports()
-        res["rss_imports_MB"] = rss_mb()
-        t0 = time.perf_counter()
-        eng.load(checkpoint_dir, cache_dir, threads)
-        res["load_s"] = time.perf_counter() - t0
+    def measure(eng, res):
         res["rss_loaded_MB"] = rss_mb()
         ids = prompt(checkpoint_dir, prompt_len)
         tokens = eng.generate(ids, 1 + new_tokens)  # warm-up, and the tokens compared
@@ -102,12 +92,8 @@ def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, p
         gc.enable()
         res.update(status="ok", tokens=tokens.tolist(), first_s=t_first, all_s=t_all, deterministic=stable,
                    info=eng.info())
-    except EngineUnavailable as e:
-        res.update(status="unavailable", error=str(e))
-    except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
-        res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
-    res["peak_rss_MB"] = peak_rss_mb()
-    out.write_text(json.dumps(res))
+
+    processes.worker(name, engines.make, checkpoint_dir, cache_dir, threads, measure, out)
 
 
 def _sub(args: list[str], timeout: float) -> dict:

@@ -35,11 +35,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -52,10 +50,8 @@ if str(REPO_ROOT) not in sys.path:
 from bench import checkpoint as bench_checkpoint  # noqa: E402
 from bench import decoder_only_models  # noqa: E402
 from bench import processes  # noqa: E402
-from bench.compare import peak_rss_mb, rss_mb  # noqa: E402
 from bench.decoder_only_bench import agreement, write_reports  # noqa: E402
 from bench.engines import nllb as engines  # noqa: E402
-from bench.engines.base import EngineUnavailable  # noqa: E402
 
 ENGINES = list(engines.ENGINES)
 CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8"}
@@ -110,15 +106,7 @@ def run_prepare(model: str, names: list[str], cache_root: Path, out: Path) -> No
 
 def run_worker(name: str, model: str, checkpoint_dir: Path, cache_dir: Path, threads: int, beams: int,
                new_tokens: int, reps: int, out: Path) -> None:
-    res: dict = {"engine": name}
-    try:
-        eng = engines.make(name)
-        res["precision"] = eng.precision
-        eng.imports()
-        res["rss_imports_MB"] = rss_mb()
-        t0 = time.perf_counter()
-        eng.load(checkpoint_dir, cache_dir, threads)
-        res["load_s"] = time.perf_counter() - t0
+    def measure(eng, res):
         ids, mask = sources(model)
         lang = LANGS[model][1]
         tokens = eng.generate(ids, mask, lang, beams, new_tokens)  # warm-up, and the tokens compared
@@ -137,12 +125,8 @@ def run_worker(name: str, model: str, checkpoint_dir: Path, cache_dir: Path, thr
         gc.enable()
         res.update(status="ok", tokens=tokens.tolist(), encode_s=enc, total_s=tot, deterministic=stable,
                    info=eng.info())
-    except EngineUnavailable as e:
-        res.update(status="unavailable", error=str(e))
-    except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
-        res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
-    res["peak_rss_MB"] = peak_rss_mb()
-    out.write_text(json.dumps(res))
+
+    processes.worker(name, engines.make, checkpoint_dir, cache_dir, threads, measure, out)
 
 
 def _sub(args: list[str], timeout: float) -> dict:

@@ -59,3 +59,30 @@ def start(threads: int, names: list[str], make: Callable) -> dict:
           f"(gemm {env['tensorvm_kernels'].get('gemm', '?')}) | {threads} threads | commit {env['git_commit']} "
           f"| load average {env['loadavg_start'][0]:.2f}", flush=True)
     return env
+
+
+def worker(name: str, make: Callable, checkpoint_dir: Path, cache_dir: Path, threads: int,
+           measure: Callable[[object, dict], None], out: Path) -> None:
+    """A worker's frame: the engine made, its imports (RSS after them), loaded (timed), then
+    `measure(engine, result)` fills the result in; an error becomes the row's status; the
+    peak RSS and the result are written to `out`."""
+    import traceback
+
+    from bench.compare import peak_rss_mb, rss_mb
+
+    res: dict = {"engine": name}
+    try:
+        eng = make(name)
+        res["precision"] = eng.precision
+        eng.imports()
+        res["rss_imports_MB"] = rss_mb()
+        t0 = time.perf_counter()
+        eng.load(checkpoint_dir, cache_dir, threads)
+        res["load_s"] = time.perf_counter() - t0
+        measure(eng, res)
+    except EngineUnavailable as e:
+        res.update(status="unavailable", error=str(e))
+    except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
+        res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+    res["peak_rss_MB"] = peak_rss_mb()
+    out.write_text(json.dumps(res))
