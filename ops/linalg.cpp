@@ -50,6 +50,7 @@ static void apply_epilogue(Epilogue act, float* y, int64_t rows, int64_t outf, i
         break;
       case Epilogue::sigmoid: k.exp_map(int(ExpMap::sigmoid), p, p, n); break;
       case Epilogue::silu: k.exp_map(int(ExpMap::silu), p, p, n); break;
+      case Epilogue::gelu: k.exp_map(int(ExpMap::gelu), p, p, n); break;  // exact gelu, as gelu(x, "none")
       case Epilogue::none: break;
     }
   }
@@ -106,7 +107,8 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
     if (name == "relu") act = Epilogue::relu;
     else if (name == "sigmoid") act = Epilogue::sigmoid;
     else if (name == "silu") act = Epilogue::silu;
-    else vm::fail("activation must be \"relu\", \"sigmoid\" or \"silu\", got \"{}\"", name);
+    else if (name == "gelu") act = Epilogue::gelu;
+    else vm::fail("activation must be \"relu\", \"sigmoid\", \"silu\" or \"gelu\", got \"{}\"", name);
   }
   if (x.dtype() != DType::f32 || w.dtype() != DType::f32) vm::fail("x and weight must be f32, got {} and {}", x.describe(), w.describe());
   if (x.ndim() < 1) vm::fail("x must have at least 1 dimension, got {}", x.describe());
@@ -212,8 +214,8 @@ void register_linalg_ops(Registry& r) {
   bias.has_default = false;  // the activation after it has none
   la.params = {p_tensor("x"), p_tensor("weight"), bias, p_str("activation")};
   la.outputs = {"Tensor"};
-  la.doc = "activation(linear(x, weight, bias)) with activation \"relu\", \"sigmoid\" or \"silu\" (the ops of "
-           "those names), applied to each slice of the output as it is computed (the graph passes fuse the two).";
+  la.doc = "activation(linear(x, weight, bias)) with activation \"relu\", \"sigmoid\", \"silu\" or \"gelu\" "
+           "(the ops of those names; gelu is exact, approximate=\"none\"), applied to each slice of the output as it is computed (the graph passes fuse the two).";
 
   auto& mm = r.add(TENSORVM_OP("matmul", matmul), "linear algebra");
   mm.params = {p_tensor("x"), p_tensor("y")};

@@ -27,7 +27,7 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
 
 // What linear_act applies to each output element after the bias, in place: run on the
 // slice of output features a thread has just computed, while it is still in cache.
-enum class Epilogue { none, relu, sigmoid, silu };
+enum class Epilogue { none, relu, sigmoid, silu, gelu };
 
 // y[r, j] = act(dot(x[r], w[j]) + bias[j]) for rows x [rows, in] and w [outf, in], f32,
 // with the active variant's kernels, split over the context's threads along j.

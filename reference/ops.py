@@ -1390,11 +1390,11 @@ def log_softmax_masked(x, banned):
     return _f_compose("log_softmax_masked", lambda: masked_fill(log_softmax(x, -1), banned, -_a_math.inf))
 
 
-_F_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "silu": silu}
+_F_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "silu": silu, "gelu": gelu}
 
 
 @op
 def linear_act(x, weight, bias, activation):
     if activation not in _F_ACTIVATIONS:
-        raise OpError(f'linear_act: activation must be "relu", "sigmoid" or "silu", got "{activation}"')
+        raise OpError(f'linear_act: activation must be "relu", "sigmoid", "silu" or "gelu", got "{activation}"')
     return _f_compose("linear_act", lambda: _F_ACTIVATIONS[activation](linear(x, weight, bias)))

@@ -5,7 +5,7 @@ where the first op's result is read by the second alone, so nothing is computed 
 
     layer_norm(add(x, r), w, b, eps=e)  ->  add_layer_norm(x, r, w, b, eps=e)
     rms_norm(add(x, r), w, eps=e)       ->  add_rms_norm(x, r, w, eps=e)
-    silu(linear(x, w, b))               ->  linear_act(x, w, b, "silu")   (and relu, sigmoid)
+    silu(linear(x, w, b))               ->  linear_act(x, w, b, "silu")   (and relu, sigmoid, exact gelu)
 
 Each fused op computes exactly what the two ops did (the same float operations in the
 same order), so a fused program's results are bit for bit the unfused one's.
@@ -17,7 +17,7 @@ from functools import lru_cache
 from .. import ir
 from .rewrite import Rule, apply_rules, rule
 
-ACTIVATIONS = ("relu", "sigmoid", "silu")  # linear_act's; gelu waits for a vector gelu to call
+ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu")  # linear_act's; gelu is the exact one (approximate="none")
 
 
 def _linear_act_rules(act: str) -> list[Rule]:

@@ -118,3 +118,26 @@ def test_import_hf_fuses_unless_told_not_to(tmp_path):
     for num_beams in (1, 4):
         np.testing.assert_array_equal(np.asarray(fused.generate(ids, mask, num_beams=num_beams, max_new_tokens=6)),
                                       np.asarray(plain.generate(ids, mask, num_beams=num_beams, max_new_tokens=6)))
+
+
+GELU = """# tensorvm ir 1
+def main(x: Tensor) -> tuple[Tensor, Tensor]:
+    w = param("w")
+    b = param("b")
+    lin_0 = linear(x, w, b)
+    exact = gelu(lin_0)
+    lin_1 = linear(exact, w, b)
+    approx = gelu(lin_1, approximate="tanh")
+    return exact, approx
+"""
+
+
+def test_exact_gelu_fuses_and_the_tanh_approximation_does_not(rng):
+    out, _ = PassManager([("fuse", fuse), ("dce", dce)]).run(check(GELU))
+    text = body(out)
+    assert 'exact = linear_act(x, w, b, "gelu")' in text
+    assert "lin_1 = linear(exact, w, b)" in text and any(s.startswith("approx = gelu(lin_1") for s in text)
+    w = weights(rng)
+    x = rng.standard_normal((5, 8)).astype(np.float32)
+    for a, b in zip(Replayer(text=GELU, weights=w).run("main", x), Replayer(text=str(out), weights=w).run("main", x)):
+        np.testing.assert_array_equal(a, b)

@@ -87,7 +87,7 @@ def test_add_norm_errors(rng):
 
 # Row counts on both sides of the streaming kernels' limit (32), so both paths (and their
 # epilogue) run; output widths that are not a multiple of any vector width.
-@pytest.mark.parametrize("act", ["relu", "sigmoid", "silu"])
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "silu", "gelu"])
 @pytest.mark.parametrize("shape,outf", [((3, 16), 6), ((2, 5, 64), 37), ((40, 64), 200), ((4,), 3), ((0, 8), 5)])
 def test_linear_act_random(rng, act, shape, outf):
     x = f32(rng, *shape, scale=2.0)
@@ -108,7 +108,7 @@ def vm_call_args(op, x, w, b, act, num_threads):
     return np.asarray(Session(Program.from_text(text, ""), num_threads).run("f", [x, w, b])[0])
 
 
-@pytest.mark.parametrize("act", ["relu", "sigmoid", "silu"])
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "silu", "gelu"])
 def test_linear_act_edges(rng, act):
     x = np.array([[0.0, -0.0, 1e30, -1e30, np.nan, np.inf, -np.inf, 3.0]], np.float32)
     w = np.eye(8, dtype=np.float32)
@@ -119,7 +119,7 @@ def test_linear_act_edges(rng, act):
 
 def test_linear_act_errors(rng):
     x, w = f32(rng, 3, 4), f32(rng, 5, 4)
-    check_error("linear_act", x, w, None, "gelu", match='activation must be "relu", "sigmoid" or "silu"')
+    check_error("linear_act", x, w, None, "tanh", match='activation must be "relu", "sigmoid", "silu" or "gelu"')
     check_error("linear_act", x, f32(rng, 5, 3), None, "silu", match="weight", ref_match="does not match")
     check_error("linear_act", x, w, f32(rng, 4), "silu", match=r"bias must be f32\[5\]")
 

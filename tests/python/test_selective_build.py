@@ -60,7 +60,7 @@ def test_every_op_is_registered_through_the_selection_macro():
 def test_ops_come_from_every_function(marian, tmp_path):
     f32 = select_ops([str(marian["f32"])])
     both = select_ops([str(marian["f32"]), str(marian["w8a8"])])
-    assert {"linear", "attention", "kv_append", "topk", "layer_norm"} <= set(f32.ops)
+    assert {"linear", "attention", "kv_append", "topk", "add_layer_norm"} <= set(f32.ops)  # post-LN: all fused
     assert "linear_w8a8" not in f32.ops and "linear_w8a8" in both.ops
     assert "conv1d" not in both.ops and "tanh" not in both.ops
     assert not both.app_ops and both.builtin_count == len(builtin_ops())
