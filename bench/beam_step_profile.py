@@ -36,7 +36,7 @@ def nest(events):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--program", required=True, help="an imported Marian program directory")
+    ap.add_argument("--program", required=True, help="an imported Marian (or M2M100 / NLLB) program directory")
     ap.add_argument("--beams", type=int, default=4)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--new-tokens", type=int, default=32)
@@ -45,14 +45,20 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--trace", help="also write the Chrome trace here")
     ap.add_argument("--cpu-time", action="store_true", help="the thread's CPU time, not wall time (a busy machine)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=INT",
+                    help="another generate option, e.g. forced_bos_token_id=256057 or min_new_tokens=48 (repeatable)")
+    ap.add_argument("--eos", type=int, default=0, help="the source's last token (Marian 0, M2M100 / NLLB 2)")
     args = ap.parse_args()
 
     import tensorvm
 
     prog = tensorvm.load(args.program, num_threads=args.threads)
-    ids = np.tile(np.array([[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]]), (args.batch, 1))
+    ids = np.tile(np.array([[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, args.eos]]), (args.batch, 1))
     mask = np.ones_like(ids)
     opts = dict(num_beams=args.beams, max_new_tokens=args.new_tokens)
+    for o in args.option:
+        name, _, value = o.partition("=")
+        opts[name] = int(value)
 
     prof = prog.profile("generate", ids, mask, warmup=args.warmup, cpu_time=args.cpu_time, **opts)
     if args.trace:

@@ -30,11 +30,8 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -46,9 +43,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench import checkpoint as bench_checkpoint  # noqa: E402
 from bench import decoder_only_models as models  # noqa: E402
-from bench.compare import environment, peak_rss_mb, rss_mb  # noqa: E402
+from bench import processes  # noqa: E402
+from bench.compare import rss_mb  # noqa: E402
 from bench.engines import decoder_only as engines  # noqa: E402
-from bench.engines.base import EngineUnavailable  # noqa: E402
 
 ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
 # which CTranslate2 row each engine's speed is compared with
@@ -69,34 +66,12 @@ def prompt(checkpoint_dir: Path, length: int, seed: int = 0) -> np.ndarray:
 
 def run_prepare(model: str, names: list[str], cache_root: Path, out: Path) -> None:
     """Builds the checkpoint (once) and every engine's converted model, in one process."""
-    ckpt = models.ensure(model, cache_root)
-    eng_cache = cache_root / f"{ckpt.name}-engines"
-    eng_cache.mkdir(parents=True, exist_ok=True)
-    notes = {}
-    for name in names:
-        t0 = time.perf_counter()
-        try:
-            notes[name] = {"status": "ok", **engines.make(name).prepare(ckpt, eng_cache)}
-        except EngineUnavailable as e:
-            notes[name] = {"status": "unavailable", "error": str(e)}
-        except Exception as e:  # noqa: BLE001 - that engine's row says why
-            notes[name] = {"status": "error", "error": f"{type(e).__name__}: {e}"}
-        notes[name]["prepare_s"] = round(time.perf_counter() - t0, 2)
-    out.write_text(json.dumps({"status": "ok", "checkpoint": str(ckpt), "engine_cache": str(eng_cache),
-                               "engines": notes}))
+    processes.prepare(models.ensure(model, cache_root), names, engines.make, cache_root, out)
 
 
 def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, prompt_len: int, new_tokens: int,
                reps: int, out: Path) -> None:
-    res: dict = {"engine": name}
-    try:
-        eng = engines.make(name)
-        res["precision"] = eng.precision
-        eng.imports()
-        res["rss_imports_MB"] = rss_mb()
-        t0 = time.perf_counter()
-        eng.load(checkpoint_dir, cache_dir, threads)
-        res["load_s"] = time.perf_counter() - t0
+    def measure(eng, res):
         res["rss_loaded_MB"] = rss_mb()
         ids = prompt(checkpoint_dir, prompt_len)
         tokens = eng.generate(ids, 1 + new_tokens)  # warm-up, and the tokens compared
@@ -117,22 +92,12 @@ def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, p
         gc.enable()
         res.update(status="ok", tokens=tokens.tolist(), first_s=t_first, all_s=t_all, deterministic=stable,
                    info=eng.info())
-    except EngineUnavailable as e:
-        res.update(status="unavailable", error=str(e))
-    except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
-        res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
-    res["peak_rss_MB"] = peak_rss_mb()
-    out.write_text(json.dumps(res))
+
+    processes.worker(name, engines.make, checkpoint_dir, cache_dir, threads, measure, out)
 
 
 def _sub(args: list[str], timeout: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="tvm-dec-bench-") as tmp:
-        out = Path(tmp) / "out.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), *args, "--result", str(out)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0 or not out.exists():
-            return {"status": "error", "error": f"exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}"}
-        return json.loads(out.read_text())
+    return processes.run_task(Path(__file__).resolve(), args, timeout)
 
 
 # --------------------------------------------------------------------------- report
@@ -248,17 +213,10 @@ def main(argv=None) -> int:
                    args.new_tokens, args.reps, Path(args.result))
         return 0
 
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
     names = [e for e in args.engines.split(",") if e]
-    for e in names:
-        engines.make(e)  # unknown names fail here, before any work
+    env = processes.start(args.threads, names, engines.make)
     model_names = args.models.split(",") if args.models else preset["models"]
     root = bench_checkpoint.cache_root(args.cache)
-    env = environment()
-    print(f"cpu: {env['cpu']} | tensorvm kernels: {env['tensorvm_kernels'].get('active', '?')} "
-          f"(gemm {env['tensorvm_kernels'].get('gemm', '?')}) | {args.threads} threads | commit {env['git_commit']} "
-          f"| load average {env['loadavg_start'][0]:.2f}", flush=True)
     report = {"environment": env, "settings": {k: getattr(args, k) for k in
                                                ("threads", "prompt_len", "new_tokens", "reps", "rounds")},
               "engines": names, "models": {}}

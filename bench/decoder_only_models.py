@@ -54,33 +54,36 @@ def _randomize():
     return mod._randomize
 
 
-def build(name: str, out: Path, seed: int = 0) -> Path:
+def build(name: str, out: Path, seed: int = 0, models: dict = MODELS, adjust=None) -> Path:
+    """`adjust(model)`, if given, changes the randomized weights before they are saved."""
     import torch
     import transformers
 
-    model_class, config_class, config_kw, gen_kw = MODELS[name]
+    model_class, config_class, config_kw, gen_kw = models[name]
     torch.manual_seed(seed)
     config = getattr(transformers, config_class)(**config_kw)
     model = getattr(transformers, model_class)(config)
     _randomize()(model, seed)
+    if adjust is not None:
+        adjust(model)
     model.generation_config = transformers.GenerationConfig(**gen_kw)
     model.save_pretrained(out)
     (out / "bench_checkpoint.json").write_text(json.dumps({"name": name, "version": VERSION, "seed": seed}) + "\n")
     return out
 
 
-def ensure(name: str, cache_root: Path) -> Path:
-    """The checkpoint directory of `name`, built (atomically) on first use."""
-    if name not in MODELS:
-        raise KeyError(f"unknown decoder-only benchmark model {name!r} (known: {', '.join(MODELS)})")
+def ensure(name: str, cache_root: Path, models: dict = MODELS, version: int = VERSION, adjust=None) -> Path:
+    """The checkpoint directory of `name` (a key of `models`), built (atomically) on first use."""
+    if name not in models:
+        raise KeyError(f"unknown benchmark model {name!r} (known: {', '.join(models)})")
     cache_root = Path(cache_root)
-    path = cache_root / f"{name}-v{VERSION}"
+    path = cache_root / f"{name}-v{version}"
     if (path / "bench_checkpoint.json").is_file():
         return path
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=cache_root, prefix=f".{name}-"))
     try:
-        build(name, tmp)
+        build(name, tmp, models=models, adjust=adjust)
         os.replace(tmp, path)
     except OSError:
         if not (path / "bench_checkpoint.json").is_file():

@@ -29,6 +29,12 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
   return ctx.empty(DType::f32, os);
 }
 
+bool library_gemm_for(int64_t rows, int64_t in, int64_t outf) {
+  constexpr int64_t kLibraryMinRows = 17, kLibraryMinWeights = int64_t(1) << 22;
+  return library_gemm_active() &&
+         (rows > kMaxDotRows || (rows >= kLibraryMinRows && in * outf >= kLibraryMinWeights));
+}
+
 // act over columns [j0, j1) of every row of y [rows, outf], in place. sigmoid and silu are
 // the active variant's vector loops (the ops' own: ops/kernels/softmax.h), which read
 // each lane before writing it.
@@ -58,6 +64,16 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < outf; ++j) y[r * outf + j] = bias ? bias[j] : 0.0f;
     apply_epilogue(act, y, rows, outf, 0, outf);
+  } else if (library_gemm_for(rows, in, outf)) {
+    // Many rows (or a big weight, see library_gemm_for), through oneDNN: fixed column
+    // chunks, so every call has the same shape whatever the thread count.
+    const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
+    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
+        apply_epilogue(act, y, rows, outf, c * nc, std::min((c + 1) * nc, outf));
+      }
+    });
   } else if (rows <= kMaxDotRows) {
     // A few rows: the output features split over threads, each reading its own slice of
     // the weights, which is what bounds a decode step (batch 1 reads every weight once).
@@ -65,16 +81,6 @@ void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const 
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) {
       k.dot_rows_f32(x, rows, in, w + j0 * in, bias ? bias + j0 : nullptr, j1 - j0, y + j0, outf);
       apply_epilogue(act, y, rows, outf, j0, j1);
-    });
-  } else if (library_gemm_active()) {
-    // Many rows, through oneDNN: fixed column chunks, so every call has the same shape
-    // whatever the thread count.
-    const int64_t nc = kLibraryGemmColumns, chunks = (outf + nc - 1) / nc;
-    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        library_gemm_columns(x, rows, in, w, bias, y, outf, c * nc, std::min((c + 1) * nc, outf));
-        apply_epilogue(act, y, rows, outf, c * nc, std::min((c + 1) * nc, outf));
-      }
     });
   } else {
     // Many rows: the tiled GEMM over blocks of output features, each thread with its own

@@ -13,6 +13,14 @@ namespace ops {
 // Measured on the opus-mt shapes: 2.5x Eigen's GEMM at 12 rows, 1.07x at 32.
 constexpr int64_t kMaxDotRows = 32;
 
+// Whether linear and linear_int8 send a product of `rows` rows with an [outf, in] weight to
+// the library GEMM (when active): past kMaxDotRows always; from 17 rows on (beam 4 x batch
+// 8 decodes 32) also when the weight is far bigger than L2 (4M floats or more), where the
+// product is compute-bound rather than read-bound. One thread, 32 rows, oneDNN against the
+// streaming kernels: 1.2x on NLLB's 1024 x 256206 output projection, 1.3x on its 4096 x 1024
+// fc2, equal on 1024 x 4096, behind on 1024 x 1024 (an L2-sized weight).
+bool library_gemm_for(int64_t rows, int64_t in, int64_t outf);
+
 // The output of linear / linear_int8 / linear_w8a8: checks `bias` (f32 [outf] or null)
 // and allocates y with x's shape but `outf` last; `rows` gets the product of x's other dims.
 Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor* bias, int64_t& rows);

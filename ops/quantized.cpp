@@ -51,8 +51,8 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   } else if (rows <= kMaxStreamRows) {
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in));
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { k.dot_rows_i8(xp, rows, in, qp, sp, bp, yp, outf, j0, j1); });
-  } else if (rows > kMaxDotRows && library_gemm_active()) {
-    // As linear's many-row branch: the library's GEMM on fixed blocks of columns (the
+  } else if (library_gemm_for(rows, in, outf)) {
+    // As linear's library branch: the library's GEMM on fixed blocks of columns (the
     // same shapes whatever the thread count), each dequantized into f32 first.
     const int64_t nblocks = (outf + kLibraryGemmColumns - 1) / kLibraryGemmColumns;
     ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {

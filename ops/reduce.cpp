@@ -527,22 +527,26 @@ void topk_op(OpContext& ctx, const Args& a, Value* out) {
     return ctx.empty(vm::dtype_of<T>::value, L.out_shape);
   });
   Tensor idx = ctx.empty(DType::i64, L.out_shape);
-  // Scratch for the heap: k (value, index) pairs.
+  // Rows are independent (beam search: [batch, beams x vocab], a million scores a row
+  // for NLLB): split them over threads, each with its own heap of k (value, index) pairs.
   dispatch_numeric(x, "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using P = std::pair<T, int64_t>;
-    Tensor scratch = ctx.empty(DType::i64, Shape{2 * std::max<int64_t>(k, 1)});
-    P* heap = reinterpret_cast<P*>(scratch.data<int64_t>());
     const T* px = x.data<T>();
     T* pv = vals.data<T>();
     int64_t* pi = idx.data<int64_t>();
-    for (int64_t o = 0; o < L.outer; ++o)
-      for (int64_t i = 0; i < L.inner; ++i) {
-        const T* row = px + o * L.R * L.inner + i;
-        const int64_t ob = o * k * L.inner + i;
-        if (largest) topk_row<T, true>(row, L.R, L.inner, k, pv + ob, pi + ob, L.inner, heap);
-        else topk_row<T, false>(row, L.R, L.inner, k, pv + ob, pi + ob, L.inner, heap);
-      }
+    const int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, L.R * L.inner));
+    ctx.parallel_for(L.outer, grain, [&](int64_t o0, int64_t o1) {
+      Tensor scratch = ctx.empty(DType::i64, Shape{2 * std::max<int64_t>(k, 1)});
+      P* heap = reinterpret_cast<P*>(scratch.data<int64_t>());
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t i = 0; i < L.inner; ++i) {
+          const T* row = px + o * L.R * L.inner + i;
+          const int64_t ob = o * k * L.inner + i;
+          if (largest) topk_row<T, true>(row, L.R, L.inner, k, pv + ob, pi + ob, L.inner, heap);
+          else topk_row<T, false>(row, L.R, L.inner, k, pv + ob, pi + ob, L.inner, heap);
+        }
+    });
   });
   out[0] = std::move(vals);
   out[1] = std::move(idx);

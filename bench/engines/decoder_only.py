@@ -193,10 +193,11 @@ class CTranslate2(DecoderEngine):
         except ImportError as e:
             raise EngineUnavailable(f"ctranslate2 not installed: {e}") from e
 
+        stub = self.stub_tokenizer
+
         class IdVocabConverter(TransformersConverter):
             def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
-                vocab, bos, eos = special_ids(model_name_or_path)
-                return _IdVocabTokenizer(_token_names(vocab), bos, eos)
+                return stub(Path(model_name_or_path))
 
         out = self._model_dir(cache_dir)
         stamp = out / "BENCH_SOURCE"
@@ -208,6 +209,11 @@ class CTranslate2(DecoderEngine):
             str(out), quantization=self.quantization, force=True)
         stamp.write_text(want)
         return {"convert_s": round(time.perf_counter() - t0, 2), "cached": False}
+
+    def stub_tokenizer(self, checkpoint_dir: Path):
+        """What the converter gets instead of the checkpoint's (absent) tokenizer files."""
+        vocab, bos, eos = special_ids(checkpoint_dir)
+        return _IdVocabTokenizer(_token_names(vocab), bos, eos)
 
     def imports(self):
         try:

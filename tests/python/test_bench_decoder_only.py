@@ -7,30 +7,13 @@ otherwise), int8 / w8a8 report agreement, and ratios against CTranslate2 at each
 CTranslate2 comes from bench/requirements.txt: without it the test skips locally and
 fails under CI.
 """
-import importlib.util
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
+from bench_helpers import ENGINES, run_quick
 
 
 def test_decoder_only_quick(tmp_path):
-    if importlib.util.find_spec("ctranslate2") is None:
-        msg = "ctranslate2 not installed: pip install -r bench/requirements.txt"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    out, md = tmp_path / "quick.json", tmp_path / "quick.md"
-    cmd = [sys.executable, str(ROOT / "bench" / "decoder_only_bench.py"), "--quick", "--strict", "--cache",
-           str(tmp_path / "cache"), "--out", str(out), "--md", str(md)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    assert r.returncode == 0, f"decoder_only_bench.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    stdout, out, md = run_quick("decoder_only_bench.py", tmp_path)
 
     report = json.loads(out.read_text())
     assert list(report["models"]) == ["gpt2-tiny", "qwen2-tiny"]
@@ -54,7 +37,7 @@ def test_decoder_only_quick(tmp_path):
                 assert row["ct2_reference"] == want and row["prefill_vs_ct2"] > 0, (model, name)
         # the printed and written table: one row per engine
         for name in ENGINES:
-            assert f"| {name} |" in r.stdout
+            assert f"| {name} |" in stdout
     text = md.read_text()
     assert text.count("| tensorvm-w8a8 | w8a8 |") == 2
     assert not list(tmp_path.glob("*.tmp")), "a temporary file was left behind"
