@@ -140,8 +140,8 @@ static void add_norm(OpContext& ctx, const Args& a, Value* out, Prepare prepare)
   } else {
     const float* px = x.tensor_unchecked().data<float>();
     const float* pr = res.tensor_unchecked().data<float>();
-    std::vector<float> row(static_cast<size_t>(d));
-    float* __restrict t = row.data();
+    Tensor row = ctx.empty(DType::f32, Shape{d});  // the pool's: no heap allocation per call
+    float* __restrict t = row.data<float>();
     for (int64_t k = 0; k < rows; ++k) {
       const float* __restrict xk = px + k * d;
       const float* __restrict rk = pr + k * d;

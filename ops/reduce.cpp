@@ -627,10 +627,13 @@ void log_softmax_masked_op(OpContext& ctx, const Args& a, Value* out) {
     vm::fail("banned must be bool [{}] (x's last dimension), got {}", V, banned.describe());
   const Tensor xc = x.contiguous();
   const Tensor bc = banned.contiguous();
-  std::vector<int64_t> ban;
+  // The banned ids, in a tensor from the pool (no heap allocation per step).
+  Tensor ban_ids = ctx.empty(DType::i64, Shape{V});
+  int64_t* ban = ban_ids.data<int64_t>();
+  int64_t nban = 0;
   const bool* bp = bc.data<bool>();
   for (int64_t j = 0; j < V; ++j)
-    if (bp[j]) ban.push_back(j);
+    if (bp[j]) ban[nban++] = j;
   Tensor y = ctx.empty(DType::f32, x.shape());
   const int64_t rows = V == 0 ? 0 : x.numel() / V;
   const float* px = xc.data<float>();
@@ -639,7 +642,7 @@ void log_softmax_masked_op(OpContext& ctx, const Args& a, Value* out) {
   ctx.parallel_for(rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
     softmax_rows(px + r0 * V, py + r0 * V, r1 - r0, V, true);
     for (int64_t r = r0; r < r1; ++r)
-      for (int64_t j : ban) py[r * V + j] = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < nban; ++i) py[r * V + ban[i]] = -std::numeric_limits<float>::infinity();
   });
   out[0] = std::move(y);
 }
