@@ -72,16 +72,20 @@ def test_ops_come_from_every_function(marian, tmp_path):
 
 def test_cli_writes_the_list_and_a_cmake_project(marian, tmp_path, capsys):
     out = tmp_path / "sel"
-    assert cli.main(["selective-build", str(marian["f32"]), str(marian["w8a8"]), "-o", str(out)]) == 0
+    # --source: a pip-installed package (CI) runs from no source tree
+    assert cli.main(["selective-build", str(marian["f32"]), str(marian["w8a8"]), "-o", str(out), "--source",
+                     str(ROOT)]) == 0
     listed = _listed(out / OPS_FILE)
     assert listed == sorted(select_ops([str(marian["f32"]), str(marian["w8a8"])]).ops)
     cmake = (out / "CMakeLists.txt").read_text()
     assert f'TENSORVM_SOURCE_DIR "{ROOT}"' in cmake and "TENSORVM_SELECTED_OPS" in cmake
     assert f"{len(listed)} of {len(builtin_ops())} ops" in capsys.readouterr().out
     assert cli.main(["selective-build", "-o", str(out), str(tmp_path / "missing.tvm")]) == 1
-    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2,neon"]) == 0
+    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2,neon",
+                     "--source", str(ROOT)]) == 0
     assert 'set(TENSORVM_KERNEL_VARIANTS "avx2;neon" CACHE' in (out / "CMakeLists.txt").read_text()
-    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2;x"]) == 1
+    assert cli.main(["selective-build", str(marian["f32"]), "-o", str(out), "--kernel-variants", "avx2;x",
+                     "--source", str(ROOT)]) == 1
 
 
 def _run(cmd, **kw):
@@ -102,7 +106,9 @@ def test_selective_runtime_runs_marian_and_refuses_other_ops(marian, tmp_path):
     build/selective-test (TENSORVM_SELECTIVE_BUILD_DIR), so a rerun only rebuilds what
     changed; ccache shares the rest between checkouts."""
     out = Path(os.environ.get("TENSORVM_SELECTIVE_BUILD_DIR", ROOT / "build" / "selective-test"))
-    assert cli.main(["selective-build", str(marian["f32"]), str(marian["w8a8"]), "-o", str(out)]) == 0
+    # --source: a pip-installed package (CI) runs from no source tree
+    assert cli.main(["selective-build", str(marian["f32"]), str(marian["w8a8"]), "-o", str(out), "--source",
+                     str(ROOT)]) == 0
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     res = _run(["cmake", "-S", out, "-B", out / "build", "-G", "Ninja", *launcher])
     assert res.returncode == 0, res.stdout + res.stderr
