@@ -104,15 +104,10 @@ CpuInfo detect() { return {"aarch64", "", {"neon"}}; }
 CpuInfo detect() { return {"unknown", "", {}}; }
 #endif
 
-bool has(const CpuInfo& info, const char* feature) {
-  for (const auto& f : info.features)
-    if (f == feature) return true;
-  return false;
-}
 
 bool supported(const Variant& v) {
   for (const char* f : v.needs)
-    if (!has(cpu_info(), f)) return false;
+    if (!cpu_has(f)) return false;
   return true;
 }
 
@@ -128,7 +123,7 @@ const Variant& pick(std::string_view name) {
     if (!supported(v)) {
       std::string missing;
       for (const char* f : v.needs)
-        if (!has(cpu_info(), f)) missing += std::string(missing.empty() ? "" : ", ") + f;
+        if (!cpu_has(f)) missing += std::string(missing.empty() ? "" : ", ") + f;
       vm::fail("kernel variant '{}' needs {} that this CPU ({}) lacks", name, missing, cpu_info().model);
     }
     return v;
@@ -177,6 +172,12 @@ const kernels::KernelTable& kernel_table() {
 void set_kernel_variant(std::string_view name) {
   g_active.store(pick(name).table, std::memory_order_release);
   g_forced.store(true, std::memory_order_relaxed);
+}
+
+bool cpu_has(std::string_view feature) {
+  for (const auto& f : cpu_info().features)
+    if (f == feature) return true;
+  return false;
 }
 
 std::string describe_cpu() {

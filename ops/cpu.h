@@ -19,6 +19,9 @@ struct CpuInfo {
 };
 const CpuInfo& cpu_info();
 
+// Whether cpu_info() lists `feature` ("avx2", "amx-int8", ...).
+bool cpu_has(std::string_view feature);
+
 // The variants built for this target, and those this CPU can run (best last).
 std::vector<std::string> built_kernel_variants();
 std::vector<std::string> supported_kernel_variants();

@@ -6,7 +6,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -39,9 +38,8 @@ bool os_grants_tiles() { return false; }
 
 bool supported() {
   static const bool ok = [] {
-    const auto& f = cpu_info().features;
-    auto has = [&](const char* name) { return std::find(f.begin(), f.end(), name) != f.end(); };
-    return has("amx-tile") && has("amx-int8") && has("avx512bw") && has("avx512vnni") && os_grants_tiles();
+    return cpu_has("amx-tile") && cpu_has("amx-int8") && cpu_has("avx512bw") && cpu_has("avx512vnni") &&
+           os_grants_tiles();
   }();
   return ok;
 }
