@@ -47,7 +47,6 @@
 namespace {
 
 using vm::cli::parse_count;
-using vm::cli::parse_scalar;
 
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
@@ -64,23 +63,27 @@ const char* kUsage =
     "       tensorvm-run --info   (the CPU and the kernel variant in use; TENSORVM_ISA forces one)\n"
     "       tensorvm-run --ops    (the names of the built-in ops this build contains, one a line)\n";
 
-std::string read_text_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) vm::fail("--text-file {}: cannot open it", path);
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const bool bad = std::ferror(f);
-  std::fclose(f);
-  if (bad) vm::fail("--text-file {}: cannot read it", path);
-  return out;
+// The text verbs' view of the program: run on one interpreter session.
+cli::ProgramRunner interpreted(const std::string& dir, std::shared_ptr<const vm::Program> program,
+                               const vm::SessionOptions& options) {
+  cli::ProgramRunner r;
+  r.dir = dir;
+  r.meta_json = program->meta_json();
+  for (const vm::Function& f : program->functions()) r.functions[f.name] = {f.param_names, f.param_types};
+  r.run_named = [program, options, session = std::shared_ptr<vm::Session>()](
+                    const std::string& function, const std::vector<std::pair<std::string, vm::Value>>& named,
+                    vm::EmitCallback on_emit) mutable {
+    if (!session) session = std::make_shared<vm::Session>(program, options);
+    session->set_on_emit(std::move(on_emit));
+    return session->run_named(function, named);
+  };
+  return r;
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, src_lang, tgt_lang;
-  std::vector<std::string> text_lines;
-  bool text_given = false;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
+  cli::TextOptions text;
   std::map<std::string, std::string> args;
   int threads = 1;
   uint64_t max_instructions = 0;
@@ -102,22 +105,15 @@ int run(int argc, char** argv) {
       for (const ops::OpDef* op : ops::Registry::get().all())
         if (op->builtin) fmt::print("{}\n", op->name);
       return 0;
+    } else if (text.parse(a, next)) {
     } else if (a == "--inputs") {
       inputs_path = next();
     } else if (a == "--outputs") {
       outputs_path = next();
     } else if (a == "--ids") {
       ids_text = next();
-    } else if (a == "--text" || a == "--text-file") {
-      if (text_given) vm::fail("give one --text or --text-file");
-      text_given = true;
-      text_lines = cli::split_lines(a == "--text" ? next() : read_text_file(next()));
     } else if (a == "--decoder-ids") {
       decoder_ids_text = next();
-    } else if (a == "--src-lang") {
-      src_lang = next();
-    } else if (a == "--tgt-lang") {
-      tgt_lang = next();
     } else if (a == "--wav") {
       wav_path = next();
     } else if (a == "--time") {
@@ -151,40 +147,23 @@ int run(int argc, char** argv) {
     return 2;
   }
   auto program = vm::Program::load(positional[0]);
-  if (cli::is_text_verb(positional[1]) && !program->find(positional[1])) {
+  vm::SessionOptions opts;
+  opts.num_threads = threads;
+  opts.max_instructions = max_instructions;
+  const cli::ProgramRunner runner = interpreted(positional[0], program, opts);
+  if (cli::is_text_verb(runner, positional[1])) {
     const std::string& verb = positional[1];
-    if (!text_given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
-    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream)
-      vm::fail("{} takes --text or --text-file, --arg, --threads and --max-instructions only", verb);
-    cli::TextVerbOptions o;
-    o.lines = std::move(text_lines);
-    o.src_lang = src_lang;
-    o.tgt_lang = tgt_lang;
-    if (verb == "complete" && !(src_lang.empty() && tgt_lang.empty()))
-      vm::fail("complete: --src-lang and --tgt-lang go with tokenize and translate");
-    o.session.num_threads = threads;
-    o.session.max_instructions = max_instructions;
-    if (!args.empty()) {
-      const vm::Function* gen = verb == "tokenize" ? nullptr : program->find("generate");
-      if (!gen) vm::fail("--arg {}: {} takes no --arg", args.begin()->first, verb);
-      for (const auto& [name, value] : args) {
-        auto it = std::find(gen->param_names.begin(), gen->param_names.end(), name);
-        if (it == gen->param_names.end() || name == "input_ids" || name == "attention_mask")
-          vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(gen->param_names, ", "));
-        o.args.emplace_back(name, parse_scalar(gen->param_types[size_t(it - gen->param_names.begin())], value, name));
-      }
-    }
-    return cli::run_text_verb(positional[0], program, verb, o);
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream ||
+        profile || timed || !wav_path.empty())
+      vm::fail("{} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads and --max-instructions only",
+               verb);
+    return cli::run_text_verb(runner, verb, text, args);
   }
-  if (text_given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
-  if (!src_lang.empty() || !tgt_lang.empty()) vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
+  cli::refuse_text_options(text);
   if (positional[1] == "verify" && !program->find("verify")) {
     if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
         stream || profile || !wav_path.empty())
       vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
-    vm::SessionOptions opts;
-    opts.num_threads = threads;
-    opts.max_instructions = max_instructions;
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
@@ -192,9 +171,6 @@ int run(int argc, char** argv) {
   vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);
 
-  vm::SessionOptions opts;
-  opts.num_threads = threads;
-  opts.max_instructions = max_instructions;
   opts.profile = profile;
   opts.profile_trace = !trace_path.empty();
   vm::Session session(program, opts);

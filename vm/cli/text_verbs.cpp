@@ -7,14 +7,18 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "vm/error.h"
+#include "vm/run_io.h"
+
 #ifdef TENSORVM_HAVE_TEXT
 #include "text/tokenizer.h"
 #endif
 
 namespace cli {
 
-bool is_text_verb(const std::string& name) { return name == "tokenize" || name == "translate" || name == "complete"; }
+namespace {
 
+// The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   size_t start = 0;
@@ -31,6 +35,70 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) vm::fail("--text-file {}: cannot open it", path);
+  std::string out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) vm::fail("--text-file {}: cannot read it", path);
+  return out;
+}
+
+// The verb itself, its options checked; generate's --arg values parsed.
+int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
+                const std::vector<std::pair<std::string, vm::Value>>& args);
+
+}  // namespace
+
+bool TextOptions::parse(const std::string& option, const std::function<std::string()>& next) {
+  if (option == "--text" || option == "--text-file") {
+    if (given) vm::fail("give one --text or --text-file");
+    given = true;
+    lines = split_lines(option == "--text" ? next() : read_text_file(next()));
+  } else if (option == "--src-lang") {
+    src_lang = next();
+  } else if (option == "--tgt-lang") {
+    tgt_lang = next();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool is_text_verb(const ProgramRunner& program, const std::string& verb) {
+  return (verb == "tokenize" || verb == "translate" || verb == "complete") && !program.functions.count(verb);
+}
+
+void refuse_text_options(const TextOptions& text) {
+  if (text.given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
+  if (!text.src_lang.empty() || !text.tgt_lang.empty())
+    vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
+}
+
+int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
+                  const std::map<std::string, std::string>& args) {
+  if (!text.given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
+  if (verb == "complete" && !(text.src_lang.empty() && text.tgt_lang.empty()))
+    vm::fail("complete: --src-lang and --tgt-lang go with tokenize and translate");
+  std::vector<std::pair<std::string, vm::Value>> parsed;
+  if (!args.empty()) {
+    const auto gen = program.functions.find("generate");
+    if (verb == "tokenize" || gen == program.functions.end())
+      vm::fail("--arg {}: {} takes no --arg", args.begin()->first, verb);
+    const ProgramRunner::Params& p = gen->second;
+    for (const auto& [name, value] : args) {
+      auto it = std::find(p.names.begin(), p.names.end(), name);
+      if (it == p.names.end() || name == "input_ids" || name == "attention_mask")
+        vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(p.names, ", "));
+      parsed.emplace_back(name, vm::cli::parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
+    }
+  }
+  return run_checked(program, verb, text, parsed);
+}
+
 #ifdef TENSORVM_HAVE_TEXT
 namespace {
 
@@ -39,8 +107,8 @@ struct Meta {
   int64_t pad = 0;
 };
 
-Meta read_meta(const vm::Program& p) {
-  const auto j = nlohmann::json::parse(p.meta_json(), nullptr, false);
+Meta read_meta(const std::string& meta_json) {
+  const auto j = nlohmann::json::parse(meta_json, nullptr, false);
   Meta m;
   if (!j.is_object()) return m;
   if (j.contains("is_encoder_decoder") && j["is_encoder_decoder"].is_boolean())
@@ -57,10 +125,9 @@ std::pair<vm::Tensor, vm::Tensor> one_row(const std::vector<int64_t>& ids) {
   return {t, m};
 }
 
-}  // namespace
-
-int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
-                  const TextVerbOptions& o) {
+int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
+                const std::vector<std::pair<std::string, vm::Value>>& parsed_args) {
+  const std::string& dir = program.dir;
   const auto tokenizer = text::load_tokenizer(dir);
   auto encode = [&](const std::string& line) {
     return o.src_lang.empty() ? tokenizer->encode(line) : tokenizer->encode_from(line, o.src_lang);
@@ -83,16 +150,17 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
     }
     return 0;
   }
-  const Meta meta = read_meta(*program);
+  const Meta meta = read_meta(program.meta_json);
   if (verb == "translate" && meta.decoder_only)
     vm::fail("translate: {} is a decoder-only program; use the verb complete", dir);
   if (verb == "complete" && !meta.decoder_only)
     vm::fail("complete: {} is not a decoder-only program (meta.json's is_encoder_decoder is not false); use the verb "
              "translate",
              dir);
-  if (!program->find("generate")) vm::fail("{}: {} has no generate function", verb, dir);
-  const vm::Function& fn = program->function("generate");
-  std::vector<std::pair<std::string, vm::Value>> args = o.args;
+  const auto gen = program.functions.find("generate");
+  if (gen == program.functions.end()) vm::fail("{}: {} has no generate function", verb, dir);
+  const std::vector<std::string>& params = gen->second.names;
+  std::vector<std::pair<std::string, vm::Value>> args = parsed_args;
   if (!o.tgt_lang.empty()) {
     // transformers' way to pick the output language: generate's first token forced to
     // the language's token.
@@ -102,13 +170,12 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
     } catch (const text::Error& e) {
       vm::fail("{}: --tgt-lang {}: {}", verb, o.tgt_lang, e.what());
     }
-    if (std::find(fn.param_names.begin(), fn.param_names.end(), "forced_bos_token_id") == fn.param_names.end())
+    if (std::find(params.begin(), params.end(), "forced_bos_token_id") == params.end())
       vm::fail("{}: --tgt-lang: generate of {} takes no forced_bos_token_id", verb, dir);
     for (const auto& a : args)
       if (a.first == "forced_bos_token_id") vm::fail("{}: give --tgt-lang or --arg forced_bos_token_id, not both", verb);
     args.emplace_back("forced_bos_token_id", vm::Value::from_int(id));
   }
-  vm::Session session(program, o.session);
   // One run per line: each output depends on its own line only, as it would alone.
   for (size_t i = 0; i < o.lines.size(); ++i) {
     std::vector<int64_t> ids;
@@ -120,10 +187,10 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
     if (ids.empty()) vm::fail("{}: input line {} gives no tokens (an empty prompt)", verb, i + 1);
     auto [input_ids, mask] = one_row(ids);
     std::vector<std::pair<std::string, vm::Value>> named = {{"input_ids", input_ids}};
-    for (const std::string& p : fn.param_names)
+    for (const std::string& p : params)
       if (p == "attention_mask") named.emplace_back("attention_mask", mask);
     for (const auto& a : args) named.push_back(a);
-    const std::vector<vm::Value> outs = session.run_named("generate", named);
+    const std::vector<vm::Value> outs = program.run_named("generate", named, vm::EmitCallback());
     if (outs.empty() || !outs[0].is_tensor()) vm::fail("{}: generate returned no sequences", verb);
     const vm::Tensor seq = outs[0].as_tensor().contiguous();
     if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2)
@@ -140,6 +207,9 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
   }
   return 0;
 }
+
+}  // namespace
+
 bool print_as_text(const std::string& dir, const vm::Value& sequences) {
   if (!text::has_tokenizer(dir) || !sequences.is_tensor()) return false;
   const vm::Tensor seq = sequences.as_tensor().contiguous();
@@ -154,12 +224,14 @@ bool print_as_text(const std::string& dir, const vm::Value& sequences) {
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
 
-int run_text_verb(const std::string&, const std::shared_ptr<const vm::Program>&, const std::string& verb,
-                  const TextVerbOptions&) {
-  vm::fail("{}: this tensorvm-run was built without the text library (install libsentencepiece-dev and "
-           "libpcre2-dev and rebuild; docs/text.md)",
+namespace {
+int run_checked(const ProgramRunner&, const std::string& verb, const TextOptions&,
+                const std::vector<std::pair<std::string, vm::Value>>&) {
+  vm::fail("{}: this build of tensorvm has no text library (install libsentencepiece-dev and libpcre2-dev and "
+           "rebuild; docs/text.md)",
            verb);
 }
+}  // namespace
 #endif
 
 }  // namespace cli

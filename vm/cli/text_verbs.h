@@ -1,41 +1,70 @@
-// tensorvm-run's text verbs (text in, text out), beside its function runner:
+// The text verbs (text in, text out) of tensorvm-run and of a compiled program's command
+// line (vm/cli/aot_cli.h), beside their function runners:
 //   tokenize   one line of ids per input line
 //   translate  encoder-decoder programs: generate, then decode with skip_special_tokens
 //   complete   decoder-only programs: generate on the prompt, print the continuation
-// They need the text library (text/); a build without it says so.
+// and Whisper's transcript printed as text. Both command lines run them through
+// ProgramRunner, one the interpreter's session, the other the compiled program's, so they
+// print the same. Part of tensorvm::cli; they need the text library (text/), and a build
+// without it says so.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "vm/vm.h"
+#include "vm/session.h"
+#include "vm/value.h"
 
 namespace cli {
 
-bool is_text_verb(const std::string& name);
-
-struct TextVerbOptions {
-  std::vector<std::string> lines;                  // from --text / --text-file, one input each
-  std::vector<std::pair<std::string, vm::Value>> args;  // --arg values, parsed by generate's types
-  vm::SessionOptions session;
-  // --src-lang / --tgt-lang (M2M100, NLLB): the source language the text is encoded
-  // with, and the target language generate is forced to begin with.
-  std::string src_lang, tgt_lang;
+// A program as the verbs see it, whichever way it runs.
+struct ProgramRunner {
+  struct Params {
+    std::vector<std::string> names, types;
+  };
+  std::string dir;  // the program directory: meta.json and tokenizer/
+  std::string meta_json;
+  std::map<std::string, Params> functions;  // every function the program has, by name
+  // Runs `function` with its parameters by name (left out: None), on one session kept
+  // from call to call, emitting to `on_emit`.
+  std::function<std::vector<vm::Value>(const std::string& function,
+                                       const std::vector<std::pair<std::string, vm::Value>>& named,
+                                       vm::EmitCallback on_emit)>
+      run_named;
 };
 
-// Runs `verb` on the program loaded from `dir`; prints one output line per input line.
-int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Program>& program, const std::string& verb,
-                  const TextVerbOptions& options);
+// --text, --text-file, --src-lang and --tgt-lang, as a command line gives them.
+struct TextOptions {
+  bool given = false;  // --text or --text-file
+  std::vector<std::string> lines;  // one input each
+  // M2M100, NLLB: the source language the text is encoded with, and the target language
+  // generate is forced to begin with.
+  std::string src_lang, tgt_lang;
+  // Takes `option` when it is one of these, its value from next(); false otherwise.
+  bool parse(const std::string& option, const std::function<std::string()>& next);
+};
+
+// True when `verb` is tokenize, translate or complete and `program` has no function of
+// that name (a function of the program's own comes first).
+bool is_text_verb(const ProgramRunner& program, const std::string& verb);
+
+// Runs text verb `verb` with the text options and `args` (--arg NAME=VALUE, parsed by
+// generate's parameter types); prints one output line per input line (several for
+// num_return_sequences). The caller refuses the options that do not go with text.
+int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
+                  const std::map<std::string, std::string>& args);
+
+// For a verb that is not a text verb: fails when a text option was given.
+void refuse_text_options(const TextOptions& text);
 
 // `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
 // `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as
 // WhisperTokenizer.decode does (timestamps dropped), and returns true. False, printing
 // nothing, when the program has no tokenizer or this build has no text library.
 bool print_as_text(const std::string& dir, const vm::Value& sequences);
-
-// The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
-std::vector<std::string> split_lines(const std::string& text);
 
 }  // namespace cli

@@ -1,18 +1,22 @@
 // @NS@-run: tensorvm-run's command line for the compiled program @SOURCE@
 //   @NS@-run PROGRAM_DIR FUNCTION [--ids "1 2 3; 4 5"] [--arg NAME=VALUE]... [--threads N] [--time] ...
-// (vm/aot_cli.h lists the options; PROGRAM_DIR supplies weights.safetensors).
+//   @NS@-run PROGRAM_DIR translate|complete|tokenize --text "..." [--arg NAME=VALUE]...
+// (vm/cli/aot_cli.h lists the options; PROGRAM_DIR supplies weights.safetensors and the tokenizer).
+#include <memory>
+
 #include "@NS@.h"
-#include "vm/aot_cli.h"
+#include "vm/cli/aot_cli.h"
 
 int main(int argc, char** argv) {
   vm::aot::CliProgram p;
   p.name = "@NS@-run";
   p.meta_json = @NS@::meta_json();
   p.functions = @NS@::signatures();
-  p.run = [](const std::string& dir, const std::string& function, std::vector<vm::Value> inputs,
-             const vm::SessionOptions& options, vm::EmitCallback on_emit) {
-    @NS@::Session session(@NS@::Program::load(dir), options);
-    return session.run(function, std::move(inputs), std::move(on_emit));
+  p.open = [](const std::string& dir, const vm::SessionOptions& options) -> vm::aot::CliProgram::Run {
+    auto session = std::make_shared<@NS@::Session>(@NS@::Program::load(dir), options);
+    return [session](const std::string& function, std::vector<vm::Value> inputs, vm::EmitCallback on_emit) {
+      return session->run(function, std::move(inputs), std::move(on_emit));
+    };
   };
   return vm::aot::cli_main(argc, argv, p);
 }

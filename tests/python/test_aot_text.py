@@ -1,0 +1,164 @@
+"""Text in, text out from a compiled program: the command line `tensorvm compile` builds
+(vm/cli/aot_cli.h) runs the same text verbs as tensorvm-run (vm/cli/text_verbs.h, shared
+code in tensorvm::cli), so on the same program and input it prints exactly what
+tensorvm-run prints: translate (greedy, beam, several sequences, sampling with a seed,
+--text-file), tokenize, complete for a decoder-only program, --src-lang/--tgt-lang for
+M2M100, Whisper's transcript as text, and the same errors (docs/aot.md)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorvm
+from tensorvm import _C
+from tensorvm.pycompiler.locations import NotInstalledError, get_tensorvm_run
+from test_aot import _compile_and_build
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import text_fixtures as tf  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
+                                reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
+
+LINES = ["One two three.", "", "Le chat ... «très» heureux!", "  spaces   and\ttabs  "]
+
+
+def _checkpoint(kind: str, root: Path) -> Path:
+    if kind == "marian":
+        return tf.tiny_marian_checkpoint(tf.make_marian_tokenizer(root / "tok"), root / "ckpt")
+    if kind == "gpt2":
+        return tf.tiny_gpt2_checkpoint(tf.make_byte_bpe_tokenizer(root / "tok", "gpt2"), root / "ckpt")
+    if kind == "m2m100":
+        return tf.tiny_m2m100_checkpoint(tf.make_m2m100_tokenizer(root / "tok"), root / "ckpt", seed=3)
+    return tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(root / "tok"), root / "ckpt", seed=5)
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    """programs(kind) -> (kind, run, program), each built once: run(*args) gives
+    [(status, stdout, stderr)] of the compiled command line and of tensorvm-run on the
+    program, imported with its tokenizer."""
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    try:
+        interp = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    built = {}
+
+    def get(kind):
+        if kind in built:
+            return built[kind]
+        tmp = tmp_path_factory.mktemp(f"aot-text-{kind}")
+        prog = import_hf(_checkpoint(kind, tmp), tmp / f"{kind}.tvm")
+        b = _compile_and_build(tmp, Path(prog))
+        assert "warning" not in b["log"].lower(), b["log"]
+        exe = b["build"] / "compiled" / "compiled-run"
+
+        def run(*args):
+            out = []
+            for tool in (exe, interp):
+                res = subprocess.run([str(tool), str(prog), *map(str, args)], capture_output=True, timeout=600)
+                out.append((res.returncode, res.stdout, res.stderr.decode()))
+            return out
+
+        built[kind] = (kind, run, Path(prog))
+        return built[kind]
+
+    return get
+
+
+@pytest.fixture
+def both(programs, request):
+    return programs(request.param)
+
+
+def _same(run, *args) -> str:
+    """Runs both command lines; asserts both succeed and print the same bytes."""
+    (code, out, err), (icode, iout, ierr) = run(*args)
+    assert code == 0 and icode == 0, (args, err, ierr)
+    assert out == iout, args
+    return out.decode()
+
+
+def _same_error(run, *args) -> str:
+    """Runs both; asserts both fail with the same message (after each tool's name)."""
+    (code, _, err), (icode, _, ierr) = run(*args)
+    assert code == 1 and icode == 1, (args, err, ierr)
+    msg = err.split(": error: ", 1)[1].rstrip("\n")
+    assert msg == ierr.split(": error: ", 1)[1].rstrip("\n"), (args, err, ierr)
+    return msg
+
+
+@pytest.mark.parametrize("both", ["marian", "m2m100"], indirect=True)
+def test_translate_and_tokenize_print_what_tensorvm_run_prints(both, tmp_path):
+    kind, run, prog = both
+    text = "\n".join(LINES)
+    for options in ([], ["--arg", "num_beams=1"], ["--arg", "num_beams=3"],
+                    ["--arg", "num_beams=3", "--arg", "num_return_sequences=2"],
+                    ["--arg", "do_sample=True", "--arg", "seed=7", "--arg", "top_k=0"], ["--threads", "2"]):
+        out = _same(run, "translate", "--text", text, *options)
+        rows = 2 if "num_return_sequences=2" in options else 1
+        assert len(out.split("\n")) == len(LINES) * rows + 1 and out.endswith("\n")
+    f = tmp_path / "in.txt"
+    f.write_bytes(("\r\n".join(LINES) + "\r\n").encode())
+    assert _same(run, "translate", "--text-file", f) == _same(run, "translate", "--text", text)
+    ids = _same(run, "tokenize", "--text", text)
+    assert [line.split() for line in ids.split("\n")[:-1]] == [
+        [str(i) for i in tensorvm.load(prog).tokenizer.encode(s)] for s in LINES]
+    if kind == "m2m100":
+        _same(run, "translate", "--text", text, "--src-lang", "de", "--tgt-lang", "fr")
+        _same(run, "tokenize", "--text", text, "--src-lang", "de")
+        for flag in ("--src-lang", "--tgt-lang"):
+            assert "'xx' is not a language code" in _same_error(run, "translate", "--text", "a", flag, "xx")
+
+
+@pytest.mark.parametrize("both", ["gpt2"], indirect=True)
+def test_complete_prints_what_tensorvm_run_prints(both):
+    _, run, _ = both
+    prompts = "The cat sat\ntwelve  thirty\nLe chat 東京 🙂"
+    for options in (["--arg", "max_new_tokens=5"], ["--arg", "max_new_tokens=6", "--arg", "num_beams=2"]):
+        assert len(_same(run, "complete", "--text", prompts, *options).split("\n")) == 4
+    assert "decoder-only program; use the verb complete" in _same_error(run, "translate", "--text", "x")
+
+
+@pytest.mark.parametrize("both", ["whisper"], indirect=True)
+def test_transcribe_prints_the_same_text(both, tmp_path):
+    import wave
+
+    _, run, _ = both
+    pcm16 = (np.random.default_rng(9).standard_normal(12000) * 3000).astype("<i2")
+    wav = tmp_path / "speech.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
+    for beams in ("1", "2"):
+        out = _same(run, "transcribe", "--wav", wav, "--arg", "max_new_tokens=8", "--arg", f"num_beams={beams}")
+        assert not out.startswith("output 0 = ")  # text, not the ids
+
+
+@pytest.mark.parametrize("both", ["marian", "gpt2", "m2m100", "whisper"], indirect=True)
+def test_errors_are_the_same_and_clear(both):
+    kind, run, prog = both
+    verb = "complete" if kind == "gpt2" else "translate"
+    assert _same_error(run, verb) == f'{verb} needs --text "..." or --text-file FILE'
+    assert _same_error(run, verb, "--text", "x", "--bogus") == "unknown option --bogus"
+    assert _same_error(run, verb, "--text", "x", "--arg", "bogus=1").startswith(
+        "--arg bogus: generate has no such option (it takes ")
+    assert _same_error(run, "tokenize", "--text", "x", "--arg", "num_beams=2") == "--arg num_beams: tokenize takes no --arg"
+    assert _same_error(run, "generate", "--text", "x") == \
+        "--text and --text-file go with the verbs tokenize, translate and complete"
+    assert _same_error(run, verb, "--text", "a", "--text", "b") == "give one --text or --text-file"
+    (code, _, err), (icode, _, ierr) = run(verb, "--text", "x", "--stream")
+    assert code == 1 and icode == 1 and f"{verb} takes --text or --text-file, --arg" in err and "--stream" not in err
+    (code, _, err), _ = run("translat", "--text", "x")  # not a verb: the text option is refused first
+    assert code == 1 and "go with the verbs tokenize, translate and complete" in err
+    (code, _, err), _ = run("translat")
+    assert code == 1 and "no function 'translat' in compiled-run (it has: " in err
+    if kind != "gpt2":
+        assert _same_error(run, "complete", "--text", "x") == (
+            f"complete: {prog} is not a decoder-only program (meta.json's is_encoder_decoder is not false); "
+            "use the verb translate")
