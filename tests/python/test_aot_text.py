@@ -2,7 +2,7 @@
 (vm/cli/aot_cli.h) runs the same text verbs as tensorvm-run (vm/cli/text_verbs.h, shared
 code in tensorvm::cli), so on the same program and input it prints exactly what
 tensorvm-run prints: translate (greedy, beam, several sequences, sampling with a seed,
---text-file), tokenize, complete for a decoder-only program, --src-lang/--tgt-lang for
+--text-file), tokenize, complete for a decoder-only program, generate --stream, --src-lang/--tgt-lang for
 M2M100, Whisper's transcript as text, and the same errors (docs/aot.md)."""
 from __future__ import annotations
 
@@ -110,6 +110,9 @@ def test_translate_and_tokenize_print_what_tensorvm_run_prints(both, tmp_path):
     ids = _same(run, "tokenize", "--text", text)
     assert [line.split() for line in ids.split("\n")[:-1]] == [
         [str(i) for i in tensorvm.load(prog).tokenizer.encode(s)] for s in LINES]
+    # the function runner's --stream too: each step's ids as they come
+    streamed = _same(run, "generate", "--ids", "5 6 7 8", "--arg", "num_beams=1", "--arg", "max_new_tokens=4", "--stream")
+    assert streamed.startswith("stream: ")
     if kind == "m2m100":
         _same(run, "translate", "--text", text, "--src-lang", "de", "--tgt-lang", "fr")
         _same(run, "tokenize", "--text", text, "--src-lang", "de")
