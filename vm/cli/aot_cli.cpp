@@ -37,8 +37,9 @@ int run(int argc, char** argv, const CliProgram& p) {
       "       [--threads N] [--time] [--stream]\n"
       "       {} PROGRAM_DIR tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
       "       [--src-lang LANG] [--tgt-lang LANG] [--threads N]   (text in, text out with the program's tokenizer)\n"
-      "       {} --info   (the CPU and the kernel variant in use)\n",
-      p.name, p.name, p.name);
+      "       {} --info   (the CPU and the kernel variant in use)\n"
+      "       {} --ops    (the ops of the runtime it links: fewer in a selective build)\n",
+      p.name, p.name, p.name, p.name);
   std::vector<std::string> positional;
   cli::RunRequest req;
   ::cli::TextOptions text;
@@ -55,6 +56,10 @@ int run(int argc, char** argv, const CliProgram& p) {
       return 0;
     } else if (a == "--info") {
       fmt::print("{}", ops::describe_cpu());
+      return 0;
+    } else if (a == "--ops") {
+      for (const ops::OpDef* op : ops::Registry::get().all())
+        if (op->builtin) fmt::print("{}\n", op->name);
       return 0;
     } else if (text.parse(a, next)) {
     } else if (a == "--inputs") {
