@@ -1,5 +1,5 @@
 // What tensorvm-run (vm/cli/tensorvm_run.cpp) and the command line of a compiled
-// program (vm/aot_cli.h) share: a function's inputs from --ids, --decoder-ids, --arg,
+// program (vm/cli/aot_cli.h) share: a function's inputs from --ids, --decoder-ids, --arg,
 // --inputs and --wav, and its outputs printed, saved (--outputs) and timed (--time).
 #pragma once
 
