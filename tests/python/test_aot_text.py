@@ -165,3 +165,35 @@ def test_errors_are_the_same_and_clear(both):
         assert _same_error(run, "complete", "--text", "x") == (
             f"complete: {prog} is not a decoder-only program (meta.json's is_encoder_decoder is not false); "
             "use the verb translate")
+
+
+def test_selective_runtime_with_the_text_library(programs):
+    """`tensorvm compile --selective` sizes the runtime for a device, without the text
+    library; configured with -DTENSORVM_TEXT=ON it has it, and the compiled command line
+    on only the program's ops translates as tensorvm-run does. The build stays in
+    build/aot-text-selective-test (TENSORVM_AOT_TEXT_SELECTIVE_BUILD_DIR) for reruns."""
+    import os
+    import shutil
+
+    from tensorvm.pycompiler.cli import main as cli_main
+
+    if not shutil.which("ninja"):
+        pytest.skip("needs ninja")
+    _, run, prog = programs("marian")
+    root = Path(__file__).resolve().parents[2]
+    out = Path(os.environ.get("TENSORVM_AOT_TEXT_SELECTIVE_BUILD_DIR", root / "build" / "aot-text-selective-test"))
+    assert cli_main(["compile", str(prog), "-o", str(out / "src"), "--name", "compiled", "--selective",
+                     "--source", str(root)]) == 0
+    launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+    for cmd in (["cmake", "-S", out / "src", "-B", out / "build", "-G", "Ninja", "-DTENSORVM_TEXT=ON", *launcher],
+                ["cmake", "--build", out / "build", "--target", "compiled-run"]):
+        res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=1800)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "warning" not in res.stdout.lower(), res.stdout[-3000:]
+    text = "\n".join(LINES)
+    for options in ([], ["--arg", "num_beams=3"]):
+        want = run("translate", "--text", text, *options)[1]
+        got = subprocess.run([str(out / "build" / "compiled-run"), str(prog), "translate", "--text", text, *options],
+                             capture_output=True, timeout=600)
+        assert got.returncode == 0 and want[0] == 0, got.stderr.decode() + want[2]
+        assert got.stdout == want[1], options
