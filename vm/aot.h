@@ -17,6 +17,7 @@
 #include "ir/safetensors.h"
 #include "ops/registry.h"
 #include "vm/checks.h"
+#include "vm/profiler.h"
 #include "vm/program.h"
 #include "vm/session.h"
 #include "vm/thread_pool.h"
@@ -59,12 +60,31 @@ class WeightsFile {
   mutable size_t bytes_ = 0;
 };
 
+class Sites;
+
 // What the compiled functions of one run share: the session's pool and threads (the
-// kernels' OpContext), the host's emit callback and the source for errors.
+// kernels' OpContext), the host's emit callback, the source for errors, and what the
+// interpreter keeps per run: its call chain, its instruction count and its hook.
 struct Context {
   ops::OpContext ops;
   EmitCallback on_emit;
   const Source* source = nullptr;
+  // The call chain, read only when an error is formatted: `depth` compiled functions
+  // are running (aot::Frame), and calls[d] is the IR line of the call the one at depth
+  // d is making (aot::at). Slots past kCallSlots are not kept.
+  static constexpr int kCallSlots = kMaxCallDepth + 2;
+  int depth = 0;
+  int* calls = nullptr;
+  // max_instructions: the session's count of IR instructions, as the interpreter
+  // counts them (each function adds its own when it returns); a while_loop stops the
+  // run at budget_end.
+  uint64_t* instructions = nullptr;
+  uint64_t budget_end = UINT64_MAX;
+  uint64_t max_instructions = 0;
+  // Profiler or another Hook; null (the default) costs one branch per op and per call.
+  Hook* hook = nullptr;
+  Sites* sites = nullptr;  // the Function and Instr a hook is shown for each line
+  int* loop_open = nullptr;  // per depth: the while_loop line a hook saw start, 0 for none
 };
 
 // A compiled program's per-caller state, as a vm::Session's: the buffer pool and the
@@ -72,7 +92,14 @@ struct Context {
 class Runtime {
  public:
   explicit Runtime(const SessionOptions& options);
+  ~Runtime();
   Context context(EmitCallback on_emit, const Source* source);
+  // As vm::Session's: the hook (not owned; nullptr to remove), the session's own
+  // profiler (SessionOptions::profile) and the instructions its runs executed.
+  void set_hook(Hook* hook) { hook_ = hook; }
+  Hook* hook() const { return hook_; }
+  Profiler* profiler() { return profiler_.get(); }
+  uint64_t instructions_executed() const { return instructions_; }
   // Keeps the worker threads counted as busy while a run lasts (vm/thread_pool.h).
   struct Engaged {
     ThreadPool* pool;
@@ -87,6 +114,10 @@ class Runtime {
   SessionOptions options_;
   Ref<Pool> pool_;
   std::unique_ptr<ThreadPool> threads_;
+  std::vector<int> calls_, loop_open_;
+  uint64_t instructions_ = 0;
+  Hook* hook_ = nullptr;
+  std::unique_ptr<Profiler> profiler_;
 };
 
 // A compiled function as run() sees it.
@@ -100,9 +131,46 @@ std::vector<Value> inputs_by_name(const Signature& fn, const std::vector<std::pa
 
 // ---- what one line of generated code calls
 
+// The frame of a compiled function, its first line: counts it in the call chain while
+// it runs and adds its IR instructions to the session's count when it returns (as the
+// interpreter does), and shows its entry and exit to a hook. `def_line` is the line
+// of its `def`.
+class Frame {
+ public:
+  Frame(Context& c, int def_line, uint32_t instructions) : c_(c), def_line_(def_line), instructions_(instructions) {
+    ++c.depth;
+    if (c.hook) hooked_enter(c, def_line);
+  }
+  ~Frame() {
+    *c_.instructions += instructions_;
+    if (c_.hook) hooked_leave(c_, def_line_);
+    --c_.depth;
+  }
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+
+ private:
+  static void hooked_enter(Context& c, int def_line);
+  static void hooked_leave(Context& c, int def_line);
+  Context& c_;
+  int def_line_;
+  uint32_t instructions_;
+};
+
+// f(aot::at(c, LINE), ...): a call of a compiled function from IR line LINE, kept for
+// the error chain (a store, nothing else).
+template <typename C>
+C& at(C& c, int64_t line) {
+  if (c.depth < Context::kCallSlots) c.calls[c.depth] = int(line);
+  return c;
+}
+
 // Runs `op`'s kernel on the argument slots (made contiguous where the op needs it) and
-// writes its outputs; an error gains the op's name and the IR line, as the interpreter's.
-void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs);
+// writes its `nout` outputs; an error gains the op's name, the IR line and the call
+// chain, as the interpreter's.
+void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs, int nout);
+// Throws `message` with "at FILE:LINE in FUNCTION: STATEMENT" for `line` and for each
+// call below it (the interpreter's traceback).
 [[noreturn]] void fail_at(const Context& c, int line, const std::string& message);
 
 // y = op(args...): one output
@@ -110,7 +178,7 @@ template <typename... A>
 Value call(Context& c, int line, const Op& op, const A&... args) {
   const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   Value out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), &out);
+  run_kernel(c, line, op, slots, int(sizeof...(A)), &out, 1);
   return out;
 }
 
@@ -119,18 +187,32 @@ template <size_t N, typename... A>
 std::array<Value, N> call_n(Context& c, int line, const Op& op, const A&... args) {
   const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   std::array<Value, N> out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), out.data());
+  run_kernel(c, line, op, slots, int(sizeof...(A)), out.data(), int(N));
   return out;
 }
 
 // w = param("layers.{}.fc1.weight", index)
-const Value& param(const Context& c, int line, const WeightsFile::Table& table, const Value& index);
+const Value& param(Context& c, int line, const WeightsFile::Table& table, const Value& index);
 
 // go = emit(channel, value): the host's answer, True without a callback.
 Value emit(Context& c, int line, const Value& channel, const Value& value);
 
-// A while_loop condition or cond predicate.
-inline bool test(const Value& v, const char* fn) { return truthy(v, fn); }
+bool test_slow(Context& c, int line, const Value& pred);
+void loop_slow(Context& c, int line, bool go);
+
+// cond(pred, ...) at `line`: the predicate's truth.
+inline bool test(Context& c, int line, const Value& pred) {
+  if (pred.is_bool()) return pred.as_bool();
+  return test_slow(c, line, pred);
+}
+
+// while (aot::loop(c, LINE, cond(...))) ...: the condition's truth, and the budget of
+// max_instructions checked before each iteration, as the interpreter checks it.
+inline bool loop(Context& c, int line, const Value& pred) {
+  const bool go = pred.is_bool() ? pred.as_bool() : test_slow(c, line, pred);
+  if (go ? *c.instructions >= c.budget_end : c.hook != nullptr) loop_slow(c, line, go);
+  return go;
+}
 
 // [a, -1, 8, 64]: an int list with names in it.
 inline int64_t list_item(const Value& v) {
