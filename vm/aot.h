@@ -197,6 +197,8 @@ const Value& param(Context& c, int line, const WeightsFile::Table& table, const 
 // go = emit(channel, value): the host's answer, True without a callback.
 Value emit(Context& c, int line, const Value& channel, const Value& value);
 
+// Out of line, the rare cases of test() and loop(): a predicate that is not a plain
+// bool (or fails, as the interpreter's), a budget used up, a loop's end shown to a hook.
 bool test_slow(Context& c, int line, const Value& pred);
 void loop_slow(Context& c, int line, bool go);
 
