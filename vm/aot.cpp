@@ -313,11 +313,13 @@ bool test_slow(Context& c, int line, const Value& pred) {
 
 void loop_slow(Context& c, int line, bool go) {
   if (go) {
-    if (*c.instructions >= c.budget_end)
-      fail_at(c, line,
-              fmt::format("while_loop: the run used up its budget of {} instructions (max_instructions) in loop '{}'; "
-                          "is the loop endless?",
-                          c.max_instructions, name_arg(*c.source, line, 1)));
+    if (*c.instructions >= c.budget_end) {
+      try {
+        fail_budget(c.max_instructions, name_arg(*c.source, line, 1));
+      } catch (const std::exception& e) {
+        fail_at(c, line, e.what());
+      }
+    }
     return;
   }
   // The loop is over: a hook sees the while_loop instruction end.
