@@ -420,6 +420,20 @@ void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, i
   }
 }
 
+Value build_list(const ListItem* items, size_t n, const ListSite* at) {
+  Ints is;
+  for (size_t i = 0; i < n; ++i) {
+    const Value* v = items[i].name;
+    if (v && !v->is_int()) {
+      const std::string msg = fmt::format("list items must be ints, got {}", v->describe());
+      if (!at) fail("{}", msg);
+      fail_at(*at->c, at->line, at->op->def->name + ": " + msg);  // as the interpreter, building a kernel's list
+    }
+    is.push_back(v ? v->as_int() : items[i].value);
+  }
+  return Value::from_ints(is);
+}
+
 const Value& param(Context& c, int line, const WeightsFile::Table& table, const Value& index) {
   struct Hooked {  // as the interpreter shows an indexed param to a hook
     Context& c;

@@ -173,21 +173,61 @@ void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, i
 // call below it (the interpreter's traceback).
 [[noreturn]] void fail_at(const Context& c, int line, const std::string& message);
 
+// [a, -1, 8, 64]: an int list with names in it, an op's argument. It is built when the
+// op is called (aot::call), so an item that is not an int fails as in the interpreter,
+// naming the op, the line and the calls above. It refers to its items: it lives in the
+// expression of the call.
+struct ListSite {  // the call a list is built for; null elsewhere
+  const Context* c;
+  int line;
+  const Op* op;
+};
+struct ListItem {
+  const Value* name;  // or null for a literal
+  int64_t value;
+};
+inline ListItem list_item(const Value& v) { return {&v, 0}; }
+inline ListItem list_item(int64_t v) { return {nullptr, v}; }
+Value build_list(const ListItem* items, size_t n, const ListSite* at);
+template <size_t N>
+struct List {
+  std::array<ListItem, N> items;
+  mutable Value built;  // the list, while the op's call lasts
+  operator Value() const { return build_list(items.data(), N, nullptr); }  // elsewhere than an op's argument
+};
+template <typename... A>
+List<sizeof...(A)> list(const A&... items) {
+  return List<sizeof...(A)>{{list_item(items)...}, {}};
+}
+
+inline const Value* slot(const Value& v, const ListSite*) { return &v; }
+template <size_t N>
+const Value* slot(const List<N>& l, const ListSite* at) {
+  l.built = build_list(l.items.data(), N, at);
+  return &l.built;
+}
+
+// The kernel call of y = op(args...) with `nout` results.
+template <typename... A>
+void invoke(Context& c, int line, const Op& op, Value* outs, int nout, const A&... args) {
+  const ListSite at{&c, line, &op};
+  const Value* slots[sizeof...(A) + 1] = {slot(args, &at)..., nullptr};
+  run_kernel(c, line, op, slots, int(sizeof...(A)), outs, nout);
+}
+
 // y = op(args...): one output
 template <typename... A>
 Value call(Context& c, int line, const Op& op, const A&... args) {
-  const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   Value out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), &out, 1);
+  invoke(c, line, op, &out, 1, args...);
   return out;
 }
 
 // a, b = op(args...): N outputs
 template <size_t N, typename... A>
 std::array<Value, N> call_n(Context& c, int line, const Op& op, const A&... args) {
-  const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   std::array<Value, N> out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), out.data(), int(N));
+  invoke(c, line, op, out.data(), int(N), args...);
   return out;
 }
 
@@ -214,19 +254,6 @@ inline bool loop(Context& c, int line, const Value& pred) {
   const bool go = pred.is_bool() ? pred.as_bool() : test_slow(c, line, pred);
   if (go ? *c.instructions >= c.budget_end : c.hook != nullptr) loop_slow(c, line, go);
   return go;
-}
-
-// [a, -1, 8, 64]: an int list with names in it.
-inline int64_t list_item(const Value& v) {
-  if (!v.is_int()) fail("list items must be ints, got {}", v.describe());
-  return v.as_int();
-}
-inline int64_t list_item(int64_t v) { return v; }
-template <typename... A>
-Value list(const A&... items) {
-  Ints is;
-  (is.push_back(list_item(items)), ...);
-  return Value::from_ints(is);
 }
 
 // t = f(...) where f returns k > 1 values: one tuple.

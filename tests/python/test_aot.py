@@ -269,6 +269,14 @@ def pick(x: Tensor, y: Tensor) -> Tensor:
 def other(x: Tensor, y: Tensor) -> Tensor:
     return y
 
+def shape_of(n: Any) -> Tensor:
+    z = zeros([2, n], dtype="f32")
+    return z
+
+def outer(n: Any) -> Tensor:
+    z = shape_of(n)
+    return z
+
 def main(limit: int, flag: bool) -> tuple[int, Tensor, Tensor, bool, Any]:
     i0 = add(0, 0)
     acc0 = zeros([2, 3], dtype="f32")
@@ -285,7 +293,8 @@ def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_f
     """C++ keywords as value and function names (int, delete, main), a while_loop bound to
     names and one packed into a tuple, cond, a string literal with escapes, -inf, an int
     list with a name in it, and a program with no weights file: the compiled command line
-    prints what tensorvm-run prints."""
+    prints what tensorvm-run prints, and fails as it does (a list item that is not an int,
+    in a function called by another)."""
     try:
         interp = get_tensorvm_run()
     except NotInstalledError as e:
@@ -304,6 +313,10 @@ def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_f
         c = _run_cli(interp, prog, "main", *args)
         assert a[0] == 0 and c[0] == 0, a[2] + c[2]
         assert a[1] == c[1]
+    a = _run_cli(b["build"] / "compiled" / "compiled-run", prog, "outer", "--arg", "n=1.5")
+    c = _run_cli(interp, prog, "outer", "--arg", "n=1.5")
+    assert a[0] == 1 and c[0] == 1 and "zeros: list items must be ints" in a[2], a[2]
+    assert a[2].replace("compiled-run:", "tensorvm-run:") == c[2].replace(f"{prog}/", "")
 
 
 def test_compile_refuses_bad_programs_and_its_own_directory(tmp_path, capsys):
