@@ -409,9 +409,12 @@ def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
     return out_dir
 
 
-def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, prompt_config: bool = False,
+                            multilingual: bool = True) -> Path:
     """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
-    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them)."""
+    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them).
+    prompt_config: the generation config has what generate(language=, task=) reads, as the
+    released checkpoints' do (lang_to_id, task_to_id, no_timestamps_token_id, is_multilingual)."""
     import shutil
     import sys as _sys
 
@@ -432,6 +435,17 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pa
     _randomize(model, seed)
     model.generation_config = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot,
                                                bos_token_id=eot, max_length=16)
+    if prompt_config:
+        from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+        g = model.generation_config
+        g.lang_to_id = {f"<|{c}|>": tok.convert_tokens_to_ids(f"<|{c}|>") for c in LANGUAGES}
+        g.task_to_id = {t: tok.convert_tokens_to_ids(f"<|{t}|>") for t in ("transcribe", "translate")}
+        g.no_timestamps_token_id = tok.convert_tokens_to_ids("<|notimestamps|>")
+        g.is_multilingual = multilingual
+        # as the released checkpoints suppress some tokens: here the timestamps, so that
+        # the random model writes text rather than <|d.dd|> tokens
+        g.suppress_tokens = list(range(tok.convert_tokens_to_ids("<|0.00|>"), len(tok)))
     model.save_pretrained(out)
     for f in Path(tokenizer_dir).iterdir():
         if f.is_file():
