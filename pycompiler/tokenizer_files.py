@@ -26,8 +26,9 @@ _LAYOUTS = {
     "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
                    "config": ("tokenizer_config.json", False)},
-    # tokenizer.json for the piece ids (fairseq's order) and the language codes' and <mask>'s ids
-    "nllb-spm": {"spm": ("sentencepiece.bpe.model", True), "tokenizer": ("tokenizer.json", True),
+    # tokenizer.json for the piece ids (fairseq's order) and the language codes' and <mask>'s ids;
+    # without it (fairseq-era checkpoints) the C++ library computes that order (text/nllb.cpp)
+    "nllb-spm": {"spm": ("sentencepiece.bpe.model", True), "tokenizer": ("tokenizer.json", False),
                  "config": ("tokenizer_config.json", False)},
 }
 
