@@ -74,9 +74,8 @@ class Whisper final : public Tokenizer {
   std::vector<int64_t> decoder_prompt(std::string_view language, std::string_view task) const override {
     require_prompt(language, task);
     if (language.empty())
-      fail("whisper tokenizer: task '{}' without a language: give the language too (language detection is not "
-           "supported)",
-           task);
+      fail("whisper tokenizer: {} without a language: give the language (language detection is not supported)",
+           task.empty() ? std::string("a prompt") : fmt::format("task '{}'", task));
     std::vector<int64_t> ids = {start_of_transcript_, language_id(language)};
     const std::string t = task.empty() ? "transcribe" : std::string(task);
     if (t != "transcribe" && t != "translate")
