@@ -180,9 +180,9 @@ class Program:
         """Audio in, texts out for a Whisper program: `audio` is 16 kHz f32 samples, one clip
         (1-D), a batch [batch, samples] or a list of clips (padded with zeros to the longest,
         which changes nothing: each is padded or cut to 30 s). `language` ("fr", "french")
-        and `task` ("transcribe", "translate") build the decoder prompt as
-        WhisperForConditionalGeneration.generate(language=, task=) does (with the program's
-        tokenizer: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>); without a
+        (or a list, one per clip) and `task` ("transcribe", "translate") build the decoder
+        prompt as WhisperForConditionalGeneration.generate(language=, task=) does (with the
+        program's tokenizer: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>); without a
         language the prompt is `decoder_input_ids`, or the decoder starts from
         decoder_start_token_id alone (no language detection). Each sequence is decoded with
         skip_special_tokens, so the prompt does not reach the text."""
@@ -204,11 +204,15 @@ class Program:
         if language is not None or task is not None:
             if decoder_input_ids is not None:
                 raise ValueError("transcribe: give language/task or decoder_input_ids, not both")
+            per_row = isinstance(language, (list, tuple))
+            if per_row and len(language) != audio.shape[0]:
+                raise ValueError(f"transcribe: {len(language)} languages for {audio.shape[0]} clips (give one per clip, "
+                                 "or one for all)")
             try:
-                prompt = tok.decoder_prompt(language, task)
+                prompts = [tok.decoder_prompt(lang, task) for lang in (language if per_row else [language])]
             except ValueError as e:
                 raise ValueError(f"transcribe: language={language!r} task={task!r}: {e}") from None
-            decoder_input_ids = np.array([prompt] * audio.shape[0], np.int64)
+            decoder_input_ids = np.array(prompts if per_row else prompts * audio.shape[0], np.int64)
         seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
 

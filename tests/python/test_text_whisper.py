@@ -178,6 +178,17 @@ def test_transcribe_language_task_matches_generate(whisper_prompted, language, t
     assert any(t.strip() for t in texts)  # the suppressed timestamps leave text to compare
 
 
+def test_transcribe_a_language_per_clip(whisper_prompted):
+    """language=[...] gives each clip its own prompt, as generate(language=[...]) does."""
+    _, prog, model, hf = whisper_prompted
+    clips = _clips(2, seed=45)
+    want, _ = _hf_generate(model, clips, language=["fr", "german"], task="translate", max_new_tokens=6)
+    assert prog.transcribe(clips, language=["fr", "german"], task="translate",
+                           max_new_tokens=6) == hf.batch_decode(want, skip_special_tokens=True)
+    with pytest.raises(ValueError, match="1 languages for 2 clips"):
+        prog.transcribe(clips, language=["fr"])
+
+
 def test_transcribe_cli_language_task(whisper_prompted, tmp_path):
     """tensorvm-run transcribe --wav --language fr --task translate prints generate's text."""
     import wave
