@@ -2,7 +2,8 @@
 transformers' WhisperTokenizer (the same class as WhisperTokenizerFast in transformers
 5): a byte-level BPE trained here with Whisper's special and timestamp tokens; encode
 with the task prompt, decode with Whisper's rules; tensorvm-run transcribe --wav
-printing text."""
+printing text; the language and task chosen at run time against
+WhisperForConditionalGeneration.generate(language=, task=)."""
 from __future__ import annotations
 
 import random
