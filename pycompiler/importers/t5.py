@@ -44,10 +44,9 @@ def _bias_table(attention, distances, bidirectional: bool) -> np.ndarray:
                                                    num_buckets=nb, max_distance=md)
 
     far = np.arange(md, 4 * md + 1024)
-    sides = (far, -far) if bidirectional else (-far,)
-    for side in sides:
+    for side in (far, -far) if bidirectional else (-far,):
         b = buckets(side)
-        if not bool((b == b[0]).all()):
+        if not bool((b == b[0]).all()) or not 0 <= int(b[0]) < nb:
             raise UnsupportedConfig(f"import_hf: relative_attention_max_distance {md} with {nb} buckets does not put "
                                     "every longer distance in one bucket")
     with torch.no_grad():

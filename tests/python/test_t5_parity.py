@@ -1,0 +1,248 @@
+"""T5 against transformers itself, for v1.0 (relu, logits from the tied embedding
+scaled by d_model**-0.5) and v1.1 / flan-t5 (gated-gelu, untied lm_head): encoder
+states and the logits of decode steps close, generate token-exact (greedy, beam
+search with several returned sequences, a decoder prompt prefilled in one pass) on
+seeded random-weight checkpoints of odd sizes (heads x d_kv != d_model, 8 buckets up
+to distance 20) with a padded batch whose sources and targets run past max_distance;
+the Python replay of the program agrees with the VM; text in, text out with the
+checkpoint's T5 tokenizer."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tensorvm
+from tensorvm import _C
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+if str(_FIXTURES) not in sys.path:
+    sys.path.insert(0, str(_FIXTURES))
+
+import random_checkpoints  # noqa: E402
+
+NAMES = ("t5-relu-tied", "t5-gated-untied")
+SOURCE_LENGTHS = (26, 9, 3, 14)  # 26 > max_distance: the encoder's far buckets
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def case(request, tmp_path_factory):
+    import transformers
+
+    path = random_checkpoints.ensure(request.param)
+    out = tmp_path_factory.mktemp(request.param) / "t5.tvm"
+    tensorvm.import_hf(path, out)
+    model = transformers.T5ForConditionalGeneration.from_pretrained(path, attn_implementation="eager").eval()
+    return tensorvm.load(out), model
+
+
+def _batch(seed=0, lengths=SOURCE_LENGTHS, vocab=103):
+    """Right-padded sources (pad 0) ending with </s> (1), of differing lengths."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((len(lengths), max(lengths)), np.int64)
+    for i, n in enumerate(lengths):
+        ids[i, :n - 1] = rng.integers(2, vocab, n - 1)
+        ids[i, n - 1] = 1
+    return ids, (np.arange(ids.shape[1])[None] < np.array(lengths)[:, None]).astype(np.int64)
+
+
+def hf_generate(model, ids, mask, **kw):
+    """model.generate with a cache that grows per layer: transformers 5 sizes its
+    default cache from config.num_layers, the encoder's, and fails when the decoder
+    has more layers. The cache holds K/V only; it changes no result. Token arrays in
+    and out (the generate output object with return_dict_in_generate)."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    kw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    with torch.no_grad():
+        out = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), do_sample=False,
+                             past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()), **kw)
+    return out if kw.get("return_dict_in_generate") else out.numpy()
+
+
+def _end_tokens(model, ids, mask):
+    """The three most frequent tokens of a greedy and a beam run, used as end tokens so
+    that rows and beams end at varied lengths (with random weights </s> hardly ever wins)."""
+    seq = np.concatenate([hf_generate(model, ids, mask, max_new_tokens=30, num_beams=b)[:, 1:] for b in (1, 4)])
+    values, counts = np.unique(seq, return_counts=True)
+    return [int(v) for v in values[np.argsort(-counts, kind="stable")[:3]]]
+
+
+def test_encoder_states(case):
+    prog, model = case
+    ids, mask = _batch()
+    with torch.no_grad():
+        ref = model.get_encoder()(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
+    got = prog.run("encode", ids, mask)
+    real = mask == 1
+    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=1e-4, rtol=0)
+
+
+def test_decode_step_and_prefill_logits(case):
+    """Teacher-forced logits of 24 decode steps (past the decoder's max_distance), driven
+    step by step as a C++ app would; and decode_step after a prefill of the first 7."""
+    prog, model = case
+    ids, mask = _batch(seed=1)
+    seq = np.concatenate([np.zeros((ids.shape[0], 1), np.int64),
+                          np.random.default_rng(2).integers(2, 103, (ids.shape[0], 23))], 1)
+    with torch.no_grad():
+        want = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                     decoder_input_ids=torch.tensor(seq)).logits.numpy()
+    states = prog.run("encode", ids, mask)
+    smask = prog.run("source_mask", mask)
+    cache = prog.run("init_cache", states, ids.shape[0], 32)
+    for step in range(seq.shape[1]):
+        logits = prog.run("decode_step", cache, seq[:, step:step + 1], smask, step)
+        np.testing.assert_allclose(logits, want[:, step], atol=1e-4, rtol=1e-4, err_msg=f"step {step}")
+    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], 32), seq[:, :7], smask)
+    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, 7:8], smask, 7), want[:, 7], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("options", [{}, {"num_beams": 4}, {"num_beams": 4, "num_return_sequences": 2},
+                                     {"num_beams": 3, "length_penalty": 0.5}],
+                         ids=["greedy", "beam4", "beam4-return2", "beam3-lp"])
+def test_generate(case, options):
+    prog, model = case
+    ids, mask = _batch()
+    kw = dict(max_new_tokens=28, eos_token_id=_end_tokens(model, ids, mask), **options)
+    want = hf_generate(model, ids, mask, **kw)
+    got = prog.generate(ids, mask, **kw)
+    np.testing.assert_array_equal(got, want)
+    if options:  # the checkpoint's own end token too (rows run to max_new_tokens)
+        np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=24, **options),
+                                      hf_generate(model, ids, mask, max_new_tokens=24, **options))
+
+
+def test_generate_scores(case):
+    """Beam search's sequences_scores and greedy's per-step scores within 1e-4."""
+    prog, model = case
+    ids, mask = _batch(seed=3)
+    for options in ({"num_beams": 4}, {}):
+        want = hf_generate(model, ids, mask, max_new_tokens=10, output_scores=True, return_dict_in_generate=True,
+                           **options)
+        got = prog.generate(ids, mask, max_new_tokens=10, output_scores=True, **options)
+        np.testing.assert_array_equal(got.sequences, want.sequences.numpy())
+        if options:
+            np.testing.assert_allclose(got.sequences_scores, want.sequences_scores.numpy(), atol=1e-4, rtol=0)
+        else:
+            np.testing.assert_allclose(np.stack(got.scores), torch.stack(want.scores).numpy(), atol=1e-4, rtol=0)
+
+
+def test_decoder_prompt_prefilled(case):
+    """decoder_input_ids [start, a, b, c]: the prompt goes through prefill in one pass
+    (the causal position bias of four positions), then decode steps."""
+    prog, model = case
+    ids, mask = _batch(seed=4)
+    prompt = np.array([[0, 7, 8, 9], [0, 50, 2, 3], [0, 11, 11, 11], [0, 90, 91, 92]])
+    for options in ({}, {"num_beams": 2}):
+        want = hf_generate(model, ids, mask, max_new_tokens=12, decoder_input_ids=prompt, **options)
+        np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=12, decoder_input_ids=prompt,
+                                                    **options), want)
+
+
+def test_left_padded_sources(case):
+    """T5 has no absolute positions, so left padding is as good as right padding; the
+    position bias still counts from the first slot, as transformers' does."""
+    prog, model = case
+    ids, mask = _batch(seed=5)
+    ids, mask = ids[:, ::-1].copy(), mask[:, ::-1].copy()
+    np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=10, num_beams=2),
+                                  hf_generate(model, ids, mask, max_new_tokens=10, num_beams=2))
+
+
+def test_replay_matches_vm(case):
+    """The program replayed line by line with the numpy reference ops."""
+    prog, _ = case
+    ids, mask = _batch(seed=6, lengths=(5, 3))
+    for options in ({}, {"num_beams": 2}):
+        vm = prog.generate(ids, mask, max_new_tokens=4, **options)
+        np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=4, engine="replay", **options), vm)
+    np.testing.assert_allclose(prog.replay("encode", ids, mask), prog.run("encode", ids, mask), atol=1e-5, rtol=0)
+
+
+def test_import_meta_and_refusals(case, tmp_path):
+    from tensorvm.pycompiler.importers import UnsupportedConfig
+
+    prog, model = case
+    meta = prog.meta
+    assert meta["model_type"] == "t5" and meta["is_encoder_decoder"] is True
+    assert (meta["decoder_start_token_id"], meta["pad_token_id"], meta["eos_token_id"]) == (0, 0, 1)
+    tied = meta["tied_weights"]
+    assert tied["encoder.embed_tokens.weight"] == tied["decoder.embed_tokens.weight"] == "shared.weight"
+    assert ("lm_head.weight" in tied) == (not model.config.is_gated_act)
+    source = Path(meta["source"])
+    for change, match in (({"feed_forward_proj": "gated-swishy"}, "dense_act_fn 'swishy'"),
+                          ({"relative_attention_max_distance": 2}, "does not put every longer distance")):
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(source, bad)
+        config = json.loads((bad / "config.json").read_text())
+        config.update(change)
+        config.pop("dense_act_fn", None)
+        (bad / "config.json").write_text(json.dumps(config))
+        with pytest.raises((UnsupportedConfig, ValueError), match=match):
+            tensorvm.import_hf(bad, tmp_path / "bad.tvm")
+
+
+def test_int8_import_runs(case, tmp_path):
+    """quantize="int8": every q/k/v/o, wi/wo and the output matrix as int8 rows."""
+    prog, model = case
+    out = tensorvm.import_hf(Path(prog.meta["source"]), tmp_path / "q8.tvm", quantize="int8")
+    q8 = tensorvm.load(out)
+    ids, mask = _batch(seed=7)
+    seq = q8.generate(ids, mask, max_new_tokens=6, num_beams=2)
+    assert seq.shape[0] == ids.shape[0] and seq[:, 0].tolist() == [0] * ids.shape[0]
+    used = {op for f in q8.module.functions for op in f.op_counts()}
+    assert "linear_int8" in used and "linear" not in used
+
+
+needs_text = pytest.mark.skipif(not getattr(_C, "has_text", False),
+                                reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
+
+
+def _t5_with_tokenizer(out: Path) -> Path:
+    """A random-weight T5 over a T5Tokenizer trained here (320 pieces + 100 sentinels)."""
+    import transformers
+    from text_fixtures import make_t5_tokenizer
+
+    tok_dir = make_t5_tokenizer(out / "tok")
+    vocab = len(transformers.T5Tokenizer.from_pretrained(tok_dir))
+    config = transformers.T5Config(**{**random_checkpoints.CONFIGS["t5-relu-tied"][2], "vocab_size": vocab})
+    torch.manual_seed(0)
+    model = transformers.T5ForConditionalGeneration(config).eval()
+    random_checkpoints._randomize(model, 0)
+    model.generation_config = transformers.GenerationConfig(decoder_start_token_id=0, eos_token_id=1, pad_token_id=0,
+                                                            max_length=16)
+    ckpt = out / "ckpt"
+    model.save_pretrained(ckpt)
+    for f in tok_dir.iterdir():
+        if f.is_file():
+            shutil.copy(f, ckpt / f.name)
+    return ckpt
+
+
+@needs_text
+def test_translate_text_in_text_out(tmp_path):
+    """import-hf carries the T5 tokenizer (t5-spm); translate equals generate +
+    batch_decode(skip_special_tokens=True), in Python and in tensorvm-run."""
+    import transformers
+    from text_fixtures import run_cli
+
+    ckpt = _t5_with_tokenizer(tmp_path)
+    prog = tensorvm.load(tensorvm.import_hf(ckpt, tmp_path / "t5.tvm"))
+    assert prog.meta["tokenizer"]["kind"] == "t5-spm"
+    tok = transformers.T5Tokenizer.from_pretrained(ckpt)
+    model = transformers.T5ForConditionalGeneration.from_pretrained(ckpt, attn_implementation="eager").eval()
+    texts = ["translate English to French: The cat sat.", "", "Le chat ... «très» heureux!"]
+    for options in ({}, {"num_beams": 3}):
+        batch = tok(texts, return_tensors="np", padding=True)
+        want = tok.batch_decode(hf_generate(model, batch["input_ids"], batch["attention_mask"], **options),
+                                skip_special_tokens=True)
+        assert prog.translate(texts, **options) == want
+    out = run_cli(prog.path, "translate", "--text", "\n".join(texts)).stdout.decode()
+    assert out.split("\n")[:-1] == [prog.translate([t])[0] for t in texts]
