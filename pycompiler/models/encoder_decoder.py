@@ -1,24 +1,22 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py, whisper.py) gives plain Python functions:
+The network (models/marian.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
     decoder_layer(x [rows, n, d], cache, source_mask, self_mask, layer, n) -> x
-        (self_mask None when n is 1: one new position sees every cached one)
+        (self_mask None when n is 1, without the hook below: one new position sees every cached one)
     cross_kv(cache, encoder_states, layer) -> cache with that layer's cross K/V
     head(x [rows, d]) -> logits [rows, vocab]   (final norm, output projection, bias)
 
-and, optionally, `self_mask(start, end)`: what every layer's self-attention gets for
-the new positions [start, end) against the cached ones (T5: its relative position
-bias, computed once per call and shared by the layers); by default causal(n) in a
-prefill and None in a decode step. It also may give `head_dim` when the attention's
-heads x head_dim is not the model width (T5's d_kv).
-
-and its encode and source_mask IR functions. This adds to the ProgramBuilder:
+and its encode and source_mask IR functions; optionally `self_mask(start, end)`, what
+every layer's self-attention gets for the new positions [start, end) against the
+cached ones (T5: its relative position bias, computed once per call and shared by the
+layers; by default causal(n) in a prefill and None in a decode step), and `head_dim`
+when heads x head_dim is not the model width (T5's d_kv). This adds to the ProgramBuilder:
 
     init_cache(encoder_states, rows, max_len)   KV cache, cross K/V of every layer
-    decoder_layer(x, cache, source_mask, layer)  one layer, one position per row
+    decoder_layer(x, cache, source_mask, [self_mask,] layer)  one layer, one position per row
     prefill_layer(x, cache, source_mask, self_mask, layer)  one layer, n positions
     prefill(cache, tokens, source_mask), decode_step(cache, tokens, source_mask, position)
 
