@@ -62,6 +62,12 @@ def position_ids(mask, start, end):
     return T.slice(pos, 1, start, end)
 
 
+def key_mask(attention_mask):
+    """[batch, keys] 0/1 -> bool [batch, 1, 1, keys] (True = attend): padding as the
+    attention op's mask."""
+    return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+
+
 def causal(n):
     """bool [n, n]: position i attends positions j <= i."""
     pos = T.arange(0, n)

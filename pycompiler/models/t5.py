@@ -30,7 +30,7 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .layers import activation, cross_attention, cross_kv, key_mask, linear, output_projection, self_attention
 
 # the per-distance bias tables, written by the importer: [2 * max_distance + 1, heads]
 # (distance key - query + max_distance) and [max_distance + 1, heads] (query - key)
@@ -119,7 +119,7 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:
         """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+        return key_mask(attention_mask)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:

@@ -27,7 +27,8 @@ if str(_FIXTURES) not in sys.path:
 import random_checkpoints  # noqa: E402
 
 NAMES = ("t5-relu-tied", "t5-gated-untied")
-SOURCE_LENGTHS = (26, 9, 3, 14)  # 26 > max_distance: the encoder's far buckets
+# 26 > max_distance: the encoder's far buckets; 52 query rows: the attention op's blocked path
+SOURCE_LENGTHS = (52, 9, 3, 26)
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -73,6 +74,12 @@ def _end_tokens(model, ids, mask):
     return [int(v) for v in values[np.argsort(-counts, kind="stable")[:3]]]
 
 
+def _tol(logits):
+    """1e-4 of the largest logit: float32 sums in another order (transformers' own float32
+    logits are 1e-4 from its float64 ones on the gated checkpoint, whose logits reach 10)."""
+    return 1e-4 * max(1.0, float(np.abs(logits).max()))
+
+
 def test_encoder_states(case):
     prog, model = case
     ids, mask = _batch()
@@ -84,23 +91,24 @@ def test_encoder_states(case):
 
 
 def test_decode_step_and_prefill_logits(case):
-    """Teacher-forced logits of 24 decode steps (past the decoder's max_distance), driven
-    step by step as a C++ app would; and decode_step after a prefill of the first 7."""
+    """Teacher-forced logits of 36 decode steps (past the decoder's max_distance), driven
+    step by step as a C++ app would; and decode_step after a prefill of the first 34."""
     prog, model = case
     ids, mask = _batch(seed=1)
     seq = np.concatenate([np.zeros((ids.shape[0], 1), np.int64),
-                          np.random.default_rng(2).integers(2, 103, (ids.shape[0], 23))], 1)
+                          np.random.default_rng(2).integers(2, 103, (ids.shape[0], 35))], 1)
     with torch.no_grad():
         want = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
                      decoder_input_ids=torch.tensor(seq)).logits.numpy()
+    tol = _tol(want)
     states = prog.run("encode", ids, mask)
     smask = prog.run("source_mask", mask)
-    cache = prog.run("init_cache", states, ids.shape[0], 32)
+    cache = prog.run("init_cache", states, ids.shape[0], 40)
     for step in range(seq.shape[1]):
         logits = prog.run("decode_step", cache, seq[:, step:step + 1], smask, step)
-        np.testing.assert_allclose(logits, want[:, step], atol=1e-4, rtol=1e-4, err_msg=f"step {step}")
-    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], 32), seq[:, :7], smask)
-    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, 7:8], smask, 7), want[:, 7], atol=1e-4, rtol=1e-4)
+        np.testing.assert_allclose(logits, want[:, step], atol=tol, rtol=0, err_msg=f"step {step}")
+    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], 40), seq[:, :34], smask)
+    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, 34:35], smask, 34), want[:, 34], atol=tol, rtol=0)
 
 
 @pytest.mark.parametrize("options", [{}, {"num_beams": 4}, {"num_beams": 4, "num_return_sequences": 2},
@@ -130,7 +138,8 @@ def test_generate_scores(case):
         if options:
             np.testing.assert_allclose(got.sequences_scores, want.sequences_scores.numpy(), atol=1e-4, rtol=0)
         else:
-            np.testing.assert_allclose(np.stack(got.scores), torch.stack(want.scores).numpy(), atol=1e-4, rtol=0)
+            scores = torch.stack(want.scores).numpy()
+            np.testing.assert_allclose(np.stack(got.scores), scores, atol=_tol(scores), rtol=0)
 
 
 def test_decoder_prompt_prefilled(case):
