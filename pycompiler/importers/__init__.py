@@ -22,6 +22,7 @@ ARCHITECTURES = {
     "qwen2": llama.QWEN2,
     "whisper": whisper.ARCH,
     "t5": t5.ARCH,
+    "mt5": t5.MT5,
 }
 
 

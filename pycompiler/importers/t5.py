@@ -1,4 +1,4 @@
-"""T5 (T5ForConditionalGeneration, v1.0 and v1.1 / flan-t5): config -> T5Spec; the
+"""T5 (T5ForConditionalGeneration, v1.0 and v1.1 / flan-t5) and mT5: config -> T5Spec; the
 relative position bias of every distance, bucketed by transformers' own
 T5Attention._relative_position_bucket from the checkpoint's bias embeddings."""
 from __future__ import annotations
@@ -14,14 +14,23 @@ LINEAR_SUFFIXES = tuple(f".{n}.weight" for n in ("q", "k", "v", "o", "wi", "wi_0
 
 
 def spec_from_config(config, gen) -> T5Spec:
+    # transformers 5 keeps whether logits are scaled in scale_decoder_outputs; older
+    # versions scale exactly when the embeddings are tied
+    scale = getattr(config, "scale_decoder_outputs", None)
+    return _spec(config, gen, bool(config.tie_word_embeddings) if scale is None else bool(scale))
+
+
+def mt5_spec_from_config(config, gen) -> T5Spec:
+    """mT5 is T5 v1.1 (MT5ForConditionalGeneration never scales the logits; its
+    checkpoints say tie_word_embeddings false, which transformers 5 overrides)."""
+    return _spec(config, gen, False)
+
+
+def _spec(config, gen, scale: bool) -> T5Spec:
     act = checked_activation(config.dense_act_fn, "dense_act_fn")
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=20 + 1)
     decoder_start, pad = start_and_pad(config, gen)
-    # transformers 5 keeps whether logits are scaled in scale_decoder_outputs; older
-    # versions scale exactly when the embeddings are tied
-    scale = getattr(config, "scale_decoder_outputs", None)
-    scale = bool(config.tie_word_embeddings) if scale is None else bool(scale)
     return T5Spec(
         d_model=config.d_model, d_kv=config.d_kv, num_heads=config.num_heads, encoder_layers=config.num_layers,
         decoder_layers=config.num_decoder_layers, vocab_size=config.vocab_size, activation=act,
@@ -80,3 +89,5 @@ def meta(spec: T5Spec) -> dict:
 
 
 ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, t5.build, from_model)
+MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, linear_weights, meta, t5.build,
+                   from_model)
