@@ -156,6 +156,14 @@ def test_generate_scores(case):
             np.testing.assert_allclose(np.stack(got.scores), scores, atol=_tol(scores), rtol=0)
 
 
+def test_merged_projections_are_covered(tmp_path_factory):
+    """The mT5 fixture's q/k/v are 256 wide, so import's optimize merges them (one linear
+    for q+k+v, one for the cross-attention's k+v): the parity tests above run that path."""
+    prog, _ = _load(MT5, tmp_path_factory)
+    text = (Path(prog.path) / "program.py").read_text()
+    assert "SelfAttention.q+k+v.weight" in text and "EncDecAttention.k+v.weight" in text
+
+
 def test_decoder_prompt_prefilled(case):
     """decoder_input_ids [start, a, b, c]: the prompt goes through prefill in one pass
     (the causal position bias of four positions), then decode steps."""
