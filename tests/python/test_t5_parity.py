@@ -156,6 +156,15 @@ def test_generate_scores(case):
             np.testing.assert_allclose(np.stack(got.scores), scores, atol=_tol(scores), rtol=0)
 
 
+@pytest.mark.filterwarnings("ignore:Using the model-agnostic default")
+def test_checkpoint_defaults(case):
+    """No options: the checkpoint's generation_config, none set here, so transformers'
+    defaults (greedy, max_length 21 for an encoder-decoder)."""
+    prog, model = case
+    ids, mask = _batch(seed=8)
+    np.testing.assert_array_equal(prog.generate(ids, mask), hf_generate(model, ids, mask))
+
+
 def test_merged_projections_are_covered(tmp_path_factory):
     """The mT5 fixture's q/k/v are 256 wide, so import's optimize merges them (one linear
     for q+k+v, one for the cross-attention's k+v): the parity tests above run that path."""
