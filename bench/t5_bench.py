@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 SPECIAL = dict(pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
 SHAPES = {  # the checkpoints' config.json
     "t5-small": dict(vocab_size=32128, d_model=512, d_kv=64, num_heads=8, d_ff=2048, num_layers=6,
@@ -53,7 +54,6 @@ def checkpoint(shape: str, out: Path) -> Path:
 
 def sources(batch: int, length: int):
     """Right-padded sources of varied lengths (the first `length`), ending with </s>, pad 0."""
-    sys.path.insert(0, str(ROOT))
     from bench.side_by_side import padded_sources
 
     # padded_sources draws tokens below its pad id and pads with it: draw below 1000, then pad with 0
@@ -64,14 +64,10 @@ def sources(batch: int, length: int):
 
 def timed(fn, repeats: int):
     """(median wall ms, median process CPU ms, output) of `repeats` calls after a warm-up."""
-    out = fn()
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t, c = time.perf_counter(), time.process_time()
-        out = fn()
-        wall.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)
-    return float(np.median(wall)) * 1e3, float(np.median(cpu)) * 1e3, out
+    from bench.whisper_bench import median
+
+    fn()
+    return median(fn, repeats)
 
 
 def run(shape: str, a, tmp: Path) -> list:
