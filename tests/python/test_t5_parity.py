@@ -245,19 +245,20 @@ needs_text = pytest.mark.skipif(not getattr(_C, "has_text", False),
                                 reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
 
 
-def _t5_with_tokenizer(out: Path) -> Path:
-    """A random-weight T5 over a T5Tokenizer trained here (320 pieces + 100 sentinels)."""
+def _with_tokenizer(name: str, out: Path, extra_ids: int) -> Path:
+    """The fixture `name`'s architecture, random weights, over a T5Tokenizer trained here
+    (320 pieces + `extra_ids` sentinels; mT5's has none)."""
     import transformers
     from text_fixtures import make_t5_tokenizer
 
-    tok_dir = make_t5_tokenizer(out / "tok")
+    model_class, config_class, config_kw, gen_kw = random_checkpoints.CONFIGS[name]
+    tok_dir = make_t5_tokenizer(out / "tok", extra_ids=extra_ids)
     vocab = len(transformers.T5Tokenizer.from_pretrained(tok_dir))
-    config = transformers.T5Config(**{**random_checkpoints.CONFIGS["t5-relu-tied"][2], "vocab_size": vocab})
+    config = getattr(transformers, config_class)(**{**config_kw, "vocab_size": vocab})
     torch.manual_seed(0)
-    model = transformers.T5ForConditionalGeneration(config).eval()
+    model = getattr(transformers, model_class)(config).eval()
     random_checkpoints._randomize(model, 0)
-    model.generation_config = transformers.GenerationConfig(decoder_start_token_id=0, eos_token_id=1, pad_token_id=0,
-                                                            max_length=16)
+    model.generation_config = transformers.GenerationConfig(**gen_kw, max_length=16)
     ckpt = out / "ckpt"
     model.save_pretrained(ckpt)
     for f in tok_dir.iterdir():
@@ -267,17 +268,19 @@ def _t5_with_tokenizer(out: Path) -> Path:
 
 
 @needs_text
-def test_translate_text_in_text_out(tmp_path):
-    """import-hf carries the T5 tokenizer (t5-spm); translate equals generate +
-    batch_decode(skip_special_tokens=True), in Python and in tensorvm-run."""
+@pytest.mark.parametrize("name, extra_ids", [("t5-relu-tied", 100), (MT5, 0)])
+def test_translate_text_in_text_out(tmp_path, name, extra_ids):
+    """import-hf carries the T5 tokenizer (t5-spm; mT5's is the same class); translate
+    equals generate + batch_decode(skip_special_tokens=True), in Python and in tensorvm-run."""
     import transformers
     from text_fixtures import run_cli
 
-    ckpt = _t5_with_tokenizer(tmp_path)
+    ckpt = _with_tokenizer(name, tmp_path, extra_ids)
     prog = tensorvm.load(tensorvm.import_hf(ckpt, tmp_path / "t5.tvm"))
     assert prog.meta["tokenizer"]["kind"] == "t5-spm"
-    tok = transformers.T5Tokenizer.from_pretrained(ckpt)
-    model = transformers.T5ForConditionalGeneration.from_pretrained(ckpt, attn_implementation="eager").eval()
+    tok = transformers.AutoTokenizer.from_pretrained(ckpt)
+    model = getattr(transformers, random_checkpoints.CONFIGS[name][0]).from_pretrained(
+        ckpt, attn_implementation="eager").eval()
     texts = ["translate English to French: The cat sat.", "", "Le chat ... «très» heureux!"]
     for options in ({}, {"num_beams": 3}):
         batch = tok(texts, return_tensors="np", padding=True)
