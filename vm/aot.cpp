@@ -97,6 +97,20 @@ Runtime::Engaged::~Engaged() {
   if (pool) pool->set_engaged(false);
 }
 
+std::vector<Signature> signatures_from(const char* const* table) {
+  std::vector<Signature> all;
+  while (*table) {
+    Signature s{*table++, {}, {}};
+    while (*table) {
+      s.param_names.emplace_back(*table++);
+      s.param_types.emplace_back(*table++);
+    }
+    ++table;
+    all.push_back(std::move(s));
+  }
+  return all;
+}
+
 size_t find(const std::vector<Signature>& functions, const std::string& name, const char* program) {
   for (size_t i = 0; i < functions.size(); ++i)
     if (name == functions[i].name) return i;

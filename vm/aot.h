@@ -94,6 +94,8 @@ struct Signature {
   const char* name;
   std::vector<std::string> param_names, param_types;
 };
+// From {name, param name, param type, ..., nullptr, name, ..., nullptr, nullptr}.
+std::vector<Signature> signatures_from(const char* const* table);
 size_t find(const std::vector<Signature>& functions, const std::string& name, const char* program);
 // By parameter name, as vm::Session::run_named: parameters left out are None (Any only).
 std::vector<Value> inputs_by_name(const Signature& fn, const std::vector<std::pair<std::string, Value>>& named);

@@ -17,8 +17,9 @@ int run(int argc, char** argv, const CliProgram& p) {
       "usage: {} PROGRAM_DIR FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
       "       [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--wav FILE.wav] [--outputs FILE.npz|FILE.safetensors]\n"
       "       [--threads N] [--time] [--stream]\n"
-      "       {} --info   (the CPU and the kernel variant in use)\n",
-      p.name, p.name);
+      "       {} --info   (the CPU and the kernel variant in use)\n"
+      "       {} --ops    (the ops of the runtime it links: fewer in a selective build)\n",
+      p.name, p.name, p.name);
   std::vector<std::string> positional;
   cli::RunRequest req;
   int threads = 1;
@@ -34,6 +35,10 @@ int run(int argc, char** argv, const CliProgram& p) {
       return 0;
     } else if (a == "--info") {
       fmt::print("{}", ops::describe_cpu());
+      return 0;
+    } else if (a == "--ops") {
+      for (const ops::OpDef* op : ops::Registry::get().all())
+        if (op->builtin) fmt::print("{}\n", op->name);
       return 0;
     } else if (a == "--inputs") {
       req.inputs_path = next();
