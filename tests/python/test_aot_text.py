@@ -3,7 +3,8 @@
 code in tensorvm::cli), so on the same program and input it prints exactly what
 tensorvm-run prints: translate (greedy, beam, several sequences, sampling with a seed,
 --text-file), tokenize, complete for a decoder-only program, generate --stream, --src-lang/--tgt-lang for
-M2M100, Whisper's transcript as text, and the same errors (docs/aot.md)."""
+M2M100, Whisper's transcript as text (its prompt from --language/--task), and the same
+errors (docs/aot.md)."""
 from __future__ import annotations
 
 import subprocess
@@ -34,7 +35,7 @@ def _checkpoint(kind: str, root: Path) -> Path:
         return tf.tiny_gpt2_checkpoint(tf.make_byte_bpe_tokenizer(root / "tok", "gpt2"), root / "ckpt")
     if kind == "m2m100":
         return tf.tiny_m2m100_checkpoint(tf.make_m2m100_tokenizer(root / "tok"), root / "ckpt", seed=3)
-    return tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(root / "tok"), root / "ckpt", seed=5)
+    return tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(root / "tok"), root / "ckpt", seed=5, prompt_config=True)
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +142,11 @@ def test_transcribe_prints_the_same_text(both, tmp_path):
     for beams in ("1", "2"):
         out = _same(run, "transcribe", "--wav", wav, "--arg", "max_new_tokens=8", "--arg", f"num_beams={beams}")
         assert not out.startswith("output 0 = ")  # text, not the ids
+    # the decoder prompt from --language / --task, built with the program's tokenizer
+    _same(run, "transcribe", "--wav", wav, "--language", "fr", "--task", "translate", "--arg", "max_new_tokens=7")
+    assert "unknown language 'klingon'" in _same_error(run, "transcribe", "--wav", wav, "--language", "klingon")
+    assert "not both" in _same_error(run, "transcribe", "--wav", wav, "--language", "fr", "--decoder-ids", "1 2")
+    assert _same_error(run, "tokenize", "--text", "hi", "--language", "fr").startswith("tokenize takes --text")
 
 
 @pytest.mark.parametrize("both", ["marian", "gpt2", "m2m100", "whisper"], indirect=True)
@@ -157,10 +163,10 @@ def test_errors_are_the_same_and_clear(both):
     assert _same_error(run, verb, "--text", "a", "--text", "b") == "give one --text or --text-file"
     (code, _, err), (icode, _, ierr) = run(verb, "--text", "x", "--stream")
     assert code == 1 and icode == 1 and f"{verb} takes --text or --text-file, --arg" in err and "--stream" not in err
-    (code, _, err), _ = run("translat", "--text", "x")  # not a verb: the text option is refused first
-    assert code == 1 and "go with the verbs tokenize, translate and complete" in err
-    (code, _, err), _ = run("translat")
-    assert code == 1 and "no function 'translat' in compiled-run (it has: " in err
+    for args in (["translat"], ["translat", "--text", "x"]):  # a misspelt verb is no function either
+        (code, _, err), (icode, _, ierr) = run(*args)
+        assert code == 1 and "no function 'translat' in compiled-run (it has: " in err
+        assert icode == 1 and "no function 'translat'" in ierr
     if kind != "gpt2":
         assert _same_error(run, "complete", "--text", "x") == (
             f"complete: {prog} is not a decoder-only program (meta.json's is_encoder_decoder is not false); "

@@ -23,7 +23,7 @@ namespace {
   r.run_named = [&p, dir, options, run = CliProgram::Run()](
                     const std::string& function, const std::vector<std::pair<std::string, Value>>& named,
                     EmitCallback on_emit) mutable {
-    if (!run) run = p.open(dir, options);
+    if (!run) run = p.open(dir, options, nullptr);
     const Signature& fn = p.functions[find(p.functions, function, p.name.c_str())];
     return run(function, inputs_by_name(fn, named), std::move(on_emit));
   };
@@ -34,9 +34,10 @@ int run(int argc, char** argv, const CliProgram& p) {
   const std::string usage = fmt::format(
       "usage: {} PROGRAM_DIR FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
       "       [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--wav FILE.wav] [--outputs FILE.npz|FILE.safetensors]\n"
-      "       [--threads N] [--time] [--stream]\n"
+      "       [--threads N] [--time] [--stream] [--max-instructions N] [--profile] [--trace OUT.json]\n"
+      "       [--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt)\n"
       "       {} PROGRAM_DIR tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
-      "       [--src-lang LANG] [--tgt-lang LANG] [--threads N]   (text in, text out with the program's tokenizer)\n"
+      "       [--src-lang LANG] [--tgt-lang LANG] [--threads N] [--max-instructions N]   (text in, text out)\n"
       "       {} --info   (the CPU and the kernel variant in use)\n"
       "       {} --ops    (the ops of the runtime it links: fewer in a selective build)\n",
       p.name, p.name, p.name, p.name);
@@ -44,7 +45,9 @@ int run(int argc, char** argv, const CliProgram& p) {
   cli::RunRequest req;
   ::cli::TextOptions text;
   int threads = 1;
-  bool stream = false;
+  uint64_t max_instructions = 0;
+  bool stream = false, profile = false;
+  std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -76,6 +79,15 @@ int run(int argc, char** argv, const CliProgram& p) {
       req.timed = true;
     } else if (a == "--stream") {
       stream = true;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--trace") {
+      trace_path = next();
+      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
+        fail("--trace {}: the name must end in .json", trace_path);
+      profile = true;
+    } else if (a == "--max-instructions") {
+      max_instructions = uint64_t(cli::parse_count(a, next(), 0, INT64_MAX));
     } else if (a == "--threads") {
       threads = int(cli::parse_count(a, next(), 1, 4096));
     } else if (a == "--arg") {
@@ -96,18 +108,23 @@ int run(int argc, char** argv, const CliProgram& p) {
   const std::string& dir = positional[0];
   SessionOptions options;
   options.num_threads = threads;
+  options.max_instructions = max_instructions;
   const ::cli::ProgramRunner runner = compiled(p, dir, options);
   if (::cli::is_text_verb(runner, positional[1])) {
-    const std::string& verb = positional[1];
-    if (!req.inputs_path.empty() || !req.outputs_path.empty() || !req.ids_text.empty() ||
-        !req.decoder_ids_text.empty() || !req.wav_path.empty() || req.timed || stream)
-      fail("{} takes --text or --text-file, --arg, --src-lang, --tgt-lang and --threads only", verb);
-    return ::cli::run_text_verb(runner, verb, text, req.args);
+    const bool others = !req.inputs_path.empty() || !req.outputs_path.empty() || !req.ids_text.empty() ||
+                        !req.decoder_ids_text.empty() || !req.wav_path.empty() || req.timed || stream || profile;
+    return ::cli::run_text_verb(runner, positional[1], text, req.args, others);
   }
-  ::cli::refuse_text_options(text);
   const Signature& fn = p.functions[find(p.functions, positional[1], p.name.c_str())];
+  ::cli::apply_text_options(runner, text, fn.name, req.decoder_ids_text);
   std::vector<Value> inputs = cli::build_inputs(fn.name, fn.param_names, fn.param_types, p.meta_json, req);
-  const CliProgram::Run run = p.open(dir, options);
+  std::unique_ptr<Profiler> profiler;
+  if (profile) {
+    ProfilerOptions po;
+    po.trace = !trace_path.empty();
+    profiler = std::make_unique<Profiler>(po);
+  }
+  const CliProgram::Run run = p.open(dir, options, profiler.get());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Value> outs = run(fn.name, std::move(inputs), stream ? cli::stream_printer() : EmitCallback());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -115,6 +132,13 @@ int run(int argc, char** argv, const CliProgram& p) {
   cli::finish(fn.name, outs, req, ms, [&](size_t i, const Value& v) {
     return i == 0 && std::string(fn.name) == "transcribe" && ::cli::print_as_text(dir, v);
   });
+  if (profiler) {  // as tensorvm-run --profile / --trace
+    fmt::print("\n{}", profiler->report(20));
+    if (!trace_path.empty()) {
+      profiler->write_trace(trace_path);
+      fmt::print("trace: {}\n", trace_path);
+    }
+  }
   return 0;
 }
 

@@ -16,7 +16,9 @@
 // also writes the run as a Chrome trace.
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
-// transcript (or token ids, when the program carries no tokenizer).
+// transcript (or token ids, when the program carries no tokenizer). --language fr and
+// --task translate build Whisper's decoder prompt with the program's tokenizer in place
+// of --decoder-ids.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 // The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
@@ -55,6 +57,9 @@ const char* kUsage =
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+    "                    [--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt,\n"
+    "                    built with the program's tokenizer; no --language: the prompt is --decoder-ids, else\n"
+    "                    the decoder starts from decoder_start_token_id alone)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
@@ -153,20 +158,19 @@ int run(int argc, char** argv) {
   const cli::ProgramRunner runner = interpreted(positional[0], program, opts);
   if (cli::is_text_verb(runner, positional[1])) {
     const std::string& verb = positional[1];
-    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream ||
-        profile || timed || !wav_path.empty())
-      vm::fail("{} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads and --max-instructions only",
-               verb);
-    return cli::run_text_verb(runner, verb, text, args);
+    const bool others = !inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() ||
+                        !decoder_ids_text.empty() || stream || profile || timed || !wav_path.empty();
+    return cli::run_text_verb(runner, verb, text, args, others);
   }
-  cli::refuse_text_options(text);
   if (positional[1] == "verify" && !program->find("verify")) {
     if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
-        stream || profile || !wav_path.empty())
+        stream || profile || !wav_path.empty() || text.given || !text.src_lang.empty() || !text.tgt_lang.empty() ||
+        !text.language.empty() || !text.task.empty())
       vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
+  cli::apply_text_options(runner, text, fn.name, decoder_ids_text);
 
   vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);

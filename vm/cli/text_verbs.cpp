@@ -50,6 +50,7 @@ std::string read_text_file(const std::string& path) {
 // The verb itself, its options checked; generate's --arg values parsed.
 int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
                 const std::vector<std::pair<std::string, vm::Value>>& args);
+std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
 
 }  // namespace
 
@@ -62,6 +63,10 @@ bool TextOptions::parse(const std::string& option, const std::function<std::stri
     src_lang = next();
   } else if (option == "--tgt-lang") {
     tgt_lang = next();
+  } else if (option == "--language") {
+    language = next();
+  } else if (option == "--task") {
+    task = next();
   } else {
     return false;
   }
@@ -72,15 +77,27 @@ bool is_text_verb(const ProgramRunner& program, const std::string& verb) {
   return (verb == "tokenize" || verb == "translate" || verb == "complete") && !program.functions.count(verb);
 }
 
-void refuse_text_options(const TextOptions& text) {
+void apply_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                        std::string& decoder_ids) {
   if (text.given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
   if (!text.src_lang.empty() || !text.tgt_lang.empty())
     vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
+  if (text.language.empty() && text.task.empty()) return;
+  const auto fn = program.functions.find(function);
+  if (fn == program.functions.end() ||
+      std::find(fn->second.names.begin(), fn->second.names.end(), "decoder_input_ids") == fn->second.names.end())
+    vm::fail("--language and --task go with Whisper's transcribe (a function taking decoder_input_ids); {} takes none",
+             function);
+  if (!decoder_ids.empty()) vm::fail("{}: give --language/--task or --decoder-ids, not both", function);
+  decoder_ids = fmt::format("{}", fmt::join(whisper_prompt(program.dir, text.language, text.task), " "));
 }
 
 int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
-                  const std::map<std::string, std::string>& args) {
+                  const std::map<std::string, std::string>& args, bool others) {
   if (!text.given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
+  if (others || !text.language.empty() || !text.task.empty())
+    vm::fail("{} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads and --max-instructions only",
+             verb);
   if (verb == "complete" && !(text.src_lang.empty() && text.tgt_lang.empty()))
     vm::fail("complete: --src-lang and --tgt-lang go with tokenize and translate");
   std::vector<std::pair<std::string, vm::Value>> parsed;
@@ -221,6 +238,17 @@ bool print_as_text(const std::string& dir, const vm::Value& sequences) {
   }
   return true;
 }
+
+namespace {
+std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task) {
+  try {
+    return text::load_tokenizer(dir)->decoder_prompt(language, task);
+  } catch (const text::Error& e) {
+    vm::fail("transcribe: --language {} --task {}: {}", language.empty() ? "(none)" : language,
+             task.empty() ? "(none)" : task, e.what());
+  }
+}
+}  // namespace
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
 
@@ -230,6 +258,11 @@ int run_checked(const ProgramRunner&, const std::string& verb, const TextOptions
   vm::fail("{}: this build of tensorvm has no text library (install libsentencepiece-dev and libpcre2-dev and "
            "rebuild; docs/text.md)",
            verb);
+}
+
+std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, const std::string&) {
+  vm::fail("transcribe: --language and --task need the text library, and this build of tensorvm has none "
+           "(docs/text.md); give the prompt ids with --decoder-ids");
 }
 }  // namespace
 #endif

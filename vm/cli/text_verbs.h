@@ -3,7 +3,7 @@
 //   tokenize   one line of ids per input line
 //   translate  encoder-decoder programs: generate, then decode with skip_special_tokens
 //   complete   decoder-only programs: generate on the prompt, print the continuation
-// and Whisper's transcript printed as text. Both command lines run them through
+// and Whisper's transcript printed as text, its prompt from --language / --task. Both command lines run them through
 // ProgramRunner, one the interpreter's session, the other the compiled program's, so they
 // print the same. Part of tensorvm::cli; they need the text library (text/), and a build
 // without it says so.
@@ -37,13 +37,16 @@ struct ProgramRunner {
       run_named;
 };
 
-// --text, --text-file, --src-lang and --tgt-lang, as a command line gives them.
+// --text, --text-file, --src-lang, --tgt-lang, --language and --task, as a command line
+// gives them.
 struct TextOptions {
   bool given = false;  // --text or --text-file
   std::vector<std::string> lines;  // one input each
   // M2M100, NLLB: the source language the text is encoded with, and the target language
   // generate is forced to begin with.
   std::string src_lang, tgt_lang;
+  // Whisper's transcribe: the decoder prompt's language and task (in place of --decoder-ids).
+  std::string language, task;
   // Takes `option` when it is one of these, its value from next(); false otherwise.
   bool parse(const std::string& option, const std::function<std::string()>& next);
 };
@@ -54,12 +57,18 @@ bool is_text_verb(const ProgramRunner& program, const std::string& verb);
 
 // Runs text verb `verb` with the text options and `args` (--arg NAME=VALUE, parsed by
 // generate's parameter types); prints one output line per input line (several for
-// num_return_sequences). The caller refuses the options that do not go with text.
+// num_return_sequences). `others`: the command line gave an option that does not go with
+// text (--ids, --stream, ...), an error.
 int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
-                  const std::map<std::string, std::string>& args);
+                  const std::map<std::string, std::string>& args, bool others);
 
-// For a verb that is not a text verb: fails when a text option was given.
-void refuse_text_options(const TextOptions& text);
+// For a function run rather than a text verb: fails when --text, --text-file, --src-lang
+// or --tgt-lang was given. With --language / --task, sets `decoder_ids` (the
+// --decoder-ids text) to Whisper's decoder prompt built with the program's tokenizer, as
+// WhisperForConditionalGeneration.generate builds it (text::Tokenizer::decoder_prompt);
+// `function` must take decoder_input_ids.
+void apply_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                        std::string& decoder_ids);
 
 // `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
 // `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as

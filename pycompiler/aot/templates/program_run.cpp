@@ -12,8 +12,9 @@ int main(int argc, char** argv) {
   p.name = "@NS@-run";
   p.meta_json = @NS@::meta_json();
   p.functions = @NS@::signatures();
-  p.open = [](const std::string& dir, const vm::SessionOptions& options) -> vm::aot::CliProgram::Run {
+  p.open = [](const std::string& dir, const vm::SessionOptions& options, vm::Hook* hook) -> vm::aot::CliProgram::Run {
     auto session = std::make_shared<@NS@::Session>(@NS@::Program::load(dir), options);
+    session->set_hook(hook);
     return [session](const std::string& function, std::vector<vm::Value> inputs, vm::EmitCallback on_emit) {
       return session->run(function, std::move(inputs), std::move(on_emit));
     };
