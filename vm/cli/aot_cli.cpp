@@ -3,10 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "ops/cpu.h"
+#include "vm/cli/command_line.h"
 #include "vm/cli/text_verbs.h"
 #include "vm/run_io.h"
 
@@ -41,92 +42,32 @@ int run(int argc, char** argv, const CliProgram& p) {
       "       {} --info   (the CPU and the kernel variant in use)\n"
       "       {} --ops    (the ops of the runtime it links: fewer in a selective build)\n",
       p.name, p.name, p.name, p.name);
-  std::vector<std::string> positional;
-  cli::RunRequest req;
-  ::cli::TextOptions text;
-  int threads = 1;
-  uint64_t max_instructions = 0;
-  bool stream = false, profile = false;
-  std::string trace_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      fmt::print("{}", usage);
-      return 0;
-    } else if (a == "--info") {
-      fmt::print("{}", ops::describe_cpu());
-      return 0;
-    } else if (a == "--ops") {
-      for (const ops::OpDef* op : ops::Registry::get().all())
-        if (op->builtin) fmt::print("{}\n", op->name);
-      return 0;
-    } else if (text.parse(a, next)) {
-    } else if (a == "--inputs") {
-      req.inputs_path = next();
-    } else if (a == "--outputs") {
-      req.outputs_path = next();
-    } else if (a == "--ids") {
-      req.ids_text = next();
-    } else if (a == "--decoder-ids") {
-      req.decoder_ids_text = next();
-    } else if (a == "--wav") {
-      req.wav_path = next();
-    } else if (a == "--time") {
-      req.timed = true;
-    } else if (a == "--stream") {
-      stream = true;
-    } else if (a == "--profile") {
-      profile = true;
-    } else if (a == "--trace") {
-      trace_path = next();
-      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
-        fail("--trace {}: the name must end in .json", trace_path);
-      profile = true;
-    } else if (a == "--max-instructions") {
-      max_instructions = uint64_t(cli::parse_count(a, next(), 0, INT64_MAX));
-    } else if (a == "--threads") {
-      threads = int(cli::parse_count(a, next(), 1, 4096));
-    } else if (a == "--arg") {
-      const std::string kv = next();
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos) fail("--arg takes NAME=VALUE, got '{}'", kv);
-      req.args[kv.substr(0, eq)] = kv.substr(eq + 1);
-    } else if (a.rfind("--", 0) == 0) {
-      fail("unknown option {}", a);
-    } else {
-      positional.push_back(a);
-    }
-  }
+  std::optional<::cli::CommandLine> parsed = ::cli::parse_command_line(argc, argv, usage);
+  if (!parsed) return 0;
+  ::cli::CommandLine& c = *parsed;
+  const std::vector<std::string>& positional = c.positional;
   if (positional.size() != 2) {
     fmt::print(stderr, "{}", usage);
     return 2;
   }
   const std::string& dir = positional[0];
-  SessionOptions options;
-  options.num_threads = threads;
-  options.max_instructions = max_instructions;
+  const SessionOptions& options = c.session;
   const ::cli::ProgramRunner runner = compiled(p, dir, options);
-  if (::cli::is_text_verb(runner, positional[1])) {
-    const bool others = !req.inputs_path.empty() || !req.outputs_path.empty() || !req.ids_text.empty() ||
-                        !req.decoder_ids_text.empty() || !req.wav_path.empty() || req.timed || stream || profile;
-    return ::cli::run_text_verb(runner, positional[1], text, req.args, others);
-  }
+  if (::cli::is_text_verb(runner, positional[1]))
+    return ::cli::run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options());
   const Signature& fn = p.functions[find(p.functions, positional[1], p.name.c_str())];
-  ::cli::apply_text_options(runner, text, fn.name, req.decoder_ids_text);
+  cli::RunRequest& req = c.request;
+  ::cli::apply_text_options(runner, c.text, fn.name, req.decoder_ids_text);
   std::vector<Value> inputs = cli::build_inputs(fn.name, fn.param_names, fn.param_types, p.meta_json, req);
   std::unique_ptr<Profiler> profiler;
-  if (profile) {
+  if (c.profile) {
     ProfilerOptions po;
-    po.trace = !trace_path.empty();
+    po.trace = !c.trace_path.empty();
     profiler = std::make_unique<Profiler>(po);
   }
   const CliProgram::Run run = p.open(dir, options, profiler.get());
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Value> outs = run(fn.name, std::move(inputs), stream ? cli::stream_printer() : EmitCallback());
+  std::vector<Value> outs = run(fn.name, std::move(inputs), c.stream ? cli::stream_printer() : EmitCallback());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // As tensorvm-run: Whisper's transcript as text when the program carries its tokenizer.
   cli::finish(fn.name, outs, req, ms, [&](size_t i, const Value& v) {
@@ -134,9 +75,9 @@ int run(int argc, char** argv, const CliProgram& p) {
   });
   if (profiler) {  // as tensorvm-run --profile / --trace
     fmt::print("\n{}", profiler->report(20));
-    if (!trace_path.empty()) {
-      profiler->write_trace(trace_path);
-      fmt::print("trace: {}\n", trace_path);
+    if (!c.trace_path.empty()) {
+      profiler->write_trace(c.trace_path);
+      fmt::print("trace: {}\n", c.trace_path);
     }
   }
   return 0;

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -40,6 +41,7 @@
 #include "ir/array_file.h"
 #include "ir/wav_file.h"
 #include "ops/cpu.h"
+#include "vm/cli/command_line.h"
 #include "vm/cli/text_verbs.h"
 #include "vm/cli/verify.h"
 #include "vm/profiler.h"
@@ -48,7 +50,6 @@
 
 namespace {
 
-using vm::cli::parse_count;
 
 const char* kUsage =
     "usage: tensorvm-run PROGRAM FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
@@ -86,100 +87,36 @@ cli::ProgramRunner interpreted(const std::string& dir, std::shared_ptr<const vm:
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
-  cli::TextOptions text;
-  std::map<std::string, std::string> args;
-  int threads = 1;
-  uint64_t max_instructions = 0;
-  bool timed = false, stream = false, profile = false;
-  std::string trace_path;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) vm::fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      fmt::print("{}", kUsage);
-      return 0;
-    } else if (a == "--info") {
-      fmt::print("{}", ops::describe_cpu());
-      return 0;
-    } else if (a == "--ops") {  // a selective build has fewer (docs/runtime.md "Selective build")
-      for (const ops::OpDef* op : ops::Registry::get().all())
-        if (op->builtin) fmt::print("{}\n", op->name);
-      return 0;
-    } else if (text.parse(a, next)) {
-    } else if (a == "--inputs") {
-      inputs_path = next();
-    } else if (a == "--outputs") {
-      outputs_path = next();
-    } else if (a == "--ids") {
-      ids_text = next();
-    } else if (a == "--decoder-ids") {
-      decoder_ids_text = next();
-    } else if (a == "--wav") {
-      wav_path = next();
-    } else if (a == "--time") {
-      timed = true;
-    } else if (a == "--stream") {
-      stream = true;
-    } else if (a == "--profile") {
-      profile = true;
-    } else if (a == "--trace") {
-      trace_path = next();
-      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
-        vm::fail("--trace {}: the name must end in .json", trace_path);
-      profile = true;
-    } else if (a == "--threads") {
-      threads = int(parse_count(a, next(), 1, 4096));
-    } else if (a == "--max-instructions") {
-      max_instructions = uint64_t(parse_count(a, next(), 0, INT64_MAX));
-    } else if (a == "--arg") {
-      std::string kv = next();
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) vm::fail("--arg takes NAME=VALUE, got '{}'", kv);
-      args[kv.substr(0, eq)] = kv.substr(eq + 1);
-    } else if (a.rfind("--", 0) == 0) {
-      vm::fail("unknown option {}", a);
-    } else {
-      positional.push_back(a);
-    }
-  }
+  std::optional<cli::CommandLine> parsed = cli::parse_command_line(argc, argv, kUsage);
+  if (!parsed) return 0;
+  cli::CommandLine& c = *parsed;
+  const std::vector<std::string>& positional = c.positional;
   if (positional.size() != 2) {
     fmt::print(stderr, "{}", kUsage);
     return 2;
   }
   auto program = vm::Program::load(positional[0]);
-  vm::SessionOptions opts;
-  opts.num_threads = threads;
-  opts.max_instructions = max_instructions;
+  vm::SessionOptions opts = c.session;
   const cli::ProgramRunner runner = interpreted(positional[0], program, opts);
-  if (cli::is_text_verb(runner, positional[1])) {
-    const std::string& verb = positional[1];
-    const bool others = !inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() ||
-                        !decoder_ids_text.empty() || stream || profile || timed || !wav_path.empty();
-    return cli::run_text_verb(runner, verb, text, args, others);
-  }
+  if (cli::is_text_verb(runner, positional[1]))
+    return cli::run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options());
   if (positional[1] == "verify" && !program->find("verify")) {
-    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
-        stream || profile || !wav_path.empty() || text.given || !text.src_lang.empty() || !text.tgt_lang.empty() ||
-        !text.language.empty() || !text.task.empty())
+    const cli::TextOptions& t = c.text;
+    if (c.function_options() || !c.request.args.empty() || t.given || !t.src_lang.empty() || !t.tgt_lang.empty() ||
+        !t.language.empty() || !t.task.empty())
       vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
-  cli::apply_text_options(runner, text, fn.name, decoder_ids_text);
-
-  vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
+  vm::cli::RunRequest& req = c.request;
+  cli::apply_text_options(runner, c.text, fn.name, req.decoder_ids_text);
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);
 
-  opts.profile = profile;
-  opts.profile_trace = !trace_path.empty();
+  opts.profile = c.profile;
+  opts.profile_trace = !c.trace_path.empty();
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
-  vm::EmitCallback on_emit = stream ? vm::cli::stream_printer() : vm::EmitCallback();
+  vm::EmitCallback on_emit = c.stream ? vm::cli::stream_printer() : vm::EmitCallback();
   std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs), std::move(on_emit));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -187,11 +124,11 @@ int run(int argc, char** argv) {
   finish(fn.name, outs, req, ms, [&](size_t i, const vm::Value& v) {
     return i == 0 && fn.name == "transcribe" && cli::print_as_text(positional[0], v);
   });
-  if (profile) {
+  if (c.profile) {
     fmt::print("\n{}", session.profiler()->report(20));
-    if (!trace_path.empty()) {
-      session.profiler()->write_trace(trace_path);
-      fmt::print("trace: {}\n", trace_path);
+    if (!c.trace_path.empty()) {
+      session.profiler()->write_trace(c.trace_path);
+      fmt::print("trace: {}\n", c.trace_path);
     }
   }
   return 0;
