@@ -154,7 +154,32 @@ def layer_norm(x, name: str, layer=None, eps: float = 1e-5):
     return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=eps)
 
 
-# The pre-LayerNorm layers of the BART family (M2M100, Whisper): x + f(LN(x)) for
+# The post-LayerNorm layers of the BART family (Marian, BART): LN(x + f(x)) for every
+# sublayer, weights named as transformers names them under `prefix`.
+
+def post_norm_encoder_layer(q8, act: str, x, mask, width: int, heads: int, prefix: str, layer):
+    x = layer_norm(T.add(x, self_attention(q8, x, mask, width, heads, prefix + "self_attn", layer)),
+                   prefix + "self_attn_layer_norm", layer)
+    return _post_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def post_norm_decoder_layer(q8, act: str, x, cache, source_mask, self_mask, width: int, heads: int, prefix: str, layer,
+                            length):
+    """Self-attention over the cache (self_mask None for one new position), then
+    cross-attention over the sentence's encoder K/V, then the feed-forward."""
+    a = self_attention(q8, x, self_mask, width, heads, prefix + "self_attn", layer, cache)
+    x = layer_norm(T.add(x, a), prefix + "self_attn_layer_norm", layer)
+    a = cross_attention(q8, x, cache, source_mask, width, heads, prefix + "encoder_attn", layer, length)
+    x = layer_norm(T.add(x, a), prefix + "encoder_attn_layer_norm", layer)
+    return _post_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def _post_norm_feed_forward(q8, act: str, x, prefix: str, layer):
+    h = linear(q8, activation(act, linear(q8, x, prefix + "fc1", layer)), prefix + "fc2", layer)
+    return layer_norm(T.add(x, h), prefix + "final_layer_norm", layer)
+
+
+# The pre-LayerNorm layers of the BART family (M2M100, MBart, Pegasus, Whisper): x + f(LN(x)) for
 # every sublayer, weights named as transformers names them under `prefix`.
 
 def pre_norm_feed_forward(q8, act: str, x, prefix: str, layer):
