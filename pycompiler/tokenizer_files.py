@@ -36,7 +36,7 @@ _LAYOUTS = {
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
                  "llama": "tokenizer.json", "whisper": "whisper-bpe",
-                 "t5": "t5-spm", "mt5": "t5-spm"}
+                 "t5": "t5-spm", "mt5": "t5-spm", "bart": "tokenizer.json"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:

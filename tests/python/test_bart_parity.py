@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import tensorvm
+from tensorvm import _C
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
@@ -159,3 +160,44 @@ def test_import_meta(case):
     assert meta["model_type"] == cfg.model_type and meta["is_encoder_decoder"] is True
     assert (meta["decoder_start_token_id"], meta["pad_token_id"], meta["eos_token_id"]) == (
         cfg.decoder_start_token_id, cfg.pad_token_id, cfg.eos_token_id)
+
+
+needs_text = pytest.mark.skipif(not getattr(_C, "has_text", False),
+                                reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
+
+
+@needs_text
+def test_summarize_text_in_text_out(tmp_path):
+    """import-hf carries BART's byte-level BPE (tokenizer.json with RobertaProcessing's
+    <s> text </s>): translate (the summarize verb's shape) equals generate +
+    batch_decode(skip_special_tokens=True) with the bart-cnn generation_config, in
+    Python and in tensorvm-run."""
+    import shutil
+
+    import transformers
+    from text_fixtures import make_byte_bpe_tokenizer, run_cli
+
+    tok_dir = make_byte_bpe_tokenizer(tmp_path / "tok", "bart")
+    tok = transformers.AutoTokenizer.from_pretrained(tok_dir)
+    model_class, config_class, config_kw, gen_kw = random_checkpoints.CONFIGS["bart-cnn"]
+    config = getattr(transformers, config_class)(**{**config_kw, "vocab_size": len(tok)})
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(config).eval()
+    random_checkpoints._randomize(model, 0)
+    model.generation_config = transformers.GenerationConfig(**gen_kw)
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    for f in tok_dir.iterdir():
+        if f.is_file():
+            shutil.copy(f, ckpt / f.name)
+    prog = tensorvm.load(tensorvm.import_hf(ckpt, tmp_path / "bart.tvm"))
+    assert prog.meta["tokenizer"]["kind"] == "byte-level-bpe"
+    texts = ["The cat sat on the mat, and then it slept.", "", "Le chat ... «très» heureux!"]
+    batch = tok(texts, return_tensors="np", padding=True)
+    assert batch["input_ids"][0, 0] == 0 and 2 in batch["input_ids"][0]
+    for options in ({}, {"num_beams": 1}):
+        want = tok.batch_decode(_hf(model, batch["input_ids"], batch["attention_mask"], **options),
+                                skip_special_tokens=True)
+        assert prog.translate(texts, **options) == want
+    out = run_cli(prog.path, "translate", "--text", "\n".join(texts)).stdout.decode()
+    assert out.split("\n")[:-1] == [prog.translate([t])[0] for t in texts]
