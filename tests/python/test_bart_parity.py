@@ -160,6 +160,19 @@ def test_import_meta(case):
     assert meta["model_type"] == cfg.model_type and meta["is_encoder_decoder"] is True
     assert (meta["decoder_start_token_id"], meta["pad_token_id"], meta["eos_token_id"]) == (
         cfg.decoder_start_token_id, cfg.pad_token_id, cfg.eos_token_id)
+    tied = meta["tied_weights"]
+    assert tied["model.encoder.embed_tokens.weight"] == tied["lm_head.weight"] == "model.shared.weight"
+
+
+def test_int8_import_runs(case, tmp_path):
+    """quantize="int8": every projection, fc1/fc2 and the output matrix as int8 rows."""
+    prog, model = case
+    q8 = tensorvm.load(tensorvm.import_hf(Path(prog.meta["source"]), tmp_path / "q8.tvm", quantize="int8"))
+    ids, mask = _batch(model, seed=7)
+    seq = q8.generate(ids, mask, max_new_tokens=6, num_beams=2)
+    assert seq.shape[0] == ids.shape[0] and (seq[:, 0] == model.config.decoder_start_token_id).all()
+    used = {op for f in q8.module.functions for op in f.op_counts()}
+    assert "linear_int8" in used and "linear" not in used
 
 
 needs_text = pytest.mark.skipif(not getattr(_C, "has_text", False),
