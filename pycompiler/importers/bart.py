@@ -6,8 +6,9 @@ from functools import partial
 
 from ..models import bart
 from ..models.bart import BartSpec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
-                     eos_ids, generation_options, start_and_pad, stored_weights)
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation, eos_ids,
+                     generation_options, start_and_pad, stored_weights)
+from .m2m100 import linear_weights, meta  # the same: every linear and the output matrix; one vocabulary
 
 # model_type -> (pre_norm, layernorm_embedding, position_offset)
 _LAYOUT = {"bart": (False, True, 2), "mbart": (True, True, 2), "pegasus": (True, False, 0)}
@@ -48,17 +49,6 @@ def weights(spec: BartSpec, state: dict) -> dict:
         if rows != spec.max_position_embeddings + spec.position_offset:
             raise UnsupportedConfig(f"import_hf: model.{side}.embed_positions.weight has {rows} rows")
     return w
-
-
-def linear_weights(spec: BartSpec, w: dict) -> list:
-    """The weights quantize= turns into int8: every linear layer's and the output projection."""
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: BartSpec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-            "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
 
 
 def _arch(model_type: str, model_class: str) -> Architecture:

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import tensorvm
+from parity_helpers import assert_step_logits, logits_tol
 from tensorvm import _C
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -70,10 +71,6 @@ def _end_tokens(model, ids, mask):
     return [int(v) for v in values[np.argsort(-counts, kind="stable")[:3]]]
 
 
-def _tol(logits):
-    return 1e-4 * max(1.0, float(np.abs(logits[np.isfinite(logits)]).max()))
-
-
 def test_encoder_states(case):
     prog, model = case
     ids, mask = _batch(model)
@@ -81,7 +78,7 @@ def test_encoder_states(case):
         ref = model.get_encoder()(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
     got = prog.run("encode", ids, mask)
     real = mask == 1
-    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=_tol(ref.numpy()), rtol=0)
+    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=logits_tol(ref.numpy()), rtol=0)
 
 
 def test_decode_step_and_prefill_logits(case):
@@ -95,15 +92,7 @@ def test_decode_step_and_prefill_logits(case):
     with torch.no_grad():
         want = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
                      decoder_input_ids=torch.tensor(seq)).logits.numpy()
-    tol = _tol(want)
-    states = prog.run("encode", ids, mask)
-    smask = prog.run("source_mask", mask)
-    cache = prog.run("init_cache", states, ids.shape[0], 24)
-    for step in range(seq.shape[1]):
-        logits = prog.run("decode_step", cache, seq[:, step:step + 1], smask, step)
-        np.testing.assert_allclose(logits, want[:, step], atol=tol, rtol=0, err_msg=f"step {step}")
-    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], 24), seq[:, :18], smask)
-    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, 18:19], smask, 18), want[:, 18], atol=tol, rtol=0)
+    assert_step_logits(prog, ids, mask, seq, want, prefilled=18)
 
 
 def test_checkpoint_defaults(case):
