@@ -250,20 +250,22 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
-def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
-    """A seeded random LlamaForCausalLM whose vocabulary is the tokenizer's, saved with it."""
+def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, family: str = "Llama") -> Path:
+    """A seeded random {family}ForCausalLM (Llama, Mistral, Gemma, Phi3) whose vocabulary
+    is the tokenizer's, saved with it."""
     import shutil
 
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
     tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
     v = max(tj["model"]["vocab"].values()) + 1
-    config = LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = getattr(transformers, family + "Config")(
+        vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        **({"head_dim": 8} if family == "Gemma" else {}))
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
+    model = getattr(transformers, family + "ForCausalLM")(config).eval()
     with torch.no_grad():  # larger weights than the default init: logits far apart, no near-ties
         for p in model.parameters():
             if p.dim() == 2:

@@ -1,0 +1,76 @@
+"""What the Llama-family variants beyond Llama and Qwen2 add, checked where the parity
+tests (test_decoder_only_parity.py) cannot show it: Mistral's sliding window really
+changes the fixture's results (so matching transformers exercises it), and Phi-3's
+fused projections are split on import; and their tokenizer.json gives text in and out."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import tensorvm
+import text_fixtures as tf
+from decoder_only_helpers import checkpoint, hf_model, hf_position_ids, left_padded, random_prompts
+
+
+def test_mistral_window_changes_the_fixture(tmp_path):
+    model = hf_model("mistral-window5")
+    assert model.config.sliding_window == 5
+    unwindowed = copy.deepcopy(model)
+    unwindowed.config.sliding_window = None
+    for layer in unwindowed.model.layers:
+        layer.self_attn.config.sliding_window = None
+    ids, mask = left_padded(random_prompts(np.random.default_rng(7), model.config.vocab_size, [9, 4]), pad=0)
+    kw = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=12, do_sample=False)
+    with torch.no_grad():
+        windowed, full = model.generate(**kw).numpy(), unwindowed.generate(**kw).numpy()
+        full_logits = unwindowed(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                                 position_ids=torch.tensor(hf_position_ids(mask))).logits.numpy()
+    assert not np.array_equal(windowed, full)
+    tensorvm.import_hf(checkpoint("mistral-window5"), tmp_path / "m.tvm")
+    prog = tensorvm.load(tmp_path / "m.tvm")
+    np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=12), windowed)
+    got = prog.run("forward", ids, mask)
+    # the first row's last query sees 9 keys; with the window, 5: the logits must differ
+    assert np.abs(got[0, -1] - full_logits[0, -1]).max() > 1e-2
+
+
+def test_phi3_fused_projections_are_split(tmp_path):
+    tensorvm.import_hf(checkpoint("phi3-gqa3"), tmp_path / "p.tvm", optimize=False)
+    shapes = {name: tuple(shape) for name, _, shape, _ in tensorvm.load(tmp_path / "p.tvm").weights_info()}
+    assert not any("qkv_proj" in n or "gate_up_proj" in n for n in shapes)
+    p = "model.layers.1."  # 6 heads and 2 kv heads of 6, hidden 36, intermediate 60
+    assert [shapes[p + f"self_attn.{x}_proj.weight"] for x in "qkv"] == [(36, 36), (12, 36), (12, 36)]
+    assert shapes[p + "mlp.gate_proj.weight"] == shapes[p + "mlp.up_proj.weight"] == (60, 36)
+
+
+@pytest.fixture(scope="module")
+def spm_tokenizer(tmp_path_factory):
+    """One trained tokenizer for the three families (training is the slow part)."""
+    return tf.make_sentencepiece_bpe_tokenizer(tmp_path_factory.mktemp("spm") / "tok")
+
+
+@pytest.mark.parametrize("family", ["Mistral", "Gemma", "Phi3"])
+def test_complete_with_a_sentencepiece_style_tokenizer(tmp_path_factory, spm_tokenizer, family):
+    """Their checkpoints carry a Llama 2 style tokenizer.json: text in, text out, as
+    transformers' tokenizer and generate give it."""
+    from tensorvm import _C
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    if not getattr(_C, "has_text", False):
+        pytest.skip("tensorvm built without the text library")
+    root = tmp_path_factory.mktemp(family)
+    ckpt = tf.tiny_llama_checkpoint(spm_tokenizer, root / "ckpt", family=family)
+    prog = tensorvm.load(tensorvm.import_hf(ckpt, root / "g.tvm"))
+    assert prog.meta["tokenizer"]["kind"] == "sentencepiece"
+    hf_tok = PreTrainedTokenizerFast.from_pretrained(ckpt, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(ckpt, attn_implementation="eager").eval()
+    prompts = ["The cat sat", "Le chat 東京 🙂"]
+    batch = hf_tok(prompts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**batch, max_new_tokens=8, do_sample=False)
+    want = hf_tok.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert prog.complete(prompts, max_new_tokens=8) == want
+
