@@ -48,7 +48,8 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
     def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """Logits [batch, length, vocab] of every position, as the model's forward pass."""
         rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
-        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n, sliding_window))
+        attn_mask = causal_mask(attention_mask, 0, n, sliding_window)
+        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, attn_mask)
         return T.reshape(logits(T.reshape(x, [T.mul(rows, n), width])), [rows, n, vocab_size])
 
     def reorder(cache, index):
