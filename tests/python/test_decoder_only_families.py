@@ -1,7 +1,8 @@
 """What the Llama-family variants beyond Llama and Qwen2 add, checked where the parity
-tests (test_decoder_only_parity.py) cannot show it: Mistral's sliding window really
-changes the fixture's results (so matching transformers exercises it), and Phi-3's
-fused projections are split on import; and their tokenizer.json gives text in and out."""
+tests (test_decoder_only_parity.py) do not: Mistral's and Phi-3's sliding windows
+really change the fixtures' results (so matching transformers exercises them), beam
+search with 4 beams all returned, Phi-3's fused projections split on import, and text
+in and out through a tokenizer.json."""
 from __future__ import annotations
 
 import copy
@@ -14,10 +15,13 @@ import tensorvm
 import text_fixtures as tf
 from decoder_only_helpers import checkpoint, hf_model, hf_position_ids, left_padded, random_prompts
 
+NEW = ("mistral-window5", "gemma-mqa", "phi3-gqa3")
 
-def test_mistral_window_changes_the_fixture(tmp_path):
-    model = hf_model("mistral-window5")
-    assert model.config.sliding_window == 5
+
+@pytest.mark.parametrize("name, window", [("mistral-window5", 5), ("phi3-gqa3", 7)])
+def test_window_changes_the_fixture(tmp_path, name, window):
+    model = hf_model(name)
+    assert model.config.sliding_window == window
     unwindowed = copy.deepcopy(model)
     unwindowed.config.sliding_window = None
     for layer in unwindowed.model.layers:
@@ -29,12 +33,29 @@ def test_mistral_window_changes_the_fixture(tmp_path):
         full_logits = unwindowed(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
                                  position_ids=torch.tensor(hf_position_ids(mask))).logits.numpy()
     assert not np.array_equal(windowed, full)
-    tensorvm.import_hf(checkpoint("mistral-window5"), tmp_path / "m.tvm")
+    tensorvm.import_hf(checkpoint(name), tmp_path / "m.tvm")
     prog = tensorvm.load(tmp_path / "m.tvm")
     np.testing.assert_array_equal(prog.generate(ids, mask, max_new_tokens=12), windowed)
     got = prog.run("forward", ids, mask)
-    # the first row's last query sees 9 keys; with the window, 5: the logits must differ
+    # the first row's last query sees 9 keys, fewer through the window: the logits must differ
     assert np.abs(got[0, -1] - full_logits[0, -1]).max() > 1e-2
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_beam_four_returns_four(tmp_path, name):
+    """Beam search with 4 beams, all 4 returned, on 2 left-padded prompts longer than
+    the windows once generated, with a length penalty and an early stop."""
+    model = hf_model(name)
+    ids, mask = left_padded(random_prompts(np.random.default_rng(21), model.config.vocab_size, [8, 3]), pad=0)
+    kw = dict(max_new_tokens=14, num_beams=4, num_return_sequences=4, length_penalty=0.7, early_stopping=True,
+              do_sample=False)
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), output_scores=True,
+                             return_dict_in_generate=True, **kw)
+    tensorvm.import_hf(checkpoint(name), tmp_path / "m.tvm")
+    out = tensorvm.load(tmp_path / "m.tvm").generate(ids, mask, output_scores=True, **kw)
+    np.testing.assert_array_equal(out.sequences, ref.sequences.numpy())
+    np.testing.assert_allclose(out.sequences_scores, ref.sequences_scores.numpy(), atol=1e-4, rtol=0)
 
 
 def test_phi3_fused_projections_are_split(tmp_path):
