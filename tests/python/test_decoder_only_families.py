@@ -68,27 +68,29 @@ def test_phi3_fused_projections_are_split(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def spm_tokenizer(tmp_path_factory):
-    """One trained tokenizer for the three families (training is the slow part)."""
-    return tf.make_sentencepiece_bpe_tokenizer(tmp_path_factory.mktemp("spm") / "tok")
+def spm_tokenizers(tmp_path_factory):
+    """Llama 2 style and Gemma style tokenizers, each trained once (the slow part)."""
+    root = tmp_path_factory.mktemp("spm")
+    return {gemma: tf.make_sentencepiece_bpe_tokenizer(root / f"tok{int(gemma)}", gemma=gemma)
+            for gemma in (False, True)}
 
 
 @pytest.mark.parametrize("family", ["Mistral", "Gemma", "Phi3"])
-def test_complete_with_a_sentencepiece_style_tokenizer(tmp_path_factory, spm_tokenizer, family):
-    """Their checkpoints carry a Llama 2 style tokenizer.json: text in, text out, as
-    transformers' tokenizer and generate give it."""
+def test_complete_with_a_sentencepiece_style_tokenizer(tmp_path_factory, spm_tokenizers, family):
+    """Their checkpoints carry a Llama 2 style tokenizer.json (Gemma's prepends no "▁"):
+    text in, text out, as transformers' tokenizer and generate give it."""
     from tensorvm import _C
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     if not getattr(_C, "has_text", False):
         pytest.skip("tensorvm built without the text library")
     root = tmp_path_factory.mktemp(family)
-    ckpt = tf.tiny_llama_checkpoint(spm_tokenizer, root / "ckpt", family=family)
+    ckpt = tf.tiny_llama_checkpoint(spm_tokenizers[family == "Gemma"], root / "ckpt", family=family)
     prog = tensorvm.load(tensorvm.import_hf(ckpt, root / "g.tvm"))
     assert prog.meta["tokenizer"]["kind"] == "sentencepiece"
     hf_tok = PreTrainedTokenizerFast.from_pretrained(ckpt, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(ckpt, attn_implementation="eager").eval()
-    prompts = ["The cat sat", "Le chat 東京 🙂"]
+    prompts = ["The cat sat", "Le chat 東京 🙂", " twelve  thirty"]
     batch = hf_tok(prompts, return_tensors="pt", padding=True)
     with torch.no_grad():
         out = model.generate(**batch, max_new_tokens=8, do_sample=False)
