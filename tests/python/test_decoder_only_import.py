@@ -58,8 +58,9 @@ def test_meta_describes_a_decoder_only_program(tmp_path):
 
 
 @pytest.mark.parametrize("quantize", ["int8", "w8a8"])
-def test_quantized_import_runs_and_stays_close(tmp_path, quantize):
-    ckpt = checkpoint("qwen2-gqa4")
+@pytest.mark.parametrize("name", ["qwen2-gqa4", "phi3-gqa3"])  # Phi-3: its split projections quantized
+def test_quantized_import_runs_and_stays_close(tmp_path, quantize, name):
+    ckpt = checkpoint(name)
     tensorvm.import_hf(ckpt, tmp_path / "f32.tvm")
     tensorvm.import_hf(ckpt, tmp_path / "q.tvm", quantize=quantize)
     f32, q = tensorvm.load(tmp_path / "f32.tvm"), tensorvm.load(tmp_path / "q.tvm")
