@@ -35,7 +35,8 @@ _LAYOUTS = {
 # model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json", "whisper": "whisper-bpe",
+                 "llama": "tokenizer.json", "mistral": "tokenizer.json", "gemma": "tokenizer.json",
+                 "phi3": "tokenizer.json", "whisper": "whisper-bpe",
                  "t5": "t5-spm", "mt5": "t5-spm"}
 
 

@@ -74,19 +74,29 @@ def causal(n):
     return T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
 
 
-def causal_mask(mask, start, end):
+def causal_mask(mask, start, end, window=None):
     """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
-    j <= i where the row has a token (True attends)."""
+    j <= i where the row has a token (True attends). With a sliding `window`, only
+    keys j > i - window, as transformers' sliding_window_overlay (in cache slots,
+    padding included)."""
     rows = T.size(mask, 0)
     keys = T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [rows, 1, 1, end])
     q = T.reshape(T.arange(start, end), [T.sub(end, start), 1])
-    return T.logical_and(keys, T.le(T.reshape(T.arange(0, end), [1, end]), q))
+    j = T.reshape(T.arange(0, end), [1, end])
+    seen = T.le(j, q)
+    if window is not None:
+        seen = T.logical_and(seen, T.gt(j, T.sub(q, window)))
+    return T.logical_and(keys, seen)
 
 
-def step_mask(mask, position):
-    """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends."""
+def step_mask(mask, position, window=None):
+    """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends
+    (with a sliding `window`, only slots > position - window)."""
     end = T.add(position, 1)
-    return T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [T.size(mask, 0), 1, 1, end])
+    keys = T.ne(T.slice(mask, 1, 0, end), 0)
+    if window is not None:
+        keys = T.logical_and(keys, T.reshape(T.gt(T.arange(0, end), T.sub(position, window)), [1, end]))
+    return T.reshape(keys, [T.size(mask, 0), 1, 1, end])
 
 
 # Attention blocks of the BART family (Marian, M2M100, Whisper) and T5: projections

@@ -218,14 +218,15 @@ def tiny_gpt2_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
     return Path(out)
 
 
-def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0, gemma: bool = False) -> Path:
     """A checkpoint-style directory with a Llama 2 style tokenizer.json: BPE over
     characters with "▁" for spaces (normalizer Prepend + Replace), <0x00>..<0xFF> byte
-    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended."""
+    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended.
+    gemma: as Gemma's, no "▁" prepended (normalizer Replace only, no Strip decoding)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    norm = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    norm = normalizers.Sequence([*([] if gemma else [normalizers.Prepend("▁")]), normalizers.Replace(" ", "▁")])
     trained = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     trained.normalizer = norm
     trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
@@ -239,7 +240,7 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tok.normalizer = norm
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                     decoders.Strip(content=" ", left=1, right=0)])
+                                     *([] if gemma else [decoders.Strip(content=" ", left=1, right=0)])])
     tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("<unk>", "<s>", "</s>")])
     tok.add_tokens(["<added>", "ünï"])  # non-special, normalized: found after "▁" replaces spaces
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
@@ -250,20 +251,22 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
-def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
-    """A seeded random LlamaForCausalLM whose vocabulary is the tokenizer's, saved with it."""
+def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, family: str = "Llama") -> Path:
+    """A seeded random {family}ForCausalLM (Llama, Mistral, Gemma, Phi3) whose vocabulary
+    is the tokenizer's, saved with it."""
     import shutil
 
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
     tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
     v = max(tj["model"]["vocab"].values()) + 1
-    config = LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = getattr(transformers, family + "Config")(
+        vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        **({"head_dim": 8} if family == "Gemma" else {}))
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
+    model = getattr(transformers, family + "ForCausalLM")(config).eval()
     with torch.no_grad():  # larger weights than the default init: logits far apart, no near-ties
         for p in model.parameters():
             if p.dim() == 2:
