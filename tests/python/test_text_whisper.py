@@ -87,8 +87,6 @@ def test_transcribe_wav_prints_text(whisper, tmp_path):
     """import-hf carries Whisper's tokenizer; tensorvm-run transcribe --wav prints each
     sequence as text, as batch_decode(skip_special_tokens=True) gives it."""
     import subprocess
-    import wave
-
     from pyc_helpers import tensorvm_run_tool
 
     from tensorvm.pycompiler.import_hf import import_hf
@@ -98,11 +96,8 @@ def test_transcribe_wav_prints_text(whisper, tmp_path):
     prog = tensorvm.load(import_hf(ckpt, tmp_path / "w.tvm"))
     assert prog.meta["tokenizer"]["kind"] == "whisper-bpe"
     audio = (np.random.default_rng(9).standard_normal(12000) * 0.1).astype(np.float32)
-    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
-    wav = tmp_path / "speech.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
-    pcm = pcm16.astype(np.float32)[None, :] / 32768
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
+    pcm = pcm[None, :]
     prompt = hf.convert_tokens_to_ids(["<|startoftranscript|>", "<|en|>", "<|transcribe|>"])
     seqs = prog.run("transcribe", pcm, np.array([prompt], np.int64), 10, None)
     want = hf.batch_decode(seqs.tolist(), skip_special_tokens=True)
@@ -128,6 +123,16 @@ def whisper_prompted(tmp_path_factory):
     prog = tensorvm.load(import_hf(ckpt, root / "w.tvm"))
     model = WhisperForConditionalGeneration.from_pretrained(ckpt).eval()
     return tok_dir, prog, model, WhisperTokenizer.from_pretrained(ckpt)
+
+
+def _write_wav(path, audio):
+    """`audio` written as a 16 kHz mono 16-bit WAV; (path, the samples as read back: pcm / 32768)."""
+    import wave
+
+    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
+    return path, pcm16.astype(np.float32) / 32768
 
 
 def _clips(n, seed):
@@ -193,15 +198,10 @@ def test_transcribe_a_language_per_clip(whisper_prompted):
 
 def test_transcribe_cli_language_task(whisper_prompted, tmp_path):
     """tensorvm-run transcribe --wav --language fr --task translate prints generate's text."""
-    import wave
-
     _, prog, model, hf = whisper_prompted
     audio = _clips(1, seed=50)[0]
-    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
-    wav = tmp_path / "speech.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
-    want, _ = _hf_generate(model, [pcm16.astype(np.float32) / 32768], language="fr", task="translate",
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
+    want, _ = _hf_generate(model, [pcm], language="fr", task="translate",
                            max_new_tokens=7)
     run = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "fr", "--task", "translate", "--arg",
                      "max_new_tokens=7")
@@ -340,15 +340,9 @@ def test_transcribe_detects_after_forced_decoder_ids(whisper_prompted, tmp_path)
 def test_transcribe_cli_detects_the_language(whisper_prompted, tmp_path):
     """tensorvm-run transcribe --wav without --language (and with --task) prints what
     generate(language=None) gives; --outputs holds the detected prompt."""
-    import wave
-
     _, prog, model, hf = whisper_prompted
     audio = _clips(1, seed=90)[0]
-    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
-    wav = tmp_path / "speech.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
-    pcm = pcm16.astype(np.float32) / 32768
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
     for extra, task in [((), None), (("--task", "translate"), "translate")]:
         want, hf_prompt = _hf_generate(model, [pcm], task=task, max_new_tokens=7)
         out = tmp_path / "out.npz"
