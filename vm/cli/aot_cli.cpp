@@ -57,8 +57,9 @@ int run(int argc, char** argv, const CliProgram& p) {
     return ::cli::run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options());
   const Signature& fn = p.functions[find(p.functions, positional[1], p.name.c_str())];
   cli::RunRequest& req = c.request;
-  ::cli::apply_text_options(runner, c.text, fn.name, req.decoder_ids_text);
+  ::cli::check_text_options(runner, c.text, fn.name, req.decoder_ids_text);
   std::vector<Value> inputs = cli::build_inputs(fn.name, fn.param_names, fn.param_types, p.meta_json, req);
+  ::cli::fill_transcribe_prompt(runner, c.text, fn.name, inputs);
   std::unique_ptr<Profiler> profiler;
   if (c.profile) {
     ProfilerOptions po;

@@ -18,7 +18,8 @@
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
 // transcript (or token ids, when the program carries no tokenizer). --language fr and
 // --task translate build Whisper's decoder prompt with the program's tokenizer in place
-// of --decoder-ids.
+// of --decoder-ids; without --language the program detects it (detect_language_audio),
+// as transformers' generate does.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 // The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
@@ -60,7 +61,7 @@ const char* kUsage =
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "                    [--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt,\n"
     "                    built with the program's tokenizer; no --language: the prompt is --decoder-ids, else\n"
-    "                    the decoder starts from decoder_start_token_id alone)\n"
+    "                    the language is detected, as transformers' generate does)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
@@ -109,8 +110,10 @@ int run(int argc, char** argv) {
   }
   const vm::Function& fn = program->function(positional[1]);
   vm::cli::RunRequest& req = c.request;
-  cli::apply_text_options(runner, c.text, fn.name, req.decoder_ids_text);
+  cli::check_text_options(runner, c.text, fn.name, req.decoder_ids_text);
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);
+  // Whisper's prompt as generate builds it, the language detected when none is given.
+  cli::fill_transcribe_prompt(runner, c.text, fn.name, inputs);
 
   opts.profile = c.profile;
   opts.profile_trace = !c.trace_path.empty();

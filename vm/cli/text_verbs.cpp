@@ -51,6 +51,22 @@ std::string read_text_file(const std::string& path) {
 int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
                 const std::vector<std::pair<std::string, vm::Value>>& args);
 std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
+vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio, const std::string& language,
+                            const std::string& task);
+
+// Where function `function` takes parameter `name`, or npos.
+size_t param_index(const ProgramRunner& program, const std::string& function, const char* name) {
+  const auto fn = program.functions.find(function);
+  if (fn == program.functions.end()) return std::string::npos;
+  const auto& names = fn->second.names;
+  const auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? std::string::npos : size_t(it - names.begin());
+}
+
+bool is_transcribe(const ProgramRunner& program, const std::string& function) {
+  return function == "transcribe" && param_index(program, function, "decoder_input_ids") != std::string::npos &&
+         param_index(program, function, "audio") != std::string::npos;
+}
 
 }  // namespace
 
@@ -77,19 +93,26 @@ bool is_text_verb(const ProgramRunner& program, const std::string& verb) {
   return (verb == "tokenize" || verb == "translate" || verb == "complete") && !program.functions.count(verb);
 }
 
-void apply_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
-                        std::string& decoder_ids) {
+void check_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                        const std::string& decoder_ids) {
   if (text.given) vm::fail("--text and --text-file go with the verbs tokenize, translate and complete");
   if (!text.src_lang.empty() || !text.tgt_lang.empty())
     vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
   if (text.language.empty() && text.task.empty()) return;
-  const auto fn = program.functions.find(function);
-  if (fn == program.functions.end() ||
-      std::find(fn->second.names.begin(), fn->second.names.end(), "decoder_input_ids") == fn->second.names.end())
-    vm::fail("--language and --task go with Whisper's transcribe (a function taking decoder_input_ids); {} takes none",
+  if (!is_transcribe(program, function))
+    vm::fail("--language and --task go with Whisper's transcribe (a function taking audio and decoder_input_ids), "
+             "not {}",
              function);
   if (!decoder_ids.empty()) vm::fail("{}: give --language/--task or --decoder-ids, not both", function);
-  decoder_ids = fmt::format("{}", fmt::join(whisper_prompt(program.dir, text.language, text.task), " "));
+}
+
+void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                            std::vector<vm::Value>& inputs) {
+  if (!is_transcribe(program, function)) return;
+  const size_t dec = param_index(program, function, "decoder_input_ids");
+  if (dec >= inputs.size() || !inputs[dec].is_none()) return;
+  vm::Value prompt = transcribe_prompt(program, inputs[param_index(program, function, "audio")], text.language, text.task);
+  if (!prompt.is_none()) inputs[dec] = std::move(prompt);
 }
 
 int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
@@ -248,6 +271,36 @@ std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& l
              task.empty() ? "(none)" : task, e.what());
   }
 }
+
+vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio, const std::string& language,
+                            const std::string& task) {
+  const std::string& dir = program.dir;
+  const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
+  const bool has_table = meta.is_object() && meta.contains("tokenizer") && meta["tokenizer"].is_object() &&
+                         meta["tokenizer"].contains("prompt");
+  if (language.empty() && task.empty() && (!has_table || !text::has_tokenizer(dir))) return vm::Value::none();
+  const std::vector<int64_t> prompt = whisper_prompt(dir, language, task);
+  if (!audio.is_tensor() || audio.as_tensor().ndim() != 2)
+    vm::fail("transcribe: audio must be f32 [batch, samples] to build the decoder prompt");
+  const int64_t rows = audio.as_tensor().size(0), n = int64_t(prompt.size());
+  vm::Tensor out = vm::Tensor::empty(vm::DType::i64, {rows, n});
+  int64_t* ids = out.data<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) std::copy(prompt.begin(), prompt.end(), ids + r * n);
+  const auto slot = std::find(prompt.begin(), prompt.end(), text::kDetectLanguage);
+  if (slot == prompt.end()) return out;
+  const auto detect = program.functions.find("detect_language_audio");
+  if (detect == program.functions.end() || detect->second.names.empty())
+    vm::fail("transcribe: {} has no detect_language_audio function (imported before language detection existed): "
+             "give --language, or import the checkpoint again",
+             dir);
+  const std::vector<vm::Value> found =
+      program.run_named("detect_language_audio", {{detect->second.names[0], audio}}, vm::EmitCallback());
+  const vm::Tensor lang = found.at(0).as_tensor().contiguous();
+  if (lang.dtype() != vm::DType::i64 || lang.numel() != rows)
+    vm::fail("transcribe: detect_language_audio returned {}, not [{}] ids", lang.describe(), rows);
+  for (int64_t r = 0; r < rows; ++r) ids[r * n + (slot - prompt.begin())] = lang.data<int64_t>()[r];
+  return out;
+}
 }  // namespace
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
@@ -263,6 +316,13 @@ int run_checked(const ProgramRunner&, const std::string& verb, const TextOptions
 std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, const std::string&) {
   vm::fail("transcribe: --language and --task need the text library, and this build of tensorvm has none "
            "(docs/text.md); give the prompt ids with --decoder-ids");
+}
+
+vm::Value transcribe_prompt(const ProgramRunner&, const vm::Value&, const std::string& language,
+                            const std::string& task) {
+  if (language.empty() && task.empty()) return vm::Value::none();
+  whisper_prompt("", language, task);  // fails, saying why
+  return vm::Value::none();
 }
 }  // namespace
 #endif

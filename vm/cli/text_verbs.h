@@ -63,12 +63,20 @@ int run_text_verb(const ProgramRunner& program, const std::string& verb, const T
                   const std::map<std::string, std::string>& args, bool others);
 
 // For a function run rather than a text verb: fails when --text, --text-file, --src-lang
-// or --tgt-lang was given. With --language / --task, sets `decoder_ids` (the
-// --decoder-ids text) to Whisper's decoder prompt built with the program's tokenizer, as
-// WhisperForConditionalGeneration.generate builds it (text::Tokenizer::decoder_prompt);
-// `function` must take decoder_input_ids.
-void apply_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
-                        std::string& decoder_ids);
+// or --tgt-lang was given, or --language / --task with a function other than Whisper's
+// transcribe (taking audio and decoder_input_ids) or with --decoder-ids.
+void check_text_options(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                        const std::string& decoder_ids);
+
+// transcribe's decoder_input_ids in `inputs` (in parameter order) when none were given:
+// the prompt WhisperForConditionalGeneration.generate builds for --language / --task
+// (either may be empty) with the program's tokenizer, [rows of audio, n]. Without a
+// language, the model's lang_to_id present, each row's language is detected by the
+// program's detect_language_audio (transformers' detect_language). Left None when
+// neither is given and the program has no language table: the decoder then starts from
+// decoder_start_token_id alone. Other functions are left alone.
+void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& text, const std::string& function,
+                            std::vector<vm::Value>& inputs);
 
 // `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
 // `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as
