@@ -3,7 +3,7 @@
 code in tensorvm::cli), so on the same program and input it prints exactly what
 tensorvm-run prints: translate (greedy, beam, several sequences, sampling with a seed,
 --text-file), tokenize, complete for a decoder-only program, generate --stream, --src-lang/--tgt-lang for
-M2M100, Whisper's transcript as text (its prompt from --language/--task), and the same
+M2M100, Whisper's transcript as text (its prompt from --language/--task, or the language detected), and the same
 errors (docs/aot.md)."""
 from __future__ import annotations
 
@@ -134,7 +134,9 @@ def test_complete_prints_what_tensorvm_run_prints(both):
 def test_transcribe_prints_the_same_text(both, tmp_path):
     import wave
 
-    _, run, _ = both
+    _, run, prog = both
+    # without --language both detect it with the program's detect_language_audio
+    assert "def detect_language_audio(" in (prog / "program.py").read_text()
     pcm16 = (np.random.default_rng(9).standard_normal(12000) * 3000).astype("<i2")
     wav = tmp_path / "speech.wav"
     with wave.open(str(wav), "wb") as w:
