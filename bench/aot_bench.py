@@ -5,8 +5,10 @@
 
 1. imports the checkpoint (cached), compiles it to C++ and times the build of the
    generated code (the library alone, no ccache: the cost of `cmake --build`);
-2. the stripped sizes of the compiled program's command line and of tensorvm-run
-   (both link the same static runtime, all its kernels: no selective build yet);
+2. the stripped sizes of the compiled program's command line and of tensorvm-run, both
+   linking the full runtime, then both again from one `tensorvm compile --selective`
+   project (the runtime built with only the program's ops, sized for a device,
+   --kernel-variants as given), after checking those two generate the same bits;
 3. startup: each command line run as a process on a 4-token `encode` (load + one call),
    median wall time, and the in-process load time of both (Program::load vs the
    compiled program's binding of ops and weights);
@@ -69,6 +71,27 @@ def process_ms(cmd, repeat: int) -> float:
     return statistics.median(times)
 
 
+def selective_sizes(program: Path, tmp: Path, args) -> tuple[int, int, int]:
+    """Stripped sizes of compiled-run and tensorvm-run from one `tensorvm compile
+    --selective` project (the same selective runtime), checked to generate the same bits."""
+    from tensorvm.pycompiler.aot import compile_program
+
+    src, build = tmp / "selective-src", tmp / "selective-build"
+    variants = [v for v in args.kernel_variants.split(",") if v]
+    compile_program(program, src, name="compiled", selective=True, source=REPO, kernel_variants=variants)
+    cfg = ["cmake", "-S", src, "-B", build] + (["-G", "Ninja"] if shutil.which("ninja") else [])
+    run(cfg + (["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []))
+    run(["cmake", "--build", build, "--target", "compiled-run", "tensorvm-run", "-j2"])
+    exes = {"compiled": build / "compiled-run", "interpreter": build / "tensorvm" / "tensorvm-run"}
+    for label, exe in exes.items():
+        run([exe, program, "generate", "--ids", args.ids, "--arg", f"max_new_tokens={args.steps}",
+             "--outputs", tmp / f"selective-{label}.npz"])
+    if (tmp / "selective-compiled.npz").read_bytes() != (tmp / "selective-interpreter.npz").read_bytes():
+        raise SystemExit("the selective compiled-run and tensorvm-run generate different outputs")
+    n_ops = sum(1 for ln in (src / "ops.txt").read_text().splitlines() if ln and not ln.startswith("#"))
+    return stripped_size(exes["compiled"], tmp), stripped_size(exes["interpreter"], tmp), n_ops
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default="opus-mt-en-fr-random")
@@ -76,6 +99,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--ids", default="120 4501 33 87 2210 9 0")
+    ap.add_argument("--kernel-variants", default="", help="the selective build's variants besides scalar "
+                    "(default: all the target's)")
     ap.add_argument("--out", default=None, help="write the results as markdown here")
     ap.add_argument("--work", default=None, help="build here and keep it (default: a temporary directory, removed)")
     args = ap.parse_args()
@@ -112,6 +137,7 @@ def main() -> int:
         compiled_run = build / "compiled" / "compiled-run"
         interp_run = Path(get_tensorvm_run())
         size_c, size_i = stripped_size(compiled_run, tmp), stripped_size(interp_run, tmp)
+        sel_c, sel_i, n_ops = selective_sizes(program, tmp, args)
         enc = ["encode", "--ids", args.ids]
         start_i = process_ms([interp_run, program, *enc], args.repeat)
         start_c = process_ms([compiled_run, program, *enc], args.repeat)
@@ -144,7 +170,10 @@ def main() -> int:
         "",
         "| what | interpreter | compiled | compiled / interpreter |",
         "|---|---|---|---|",
-        f"| stripped command line (bytes) | {size_i} (tensorvm-run) | {size_c} (compiled-run) | {size_c / size_i:.2f} |",
+        f"| stripped command line, full runtime (bytes) | {size_i} (tensorvm-run) | {size_c} (compiled-run) | "
+        f"{size_c / size_i:.2f} |",
+        f"| stripped command line, selective runtime: {n_ops} ops, variants "
+        f"{args.kernel_variants or 'all'} (bytes) | {sel_i} | {sel_c} | {sel_c / sel_i:.2f} |",
         f"| process start + load + encode of {len(args.ids.split())} tokens (ms, median of {args.repeat}) | "
         f"{start_i:.1f} | {start_c:.1f} | {start_c / start_i:.2f} |",
         f"| load in process (ms: Program::load vs binding ops and weights) | {float(load.group(1)):.2f} | "

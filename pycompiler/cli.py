@@ -11,7 +11,7 @@ checkpoints; list the ops; say where the C++ package is.
                  [--top N] [--trace out.json] [--cpu-time]
     tensorvm diff PROGRAM [PROGRAM_B] FUNCTION [the inputs of run] [--rtol R] [--atol A] [--all]
     tensorvm optimize PROGRAM -o OUT [--passes fold,rewrite,cse,dce,fuse,merge]
-    tensorvm compile PROGRAM -o DIR [--name NAME]
+    tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
@@ -141,11 +141,18 @@ def cmd_compile(args) -> int:
 
     if Path(args.output).resolve() == Path(args.program).resolve():
         raise CLIError("compile: -o must name another directory than the program's")
-    files = compile_program(args.program, args.output, name=args.name)
+    variants = [v.strip() for v in (args.kernel_variants or "").split(",") if v.strip()]
+    files = compile_program(args.program, args.output, name=args.name, selective=args.selective, source=args.source,
+                            kernel_variants=variants)
     lib = next(f for f in files if f.endswith(".cpp") and not f.endswith("_run.cpp"))[:-4]
+    ops = [ln for ln in files["ops.txt"].read_text().splitlines() if ln and not ln.startswith("#")]
+    runtime = (f"a runtime built from the source tree with only its {len(ops)} ops" if args.selective else
+               "the installed runtime")
+    configure = "-G Ninja" if args.selective else '-Dtensorvm_DIR="$(tensorvm --cmake-dir)"'
     print(f"wrote {args.output}: {', '.join(files)}\n"
-          f"build: cmake -S {args.output} -B {args.output}/build -Dtensorvm_DIR=\"$(tensorvm --cmake-dir)\" && "
-          f"cmake --build {args.output}/build   (library {lib}, command line {lib}-run)")
+          # the build directory outside the output, which a recompile replaces as a whole
+          f"build: cmake -S {args.output} -B {args.output}-build {configure} && "
+          f"cmake --build {args.output}-build   (library {lib}, command line {lib}-run, with {runtime})")
     return 0
 
 
@@ -331,6 +338,12 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("-o", "--output", required=True, help="directory to write the C++ and its CMakeLists.txt into")
     k.add_argument("--name", default=None, help="the C++ namespace, library and file names (default: from the program's "
                    "directory name)")
+    k.add_argument("--selective", action="store_true", help="build the runtime from the tensorvm source tree with only "
+                   "the ops the program calls, sized for a device (default: link the installed runtime)")
+    k.add_argument("--source", help="with --selective: the tensorvm source tree (default: the one this package runs from)")
+    k.add_argument("--kernel-variants", dest="kernel_variants", metavar="V1,V2",
+                   help="with --selective: the kernel variants to keep besides scalar, e.g. avx2 or neon "
+                   "(default: all the target's)")
     i = sub.add_parser("inspect", help="functions, instruction counts and weights of a program", parents=[common])
     i.add_argument("program", help="program directory")
     i.add_argument("function", nargs="?", help="with --memory: the function to measure (default: generate)")

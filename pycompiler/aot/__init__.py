@@ -1,6 +1,7 @@
-"""`tensorvm compile PROGRAM -o DIR`: a program as C++ source that builds, with the
-installed runtime, into a static library (`run(name, inputs)`) and a command line with
-tensorvm-run's interface (docs/aot.md).
+"""`tensorvm compile PROGRAM -o DIR`: a program as C++ source that builds into a static
+library (`run(name, inputs)`) and a command line with tensorvm-run's interface
+(docs/aot.md), linked with the installed runtime or, with --selective, with a runtime
+built from the source tree holding only the ops the program calls (ops.txt).
 
 The C++ is the IR, line for line (cpp.py); this module lays out the files.
 """
@@ -11,10 +12,12 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from .. import ir
 from ..registry import real_ops
+from ..selective import (OPS_FILE, builtin_ops, check_kernel_variants, cmake_path, device_runtime_settings,
+                         find_source_tree)
 from .cpp import CompileError, FunctionWriter, Literals, WeightNames, cpp_name, cpp_string
 
 __all__ = ["CompileError", "compile_program", "runtime_cmake_args"]
@@ -29,20 +32,41 @@ def _namespace(path: Path, name: Optional[str]) -> str:
     return cpp_name(n)
 
 
-def compile_program(program, out_dir, name: Optional[str] = None) -> dict[str, Path]:
+def compile_program(program, out_dir, name: Optional[str] = None, selective: bool = False, source=None,
+                    kernel_variants: Sequence[str] = ()) -> dict[str, Path]:
     """Writes the C++ of `program` (a directory or a loaded tensorvm.Program) into
-    out_dir, which is replaced as a whole (written aside, then renamed). Returns the files."""
+    out_dir, which is replaced as a whole (written aside, then renamed). Returns the files.
+
+    `selective`: the CMake project builds the runtime from the tensorvm source tree
+    (`source`, default the one beside this package) with only the program's ops and
+    `kernel_variants` (besides scalar; default all the target's), sized for a device.
+    Otherwise it links the installed runtime, unless configured with
+    -DTENSORVM_SOURCE_DIR=... ."""
     from ..program import Program, load
 
+    if (source or kernel_variants) and not selective:
+        raise CompileError("compile: --source and --kernel-variants choose the runtime a --selective build compiles")
+    check_kernel_variants(kernel_variants)
+    tree = cmake_path(find_source_tree(source)) if selective else ""
     prog = program if isinstance(program, Program) else load(program)  # the C++ loader checks it first
     prog.session  # noqa: B018  binds every call: a program that would not load does not compile
     src = Path(prog.path)
     ns = _namespace(src, name)
+    code, used_ops = program_cpp(prog.module, prog.ir, ns, json.dumps(prog.meta, indent=2), str(src))
+    builtin = builtin_ops()
+    app_ops = sorted(op for op in used_ops if op not in builtin)
+    ops = sorted(op for op in used_ops if op in builtin)
     files = {
         f"{ns}.h": _render("program.h", ns=ns, source=str(src)),
-        f"{ns}.cpp": program_cpp(prog.module, prog.ir, ns, json.dumps(prog.meta, indent=2), str(src)),
+        f"{ns}.cpp": code,
         f"{ns}_run.cpp": _render("program_run.cpp", ns=ns, source=str(src)),
-        "CMakeLists.txt": _render("CMakeLists.txt", ns=ns, source=str(src)),
+        OPS_FILE: "\n".join([f"# The built-in ops {ns}.cpp calls ({len(ops)} of {len(builtin)}), for "
+                             "-DTENSORVM_SELECTED_OPS.", "# Written by tensorvm compile."]
+                            + [f"# {op}: the app's own op (vm::register_op), not built in" for op in app_ops]
+                            + ops) + "\n",
+        "CMakeLists.txt": _render("CMakeLists.txt", ns=ns, source=str(src), source_tree=tree,
+                                  device_runtime="\n".join("  " + line for line in device_runtime_settings(
+                                      f"${{CMAKE_CURRENT_LIST_DIR}}/{OPS_FILE}", kernel_variants))),
     }
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +94,8 @@ def _render(template: str, **values) -> str:
     return text
 
 
-def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: str) -> str:
+def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: str) -> tuple[str, list[str]]:
+    """The C++ of the program, and the ops it calls."""
     ops = real_ops()
     lits, weights, used_ops = Literals(), WeightNames(), {}
     fn_names = {}
@@ -126,17 +151,21 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
     out += ["}  // namespace", ""]
     out += _api(module, fn_names, ns, meta_json)
     out += [f"}}  // namespace {ns}", ""]
-    return "\n".join(out)
+    return "\n".join(out), sorted(used_ops)
 
 
 def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -> list[str]:
+    # A table of C strings read once at startup: as initializer lists of std::string,
+    # a program with many options compiled to 66 KB of constructor code.
     out = ["const std::vector<aot::Signature>& signatures() {",
-           "  static const std::vector<aot::Signature> all = {"]
+           "  // each function: its name, then each parameter's name and type, then nullptr",
+           "  static const char* const table[] = {"]
     for f in module.functions:
-        pn = ", ".join(cpp_string(p.name) for p in f.params)
-        pt = ", ".join(cpp_string(p.type) for p in f.params)
-        out.append(f"      {{{cpp_string(f.name)}, {{{pn}}}, {{{pt}}}}},")
-    out += ["  };", "  return all;", "}", "",
+        items = [cpp_string(f.name)] + [cpp_string(x) for p in f.params for x in (p.name, p.type)] + ["nullptr"]
+        out.append("      " + ", ".join(items) + ",")
+    out += ["      nullptr};",
+            "  static const std::vector<aot::Signature> all = aot::signatures_from(table);",
+            "  return all;", "}", "",
             "const std::string& meta_json() {",
             f"  static const std::string meta = {cpp_string(meta_json)};",
             "  return meta;", "}", "",

@@ -40,6 +40,11 @@ class Session {
   std::vector<vm::Value> run_named(const std::string& function,
                                    const std::vector<std::pair<std::string, vm::Value>>& named,
                                    vm::EmitCallback on_emit = {});
+  // As vm::Session's (docs/aot.md, "Hooks"): a hook sees each op, call and loop.
+  void set_hook(vm::Hook* hook) { runtime_.set_hook(hook); }
+  vm::Hook* hook() const { return runtime_.hook(); }
+  vm::Profiler* profiler() { return runtime_.profiler(); }  // SessionOptions::profile
+  uint64_t instructions_executed() const { return runtime_.instructions_executed(); }
 
  private:
   std::shared_ptr<const Program> program_;
