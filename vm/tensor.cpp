@@ -189,7 +189,8 @@ Ref<Buffer> Pool::allocate(size_t bytes) {
 //
 // First, while the pool holds more than the most bytes ever live at once, it frees the
 // classes a loop has stopped asking for: a class is stale once it has sat unused for
-// over twice the longest it ever waited between uses, plus kStaleSlack allocations
+// over twice the longest it ever sat before a block was taken, plus kStaleSlack
+// allocations
 // (a class reused each step waits at most a step, so a steady loop keeps every block
 // it needs; the sizes a growing tensor left behind are freed a few steps later).
 // Largest classes first, as they free the most.

@@ -89,7 +89,7 @@ class Buffer : public RefCounted {
 // may be released on another thread than the one that allocated it. A Pool given an
 // Arena hands out blocks carved from it instead (a Session with an app's arena).
 //
-// Blocks come in size classes (pool_size_class below), so a tensor that grows a little
+// Blocks come in size classes (size_class() below), so a tensor that grows a little
 // each step (a beam search's sequences, the KV cache's reorder scratch) takes back the
 // block it freed for several steps instead of leaving one cached block per exact size.
 // Cached blocks of sizes the loop has stopped asking for are freed once the pool holds
@@ -118,7 +118,7 @@ class Pool : public RefCounted {
   void trim();  // frees every cached block
 
   // Size classes: 64-byte steps up to 1 KiB, then 8 classes per power of two, so a
-  // block is at most 12.5% larger than the request. Public for tests.
+  // block is under 12.5% larger than the request. Public for tests.
   static constexpr int kSizeClasses = 16 + 8 * 38;  // the last one holds kMaxTensorBytes
   static int size_class(size_t bytes);               // bytes <= kMaxTensorBytes
   static size_t class_bytes(int size_class);         // the block size of a class
@@ -131,7 +131,7 @@ class Pool : public RefCounted {
   struct FreeList {
     std::vector<Buffer*> blocks;
     uint64_t last_use = 0;  // allocs_ when a block of this class was last taken or given back
-    uint64_t max_idle = 0;  // the most allocations a cached block of this class waited to be taken
+    uint64_t max_idle = 0;  // the most allocations this class went untouched before a block was taken
   };
   static constexpr uint64_t kStaleSlack = 1024;  // allocations; see evict_stale()
   std::mutex mu_;
