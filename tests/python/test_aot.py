@@ -112,8 +112,7 @@ def _interpreter_error(program, function, named) -> str:
     interp = _C.Session(_C.Program.load(str(program)))
     with pytest.raises(Exception) as e:
         interp.run_named(function, named)
-    # the compiled code names the IR file it came from without the directory it was loaded from
-    return str(e.value).replace(f"{program}/", "")
+    return str(e.value)
 
 
 def test_errors_name_the_op_the_ir_line_and_the_call_chain(built):
@@ -133,7 +132,7 @@ def test_errors_name_the_op_the_ir_line_and_the_call_chain(built):
         if decoder_ids:
             named["decoder_input_ids"] = np.array(decoder_ids)
         want = _interpreter_error(built["program"], "generate", named)
-        assert len(want.splitlines()) == depth and want.splitlines()[-1].startswith("  at program.py:"), want
+        assert len(want.splitlines()) == depth and want.splitlines()[-1].startswith(f"  at {built['program']}/program.py:"), want
         args = ["--decoder-ids", " ".join(str(i) for i in decoder_ids[0])] if decoder_ids else []
         code, _, err = _run_cli(exe, built["program"], "generate", "--ids", ids, *args)
         assert code == 1 and err == f"compiled-run: error: {want}\n"
@@ -152,8 +151,8 @@ def test_max_instructions_stops_a_loop_as_the_interpreter(built):
         a = _run_cli(exe, built["program"], *common, "--max-instructions", "300")
         b = _run_cli(interp, built["program"], *common, "--max-instructions", "300")
         assert a[0] == 1 and b[0] == 1
-        assert "(max_instructions) in loop '" in a[2] and "\n  at program.py:" in a[2], a[2]
-        assert a[2].replace("compiled-run:", "tensorvm-run:") == b[2].replace(f"{built['program']}/", "")
+        assert "(max_instructions) in loop '" in a[2] and f"\n  at {built['program']}/program.py:" in a[2], a[2]
+        assert a[2].replace("compiled-run:", "tensorvm-run:") == b[2]
         a = _run_cli(exe, built["program"], *common, "--max-instructions", "10000000")
         b = _run_cli(interp, built["program"], *common)
         assert a[0] == 0 and b[0] == 0 and a[1] == b[1], a[2]
@@ -318,7 +317,7 @@ def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_f
     a = _run_cli(b["build"] / "compiled" / "compiled-run", prog, "outer", "--arg", "n=1.5")
     c = _run_cli(interp, prog, "outer", "--arg", "n=1.5")
     assert a[0] == 1 and c[0] == 1 and "zeros: list items must be ints" in a[2], a[2]
-    assert a[2].replace("compiled-run:", "tensorvm-run:") == c[2].replace(f"{prog}/", "")
+    assert a[2].replace("compiled-run:", "tensorvm-run:") == c[2]
 
 
 def test_compile_refuses_bad_programs_and_its_own_directory(tmp_path, capsys):

@@ -25,11 +25,15 @@ class Program {
   ~Program();
   const Ops& ops() const { return *ops_; }
   const Weights& weights() const { return *weights_; }
+  // The compiled-in IR text, named DIR/program.py as the interpreter names it in errors.
+  const vm::aot::Source& source() const { return source_; }
 
  private:
   Program() = default;
   std::unique_ptr<const Ops> ops_;
   std::unique_ptr<const Weights> weights_;
+  std::string source_file_;
+  vm::aot::Source source_{};
 };
 
 // One caller's state: the buffer pool and the worker threads. One thread at a time.
