@@ -175,6 +175,47 @@ class Program:
             raise ValueError(f"complete: {self.path} is not a decoder-only program; use translate")
         return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
 
+    def transcribe(self, audio, language=None, task=None, decoder_input_ids=None, max_new_tokens=None,
+                   num_beams=None) -> list:
+        """Audio in, texts out for a Whisper program: `audio` is 16 kHz f32 samples, one clip
+        (1-D), a batch [batch, samples] or a list of clips (padded with zeros to the longest,
+        which changes nothing: each is padded or cut to 30 s). `language` ("fr", "french")
+        (or a list, one per clip) and `task` ("transcribe", "translate") build the decoder
+        prompt as WhisperForConditionalGeneration.generate(language=, task=) does (with the
+        program's tokenizer: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>); without a
+        language the prompt is `decoder_input_ids`, or the decoder starts from
+        decoder_start_token_id alone (no language detection). Each sequence is decoded with
+        skip_special_tokens, so the prompt does not reach the text."""
+        import numpy as np
+
+        if "transcribe" not in self.functions:
+            raise ValueError(f"transcribe: {self.path} has no transcribe function (it is not a Whisper program)")
+        if isinstance(audio, (list, tuple)) and audio and np.ndim(audio[0]) == 1:
+            clips = [np.asarray(a, dtype=np.float32) for a in audio]
+            audio = np.zeros((len(clips), max(len(c) for c in clips)), np.float32)
+            for i, c in enumerate(clips):
+                audio[i, :len(c)] = c
+        audio = np.asarray(audio, dtype=np.float32)
+        if audio.ndim == 1:
+            audio = audio[None, :]
+        if audio.ndim != 2:
+            raise ValueError(f"transcribe: audio must be [samples] or [batch, samples], got shape {list(audio.shape)}")
+        tok = self.tokenizer
+        if language is not None or task is not None:
+            if decoder_input_ids is not None:
+                raise ValueError("transcribe: give language/task or decoder_input_ids, not both")
+            per_row = isinstance(language, (list, tuple))
+            if per_row and len(language) != audio.shape[0]:
+                raise ValueError(f"transcribe: {len(language)} languages for {audio.shape[0]} clips (give one per clip, "
+                                 "or one for all)")
+            try:
+                prompts = [tok.decoder_prompt(lang, task) for lang in (language if per_row else [language])]
+            except ValueError as e:
+                raise ValueError(f"transcribe: language={language!r} task={task!r}: {e}") from None
+            decoder_input_ids = np.array(prompts if per_row else prompts * audio.shape[0], np.int64)
+        seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
+        return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
+
     def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool, src_lang=None) -> list:
         import numpy as np
 

@@ -26,8 +26,9 @@ _LAYOUTS = {
     "sentencepiece": {"tokenizer": ("tokenizer.json", True), "config": ("tokenizer_config.json", False)},
     "m2m100-spm": {"spm": ("sentencepiece.bpe.model", True), "vocab": ("vocab.json", True),
                    "config": ("tokenizer_config.json", False)},
-    # tokenizer.json for the piece ids (fairseq's order) and the language codes' and <mask>'s ids
-    "nllb-spm": {"spm": ("sentencepiece.bpe.model", True), "tokenizer": ("tokenizer.json", True),
+    # tokenizer.json for the piece ids (fairseq's order) and the language codes' and <mask>'s ids;
+    # without it (fairseq-era checkpoints) the C++ library computes that order (text/nllb.cpp)
+    "nllb-spm": {"spm": ("sentencepiece.bpe.model", True), "tokenizer": ("tokenizer.json", False),
                  "config": ("tokenizer_config.json", False)},
 }
 
@@ -35,7 +36,7 @@ _LAYOUTS = {
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
                  "llama": "tokenizer.json", "whisper": "whisper-bpe",
-                 "t5": "t5-spm"}
+                 "t5": "t5-spm", "mt5": "t5-spm"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
@@ -65,7 +66,43 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
             return {}, None
     if kind == "nllb-spm":
         entry["language_codes"] = _nllb_language_codes(ckpt / "tokenizer_config.json")
+    if kind == "whisper-bpe":
+        prompt = _whisper_prompt(ckpt)
+        if prompt is not None:
+            entry["prompt"] = prompt
     return files, entry
+
+
+def _whisper_prompt(ckpt: Path) -> dict | None:
+    """What WhisperForConditionalGeneration.generate reads to build the decoder prompt from
+    language= and task=: generation_config.json's lang_to_id and task_to_id (as token
+    names: the C++ library takes their ids from tokenizer.json), is_multilingual,
+    no_timestamps_token_id, and transformers' language names (TO_LANGUAGE_CODE, not in
+    the checkpoint: [name, code] pairs in its order, the usual name of each code first). None when the config has no lang_to_id / task_to_id (an old or
+    English-only checkpoint), or when its ids disagree with tokenizer.json's."""
+    import json
+
+    try:
+        gen = json.loads((ckpt / "generation_config.json").read_text(encoding="utf-8"))
+        tj = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    lang_to_id, task_to_id = gen.get("lang_to_id"), gen.get("task_to_id")
+    if not isinstance(lang_to_id, dict) or not isinstance(task_to_id, dict):
+        return None
+    added = {t.get("content"): t.get("id") for t in tj.get("added_tokens") or [] if isinstance(t, dict)}
+    wanted = {**lang_to_id, **{f"<|{t}|>": i for t, i in task_to_id.items()},
+              "<|startoftranscript|>": gen.get("decoder_start_token_id")}
+    if gen.get("no_timestamps_token_id") is not None:
+        wanted["<|notimestamps|>"] = gen["no_timestamps_token_id"]
+    if any(added.get(token) != i for token, i in wanted.items()):
+        return None
+    from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+    return {"languages": sorted(lang_to_id, key=lang_to_id.get), "tasks": sorted(task_to_id, key=task_to_id.get),
+            "no_timestamps": gen.get("no_timestamps_token_id") is not None,
+            "multilingual": bool(gen.get("is_multilingual", True)),
+            "language_names": [[name, code] for name, code in TO_LANGUAGE_CODE.items()]}
 
 
 def _tokenizer_class(ckpt: Path) -> str:

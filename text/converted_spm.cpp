@@ -59,11 +59,13 @@ std::string metaspace_decode(const ConvertedVocab& vocab, const std::vector<int6
   return out;
 }
 
-ConvertedSpm::ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind)
+ConvertedSpm::ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind,
+                           const VocabWithoutJson& without_json)
     : who_(std::move(who)), kind_(std::move(kind)) {
   sp_ = load_spm(named_file(files, "spm", who_), who_);
-  v_ = load_converted_vocab(named_file(files, "tokenizer", who_), who_);
   config_ = load_tokenizer_config(files, who_);
+  v_ = without_json && !files.count("tokenizer") ? without_json(*sp_, config_)
+                                                 : load_converted_vocab(named_file(files, "tokenizer", who_), who_);
   unk_id_ = v_.id_of(token_name(config_, "unk_token", "<unk>", who_), "unk_token", who_);
   eos_id_ = v_.id_of(token_name(config_, "eos_token", "</s>", who_), "eos_token", who_);
   clean_up_spaces_ = clean_up_wanted(config_, v_.bpe);

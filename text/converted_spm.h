@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,7 +46,13 @@ class ConvertedSpm : public Tokenizer {
   const std::string& kind() const override { return kind_; }
 
  protected:
-  ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind);
+  // Numbers the pieces without a tokenizer.json (NLLB's fairseq order), from the spm
+  // model and tokenizer_config.json.
+  using VocabWithoutJson =
+      std::function<ConvertedVocab(const sentencepiece::SentencePieceProcessor&, const nlohmann::json& config)>;
+  // `without_json`: used when `files` has no tokenizer.json (else one is required).
+  ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind,
+               const VocabWithoutJson& without_json = nullptr);
   // `input`'s ids (after checking it is UTF-8), appended to `ids`.
   void encode_text(std::string_view input, std::vector<int64_t>& ids) const;
   virtual void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const = 0;

@@ -3,15 +3,65 @@
 #include <unordered_map>
 
 #include "text/converted_spm.h"
+#include "text/spm_files.h"
 #include "text/util.h"
 
 namespace text {
 namespace {
 
+// The numbering without tokenizer.json, as transformers 4's slow NllbTokenizer computed it
+// from the spm model (fairseq's dictionary): <s> <pad> </s> <unk> 0-3, spm piece i (from 3
+// on: the spm's own first three are <unk> <s> </s>) at i + 1, then the language codes in
+// order from the spm size + 1, <mask> last. tokenizer_config.json's added_tokens_decoder,
+// when it has one, gives the ids it lists (transformers 5 reads them from there).
+ConvertedVocab fairseq_vocab(const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config,
+                             const std::vector<std::string>& codes) {
+  const char* who = "nllb tokenizer";
+  const int n = sp.GetPieceSize();
+  if (n < 3 || !sp.IsUnknown(0) || !sp.IsControl(1) || !sp.IsControl(2))
+    fail("{}: sentencepiece.bpe.model does not begin with <unk> <s> </s> as fairseq's NLLB models do, so its "
+         "numbering is unknown without tokenizer.json",
+         who);
+  ConvertedVocab v;
+  v.fuse_unk = v.bpe = true;  // tokenizers' BPE of the converted NLLB tokenizer
+  std::map<std::string, AddedToken> added;  // by content: added_tokens_decoder replaces an entry
+  auto add = [&](std::string content, int64_t id, bool lstrip = false, bool normalized = false) {
+    AddedToken t;
+    t.content = std::move(content), t.id = id, t.lstrip = lstrip, t.normalized = normalized, t.special = true;
+    added[t.content] = t;
+  };
+  const char* keys[] = {"bos_token", "pad_token", "eos_token", "unk_token"};
+  const char* defaults[] = {"<s>", "<pad>", "</s>", "<unk>"};
+  for (int64_t id = 0; id < 4; ++id) {
+    const std::string name = token_name(config, keys[id], defaults[id], who);
+    v.ids[name] = id;
+    add(name, id);
+  }
+  for (int i = 3; i < n; ++i) v.ids.emplace(sp.IdToPiece(i), int64_t(i) + 1);
+  int64_t next = int64_t(n) + 1;
+  for (const std::string& code : codes) add(code, next++);
+  add(token_name(config, "mask_token", "<mask>", who), next, /*lstrip=*/true, /*normalized=*/true);
+  if (config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object()) {
+    AddedTokens listed;
+    try {
+      listed.add_from_config(config["added_tokens_decoder"]);
+    } catch (const std::exception& e) {
+      fail("{}: tokenizer_config.json: added_tokens_decoder: {}", who, e.what());
+    }
+    for (const auto& [id, t] : listed.by_id()) added[t.content] = t;
+  }
+  for (auto& [content, t] : added) v.added.add(t);
+  for (const auto& [piece, id] : v.ids) v.pieces[id] = piece;
+  return v;
+}
+
 class Nllb final : public ConvertedSpm {
  public:
   Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes)
-      : ConvertedSpm(files, "nllb tokenizer", "nllb-spm") {
+      : ConvertedSpm(files, "nllb tokenizer", "nllb-spm",
+                     [&codes](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
+                       return fairseq_vocab(sp, config, codes);
+                     }) {
     space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
     legacy_ = config_.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)

@@ -58,6 +58,11 @@ int64_t Tokenizer::language_id(std::string_view lang) const {
   fail("a {} tokenizer has no language tokens (language '{}'): they are for M2M100 and NLLB programs", kind(), lang);
 }
 
+std::vector<int64_t> Tokenizer::decoder_prompt(std::string_view language, std::string_view task) const {
+  fail("a {} tokenizer has no task prompt (language '{}', task '{}'): it is for Whisper programs", kind(), language,
+       task);
+}
+
 bool has_tokenizer(const std::string& dir) { return !tokenizer_entry(dir).is_null(); }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
@@ -75,7 +80,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   }
   if (kind == "marian-spm") return load_marian(files);
   if (kind == "byte-level-bpe") return load_byte_bpe(files);
-  if (kind == "whisper-bpe") return load_whisper(files);
+  if (kind == "whisper-bpe") return load_whisper(files, entry.value("prompt", nlohmann::json()));
   if (kind == "t5-spm") return load_t5(files);
   if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
   if (kind == "m2m100-spm" || kind == "nllb-spm") {

@@ -33,6 +33,12 @@ class Tokenizer {
   // The id of language `lang`'s token: the forced_bos_token_id that makes generate write
   // that language. Error for an unknown language or a kind without languages.
   virtual int64_t language_id(std::string_view lang) const;
+  // Whisper's decoder prompt for `language` ("fr", "french" or "<|fr|>") and `task`
+  // ("transcribe", "translate"; empty: transcribe), as WhisperForConditionalGeneration.generate
+  // builds it: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>. Error for an
+  // unknown language or task, an empty language (detection is not supported) or a kind
+  // without one.
+  virtual std::vector<int64_t> decoder_prompt(std::string_view language, std::string_view task) const;
   // The text transformers' decode(ids, skip_special_tokens=...) gives.
   virtual std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = true) const = 0;
   // meta.json's kind: "marian-spm", "m2m100-spm", "nllb-spm", "byte-level-bpe",

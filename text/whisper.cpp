@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <vector>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "text/byte_bpe.h"
@@ -13,15 +16,18 @@ namespace {
 
 class Whisper final : public Tokenizer {
  public:
-  explicit Whisper(const std::map<std::string, std::string>& files) : bpe_(load_byte_bpe(files)) {
+  Whisper(const std::map<std::string, std::string>& files, const nlohmann::json& prompt)
+      : bpe_(load_byte_bpe(files)) {
     const std::string& path = files.at("tokenizer");
     const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
     if (j.is_object() && j.contains("added_tokens") && j["added_tokens"].is_array())
-      for (const auto& t : j["added_tokens"]) {
-        if (!t.is_object() || !t.contains("content") || !t.contains("id")) continue;
-        if (t["content"] == "<|startofprev|>") start_of_prev_ = t["id"].get<int64_t>();
-        if (t["content"] == "<|startoftranscript|>") start_of_transcript_ = t["id"].get<int64_t>();
-      }
+      for (const auto& t : j["added_tokens"])
+        if (t.is_object() && t.contains("content") && t["content"].is_string() && t.contains("id") &&
+            t["id"].is_number_integer())
+          added_[t["content"].get<std::string>()] = t["id"].get<int64_t>();
+    start_of_prev_ = added_id("<|startofprev|>");
+    start_of_transcript_ = added_id("<|startoftranscript|>");
+    if (!prompt.is_null()) read_prompt(prompt);
   }
 
   std::vector<int64_t> encode(std::string_view input) const override { return bpe_->encode(input); }
@@ -38,10 +44,113 @@ class Whisper final : public Tokenizer {
 
   const std::string& kind() const override { return kind_; }
 
+  // transformers' language_to_id: "<|fr|>" as lang_to_id has it, a name ("French") or a
+  // code ("fr"), lowercased; then it must be one of the checkpoint's languages.
+  int64_t language_id(std::string_view language) const override {
+    require_prompt(language, "");
+    std::string lang(language);
+    for (char& c : lang) c = char(std::tolower(static_cast<unsigned char>(c)));
+    std::string token;
+    if (languages_.count(lang)) {
+      token = lang;
+    } else if (auto it = names_.find(lang); it != names_.end()) {
+      token = "<|" + it->second + "|>";
+    } else if (codes_.count(lang)) {
+      token = "<|" + lang + "|>";
+    } else {
+      fail("whisper tokenizer: unknown language '{}': give a code ({}, ... {} in all) or a name ({}, ...)", language,
+           example_codes_, codes_.size(), example_names_);
+    }
+    if (!languages_.count(token))
+      fail("whisper tokenizer: language '{}' ({}) is not one of this model's (generation_config.json's lang_to_id: {}, "
+           "...)",
+           language, token, example_codes_);
+    return added_id(token);
+  }
+
+  // WhisperForConditionalGeneration.generate's init tokens for a given language:
+  // decoder start, language, task (transcribe when none is given), <|notimestamps|>
+  // when the checkpoint names one (return_timestamps is not supported).
+  std::vector<int64_t> decoder_prompt(std::string_view language, std::string_view task) const override {
+    require_prompt(language, task);
+    if (language.empty())
+      fail("whisper tokenizer: {} without a language: give the language (language detection is not supported)",
+           task.empty() ? std::string("a prompt") : fmt::format("task '{}'", task));
+    std::vector<int64_t> ids = {start_of_transcript_, language_id(language)};
+    const std::string t = task.empty() ? "transcribe" : std::string(task);
+    if (t != "transcribe" && t != "translate")
+      fail("whisper tokenizer: unknown task '{}': it is transcribe or translate", task);
+    if (tasks_.count(t))
+      ids.push_back(added_id("<|" + t + "|>"));
+    else if (!task.empty())
+      fail("whisper tokenizer: task '{}' is not one of this model's (generation_config.json's task_to_id: {})", task,
+           fmt::join(tasks_, ", "));
+    if (no_timestamps_) ids.push_back(added_id("<|notimestamps|>"));
+    return ids;
+  }
+
  private:
   std::string kind_ = "whisper-bpe";
   std::unique_ptr<Tokenizer> bpe_;
+  std::map<std::string, int64_t> added_;  // tokenizer.json's added tokens: content -> id
   int64_t start_of_prev_ = -1, start_of_transcript_ = -1;
+  // meta.json's "prompt" (import-hf, from generation_config.json): prompt_ false without one
+  bool prompt_ = false, multilingual_ = true, no_timestamps_ = false;
+  std::set<std::string> languages_, tasks_, codes_;
+  std::map<std::string, std::string> names_;  // "french" -> "fr"
+  std::string example_codes_, example_names_;
+
+  int64_t added_id(const std::string& token) const {
+    auto it = added_.find(token);
+    return it == added_.end() ? -1 : it->second;
+  }
+
+  void read_prompt(const nlohmann::json& p) {
+    std::vector<std::string> order;  // lang_to_id's tokens in id order (en, zh, de, ...)
+    std::map<std::string, std::string> first_name;  // "es" -> "spanish" (the first of its names)
+    try {
+      for (const auto& l : p.at("languages")) order.push_back(l.get<std::string>());
+      for (const auto& t : p.at("tasks")) tasks_.insert(t.get<std::string>());
+      for (const auto& pair : p.at("language_names")) {  // [name, code] in transformers' order
+        const std::string name = pair.at(0).get<std::string>(), code = pair.at(1).get<std::string>();
+        names_[name] = code;
+        codes_.insert(code);
+        first_name.emplace(code, name);
+      }
+      no_timestamps_ = p.value("no_timestamps", false);
+      multilingual_ = p.value("multilingual", true);
+    } catch (const nlohmann::json::exception& e) {
+      fail("whisper tokenizer: meta.json's tokenizer \"prompt\" is malformed: {}", e.what());
+    }
+    languages_.insert(order.begin(), order.end());
+    for (const std::string& l : languages_)
+      if (added_id(l) < 0) fail("whisper tokenizer: language token {} is not in tokenizer.json", l);
+    for (const std::string& t : tasks_)
+      if (added_id("<|" + t + "|>") < 0) fail("whisper tokenizer: task token <|{}|> is not in tokenizer.json", t);
+    if (start_of_transcript_ < 0 || (no_timestamps_ && added_id("<|notimestamps|>") < 0))
+      fail("whisper tokenizer: tokenizer.json lacks <|startoftranscript|> or <|notimestamps|>");
+    // the first few of the model's languages, for messages
+    size_t shown = 0;
+    for (const std::string& token : order) {
+      if (token.size() < 5 || shown == 7) continue;
+      const std::string code = token.substr(2, token.size() - 4);
+      auto name = first_name.find(code);
+      if (name == first_name.end()) continue;
+      example_codes_ += (shown ? ", " : "") + code;
+      example_names_ += (shown ? ", " : "") + name->second;
+      ++shown;
+    }
+    prompt_ = true;
+  }
+
+  void require_prompt(std::string_view language, std::string_view task) const {
+    if (!prompt_)
+      fail("whisper tokenizer: this program has no language or task table (its checkpoint's generation_config.json "
+           "had no lang_to_id and task_to_id): give the prompt ids instead (decoder_input_ids)");
+    if (!multilingual_ && !(language.empty() && task.empty()))
+      fail("whisper tokenizer: an English-only model takes no language or task (generation_config.json's "
+           "is_multilingual is false)");
+  }
 
   // transformers' re.sub(r"<\|(\d+\.\d+)\|>", "", text), on the decoded text.
   static std::string drop_timestamps(const std::string& text) {
@@ -68,9 +177,10 @@ class Whisper final : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files) {
+std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files,
+                                        const nlohmann::json& prompt) {
   if (!files.count("tokenizer")) fail("whisper tokenizer: meta.json names no 'tokenizer' file (tokenizer.json)");
-  return std::make_unique<Whisper>(files);
+  return std::make_unique<Whisper>(files, prompt);
 }
 
 }  // namespace text

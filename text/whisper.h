@@ -3,17 +3,25 @@
 // <|startoftranscript|> <|xx|> <|transcribe|> <|notimestamps|>, and <|endoftext|>), and
 // Whisper's decode: with skip_special_tokens a previous-text prompt (<|startofprev|> ...)
 // is dropped up to <|startoftranscript|>, and timestamps (<|1.24|>) never reach the text.
+// With meta.json's "prompt" entry (import-hf writes it from generation_config.json), it also
+// builds the decoder prompt for a language and task chosen at run time (decoder_prompt).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "text/tokenizer.h"
 
 namespace text {
 
 // `files`: tokenizer (tokenizer.json), config (tokenizer_config.json, optional).
-std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files);
+// `prompt`: null, or {"languages": ["<|en|>", ...] (generation_config's lang_to_id),
+// "tasks": ["transcribe", ...] (task_to_id), "no_timestamps": bool, "multilingual": bool,
+// "language_names": [["french", "fr"], ...] (transformers' TO_LANGUAGE_CODE)}.
+std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files,
+                                        const nlohmann::json& prompt = nullptr);
 
 }  // namespace text

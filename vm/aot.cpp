@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "vm/profiler.h"
 
 namespace vm::aot {
 
@@ -32,15 +37,159 @@ bool env_copy_weights() {
   return v && *v && std::string(v) != "0";
 }
 
-// "def encode(input_ids: Tensor" -> "encode": the function a line of the source is in.
-std::string function_of(const Source& s, int line) {
-  for (int i = std::min(line, s.count); i >= 1; --i) {
-    const char* text = s.lines[i - 1];
-    if (std::strncmp(text, "def ", 4) != 0) continue;
-    const char* end = std::strchr(text + 4, '(');
-    return end ? std::string(text + 4, end) : std::string(text + 4);
+// The line of the `def` a line of the source is in, 0 for none.
+int def_line_of(const Source& s, int line) {
+  for (int i = std::min(line, s.count); i >= 1; --i)
+    if (std::strncmp(s.lines[i - 1], "def ", 4) == 0) return i;
+  return 0;
+}
+
+// "def encode(input_ids: Tensor" -> "encode".
+std::string def_name(const Source& s, int def_line) {
+  if (def_line < 1) return "?";
+  const char* text = s.lines[def_line - 1] + 4;
+  const char* end = std::strchr(text, '(');
+  return end ? std::string(text, end) : std::string(text);
+}
+
+std::string function_of(const Source& s, int line) { return def_name(s, def_line_of(s, line)); }
+
+// The statement at `line` as the interpreter names it: the line without its indent.
+const char* statement(const Source& s, int line) {
+  const char* text = line >= 1 && line <= s.count ? s.lines[line - 1] : "";
+  while (*text == ' ') ++text;
+  return text;
+}
+
+// "a, b = while_loop(cond, body, x)" -> "while_loop"; args_at: where its arguments start.
+std::string callee_of(const char* stmt, const char** args_at = nullptr) {
+  const char* eq = std::strstr(stmt, " = ");
+  const char* name = eq ? eq + 3 : stmt;
+  const char* open = std::strchr(name, '(');
+  if (args_at) *args_at = open ? open + 1 : name + std::strlen(name);
+  return open ? std::string(name, open) : std::string(name);
+}
+
+// The n-th argument of the statement at `line` when it is a name: while_loop's
+// condition (0) and body (1).
+std::string name_arg(const Source& s, int line, int n) {
+  const char* p = nullptr;
+  callee_of(statement(s, line), &p);
+  for (int i = 0; i < n && p; ++i) {
+    p = std::strchr(p, ',');
+    if (p) p += 1 + (p[1] == ' ');
   }
-  return "?";
+  if (!p) return "?";
+  size_t len = 0;
+  while (p[len] && p[len] != ',' && p[len] != ')') ++len;
+  return std::string(p, len);
+}
+
+}  // namespace
+
+// The Function and Instr a hook is shown for each line of compiled code, made the first
+// time a hook sees the line. A kernel's Instr reads its arguments from registers
+// 0..n-1 and writes its results to n..n+k-1 of the frame the hook is given, and its
+// Function (its own, named as the function it is in) names the results' registers; a
+// call, while_loop, cond, emit or param has no registers. One per compiled program,
+// kept for the life of the process (sites_of): a profiler keeps pointers into them past
+// the sessions that ran, and sessions on several threads share them.
+class Sites {
+ public:
+  explicit Sites(const Source& s) : src_(s), by_line_(size_t(s.count) + 1) {}
+
+  const Function& function(int def_line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return function_locked(def_line);
+  }
+
+  struct Site {
+    Instr ins;
+    const Function* fn = nullptr;
+    Function own;  // a kernel's: its registers' names
+  };
+
+  const Site& kernel(int line, const Op& op, int n, int nout) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Site& s = at(line);
+    if (!s.fn) {
+      fill(s, line);
+      s.ins.kind = Instr::Kind::Kernel;
+      s.ins.op = op.def;
+      s.ins.kernel = op.kernel;
+      s.ins.callee = op.def->name;
+      s.own.name = s.fn->name;
+      s.own.line = s.fn->line;
+      s.own.reg_names.resize(size_t(n + nout));
+      const std::string& text = s.ins.text;
+      const size_t eq = text.find(" = ");
+      size_t start = 0;
+      for (int i = 0; i < nout && eq != std::string::npos && start < eq; ++i) {
+        const size_t end = std::min(text.find(", ", start), eq);
+        s.own.reg_names[size_t(n + i)] = text.substr(start, end - start);
+        start = end + 2;
+      }
+      for (int i = 0; i < n; ++i) s.ins.args.push_back(Operand{Operand::From::Reg, uint32_t(i)});
+      for (int i = 0; i < nout; ++i) s.ins.outs.push_back(uint32_t(n + i));
+      s.own.num_regs = uint32_t(n + nout);
+      s.fn = &s.own;
+    }
+    return s;
+  }
+
+  const Site& call(int line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Site& s = at(line);
+    if (!s.fn) {
+      fill(s, line);
+      s.ins.callee = callee_of(s.ins.text.c_str());
+      const std::string& c = s.ins.callee;
+      s.ins.kind = c == "while_loop" ? Instr::Kind::WhileLoop
+                   : c == "cond"     ? Instr::Kind::Cond
+                   : c == "emit"     ? Instr::Kind::Emit
+                   : c == "param"    ? Instr::Kind::ParamIndexed
+                                     : Instr::Kind::Call;
+    }
+    return s;
+  }
+
+ private:
+  Site& at(int line) {
+    if (line < 1 || line > src_.count) fail("compiled program: no line {} in its source", line);
+    auto& p = by_line_[size_t(line)];
+    if (!p) p = std::make_unique<Site>();
+    return *p;
+  }
+  const Function& function_locked(int def_line) {
+    auto& f = fns_[def_line];
+    if (!f) {
+      f = std::make_unique<Function>();
+      f->name = def_name(src_, def_line);
+      f->line = def_line;
+    }
+    return *f;
+  }
+  void fill(Site& s, int line) {
+    s.fn = &function_locked(def_line_of(src_, line));
+    s.ins.line = line;
+    s.ins.text = statement(src_, line);
+  }
+
+  std::mutex mutex_;
+  const Source& src_;
+  std::vector<std::unique_ptr<Site>> by_line_;
+  std::map<int, std::unique_ptr<Function>> fns_;
+};
+
+namespace {
+
+Sites* sites_of(const Source& source) {
+  static std::mutex mutex;
+  static std::map<const Source*, std::unique_ptr<Sites>> all;  // a few per process: one per compiled program
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = all[&source];
+  if (!s) s = std::make_unique<Sites>(source);
+  return s.get();
 }
 
 }  // namespace
@@ -72,13 +221,23 @@ WeightsFile::Table WeightsFile::table(const char* name_template) const {
 }
 
 Runtime::Runtime(const SessionOptions& options)
-    : options_(options), pool_(options.arena ? make_ref<Pool>(options.arena) : make_ref<Pool>()) {  // as a Session
+    : options_(options),
+      pool_(options.arena ? make_ref<Pool>(options.arena) : make_ref<Pool>()),  // as a Session
+      calls_(size_t(Context::kCallSlots)) {
   if (options.num_threads < 1) fail("num_threads must be at least 1, got {}", options.num_threads);
   if (options.num_threads > 1) {
     threads_ = std::make_unique<ThreadPool>(options.num_threads);
     threads_->set_engaged(false);  // engaged only while a run is under way, as a Session's
   }
+  if (options.profile) {
+    ProfilerOptions po;
+    po.trace = options.profile_trace;
+    profiler_ = std::make_unique<Profiler>(po);
+    hook_ = profiler_.get();
+  }
 }
+
+Runtime::~Runtime() = default;
 
 Context Runtime::context(EmitCallback on_emit, const Source* source) {
   Context c;
@@ -87,6 +246,17 @@ Context Runtime::context(EmitCallback on_emit, const Source* source) {
   c.ops.num_threads = options_.num_threads;
   c.on_emit = std::move(on_emit);
   c.source = source;
+  c.calls = calls_.data();
+  c.instructions = &instructions_;
+  const uint64_t budget = options_.max_instructions;  // per run, as Session::run counts it
+  c.max_instructions = budget;
+  c.budget_end = budget == 0 || instructions_ > UINT64_MAX - budget ? UINT64_MAX : instructions_ + budget;
+  if (hook_) {
+    loop_open_.assign(size_t(Context::kCallSlots), 0);
+    c.hook = hook_;
+    c.sites = sites_of(*source);
+    c.loop_open = loop_open_.data();
+  }
   return c;
 }
 
@@ -137,12 +307,90 @@ std::vector<Value> inputs_by_name(const Signature& fn, const std::vector<std::pa
 
 void fail_at(const Context& c, int line, const std::string& message) {
   const Source& s = *c.source;
-  const char* text = line >= 1 && line <= s.count ? s.lines[line - 1] : "";
-  while (*text == ' ') ++text;
-  throw Error(fmt::format("{}\n  at {}:{} in {}: {}", message, s.filename, line, function_of(s, line), text));
+  std::string msg = message;
+  auto at = [&](int l) { msg += fmt::format("\n  at {}:{} in {}: {}", s.filename, l, function_of(s, l), statement(s, l)); };
+  at(line);
+  for (int d = std::min(c.depth, Context::kCallSlots) - 1; d >= 1; --d) at(c.calls[d]);
+  throw Error(msg);
 }
 
-void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs) {
+bool test_slow(Context& c, int line, const Value& pred) {
+  // As the interpreter's truthy(): a while_loop names its condition, cond the function it is in.
+  const Source& s = *c.source;
+  const bool loop = callee_of(statement(s, line)) == "while_loop";
+  try {
+    return truthy(pred, loop ? name_arg(s, line, 0) : function_of(s, line));
+  } catch (const std::exception& e) {
+    fail_at(c, line, e.what());
+  }
+}
+
+void loop_slow(Context& c, int line, bool go) {
+  if (go) {
+    if (*c.instructions >= c.budget_end) {
+      try {
+        fail_budget(c.max_instructions, name_arg(*c.source, line, 1));
+      } catch (const std::exception& e) {
+        fail_at(c, line, e.what());
+      }
+    }
+    return;
+  }
+  // The loop is over: a hook sees the while_loop instruction end.
+  const int d = c.depth;
+  if (c.hook && d < Context::kCallSlots && c.loop_open[d] == line) {
+    const Sites::Site& site = c.sites->call(line);
+    c.hook->after(*site.fn, site.ins, nullptr);
+    c.loop_open[d] = 0;
+  }
+}
+
+void Frame::hooked_enter(Context& c, int def_line) {
+  // As the interpreter: before(call) then enter(callee); a while_loop's before comes
+  // once, when its condition first runs, and its after when the loop ends (loop_slow).
+  const Function& fn = c.sites->function(def_line);
+  const int d = c.depth - 1;  // the caller's
+  if (d == 0) {
+    c.hook->begin_run(fn);
+  } else if (d < Context::kCallSlots) {
+    const Sites::Site& site = c.sites->call(c.calls[d]);
+    if (site.ins.kind != Instr::Kind::WhileLoop) {
+      c.hook->before(*site.fn, site.ins, nullptr);
+    } else if (c.loop_open[d] != site.ins.line) {
+      c.hook->before(*site.fn, site.ins, nullptr);
+      c.loop_open[d] = site.ins.line;
+    }
+  }
+  c.hook->enter(fn);
+}
+
+void Frame::hooked_leave(Context& c, int def_line) {
+  if (std::uncaught_exceptions() > 0) return;  // a failed run leaves its frames open, as the interpreter's
+  c.hook->leave(c.sites->function(def_line));
+  const int d = c.depth - 1;
+  if (d >= 1 && d < Context::kCallSlots) {
+    const Sites::Site& site = c.sites->call(c.calls[d]);
+    if (site.ins.kind != Instr::Kind::WhileLoop) c.hook->after(*site.fn, site.ins, nullptr);
+  }
+}
+
+namespace {
+
+// run_kernel with a hook: the hook sees the instruction with a frame holding its
+// arguments, then its results.
+void hooked_kernel(Context& c, int line, const Op& op, const Value* const* use, int n, Value* outs, int nout) {
+  const Sites::Site& site = c.sites->kernel(line, op, n, nout);
+  std::vector<Value> regs(size_t(n + nout));
+  for (int i = 0; i < n; ++i) regs[size_t(i)] = *use[i];
+  c.hook->before(*site.fn, site.ins, regs.data());
+  op.kernel(c.ops, ops::Args(*op.def, use, n), outs);
+  for (int i = 0; i < nout; ++i) regs[size_t(n + i)] = outs[i];
+  c.hook->after(*site.fn, site.ins, regs.data());
+}
+
+}  // namespace
+
+void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs, int nout) {
   // As the interpreter's kernel call: strided tensors are copied for the parameters
   // that need contiguous ones; a few temporaries live on the stack.
   constexpr int kInline = 32;
@@ -175,7 +423,10 @@ void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, i
         use[i] = &v;
       }
     }
-    op.kernel(c.ops, ops::Args(*op.def, use, n), outs);
+    if (c.hook)
+      hooked_kernel(c, line, op, use, n, outs, nout);
+    else
+      op.kernel(c.ops, ops::Args(*op.def, use, n), outs);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (msg.rfind(op.def->name + ": ", 0) != 0) msg = op.def->name + ": " + msg;
@@ -183,11 +434,36 @@ void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, i
   }
 }
 
-const Value& param(const Context& c, int line, const WeightsFile::Table& table, const Value& index) {
+Value build_list(const ListItem* items, size_t n, const ListSite* at) {
+  Ints is;
+  for (size_t i = 0; i < n; ++i) {
+    const Value* v = items[i].name;
+    if (v && !v->is_int()) {
+      const std::string msg = fmt::format("list items must be ints, got {}", v->describe());
+      if (!at) fail("{}", msg);
+      fail_at(*at->c, at->line, at->op->def->name + ": " + msg);  // as the interpreter, building a kernel's list
+    }
+    is.push_back(v ? v->as_int() : items[i].value);
+  }
+  return Value::from_ints(is);
+}
+
+const Value& param(Context& c, int line, const WeightsFile::Table& table, const Value& index) {
+  struct Hooked {  // as the interpreter shows an indexed param to a hook
+    Context& c;
+    const Sites::Site* site;
+    Hooked(Context& ctx, int l) : c(ctx), site(ctx.hook ? &ctx.sites->call(l) : nullptr) {
+      if (site) c.hook->before(*site->fn, site->ins, nullptr);
+    }
+    void done() const {
+      if (site) c.hook->after(*site->fn, site->ins, nullptr);
+    }
+  } hooked(c, line);
   try {
     const int64_t i = index.as_int();
     if (i < 0 || size_t(i) >= table.by_index.size() || table.by_index[size_t(i)].is_none())
       fail("no weight '{}' for index {}", table.name_template, i);
+    hooked.done();
     return table.by_index[size_t(i)];
   } catch (const std::exception& e) {
     fail_at(c, line, std::string("param: ") + e.what());
@@ -195,12 +471,18 @@ const Value& param(const Context& c, int line, const WeightsFile::Table& table, 
 }
 
 Value emit(Context& c, int line, const Value& channel, const Value& value) {
-  if (!c.on_emit) return Value::from_bool(true);
-  try {
-    return Value::from_bool(c.on_emit(channel.as_str(), value));
-  } catch (const std::exception& e) {
-    fail_at(c, line, e.what());
+  const Sites::Site* site = c.hook ? &c.sites->call(line) : nullptr;
+  if (site) c.hook->before(*site->fn, site->ins, nullptr);
+  bool go = true;
+  if (c.on_emit) {
+    try {
+      go = c.on_emit(channel.as_str(), value);
+    } catch (const std::exception& e) {
+      fail_at(c, line, e.what());
+    }
   }
+  if (site) c.hook->after(*site->fn, site->ins, nullptr);
+  return Value::from_bool(go);
 }
 
 }  // namespace vm::aot

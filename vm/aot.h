@@ -17,6 +17,7 @@
 #include "ir/safetensors.h"
 #include "ops/registry.h"
 #include "vm/checks.h"
+#include "vm/profiler.h"
 #include "vm/program.h"
 #include "vm/session.h"
 #include "vm/thread_pool.h"
@@ -59,12 +60,31 @@ class WeightsFile {
   mutable size_t bytes_ = 0;
 };
 
+class Sites;
+
 // What the compiled functions of one run share: the session's pool and threads (the
-// kernels' OpContext), the host's emit callback and the source for errors.
+// kernels' OpContext), the host's emit callback, the source for errors, and what the
+// interpreter keeps per run: its call chain, its instruction count and its hook.
 struct Context {
   ops::OpContext ops;
   EmitCallback on_emit;
   const Source* source = nullptr;
+  // The call chain, read only when an error is formatted: `depth` compiled functions
+  // are running (aot::Frame), and calls[d] is the IR line of the call the one at depth
+  // d is making (aot::at). Slots past kCallSlots are not kept.
+  static constexpr int kCallSlots = kMaxCallDepth + 2;
+  int depth = 0;
+  int* calls = nullptr;
+  // max_instructions: the session's count of IR instructions, as the interpreter
+  // counts them (each function adds its own when it returns); a while_loop stops the
+  // run at budget_end.
+  uint64_t* instructions = nullptr;
+  uint64_t budget_end = UINT64_MAX;
+  uint64_t max_instructions = 0;
+  // Profiler or another Hook; null (the default) costs one branch per op and per call.
+  Hook* hook = nullptr;
+  Sites* sites = nullptr;  // the Function and Instr a hook is shown for each line
+  int* loop_open = nullptr;  // per depth: the while_loop line a hook saw start, 0 for none
 };
 
 // A compiled program's per-caller state, as a vm::Session's: the buffer pool and the
@@ -72,7 +92,14 @@ struct Context {
 class Runtime {
  public:
   explicit Runtime(const SessionOptions& options);
+  ~Runtime();
   Context context(EmitCallback on_emit, const Source* source);
+  // As vm::Session's: the hook (not owned; nullptr to remove), the session's own
+  // profiler (SessionOptions::profile) and the instructions its runs executed.
+  void set_hook(Hook* hook) { hook_ = hook; }
+  Hook* hook() const { return hook_; }
+  Profiler* profiler() { return profiler_.get(); }
+  uint64_t instructions_executed() const { return instructions_; }
   // Keeps the worker threads counted as busy while a run lasts (vm/thread_pool.h).
   struct Engaged {
     ThreadPool* pool;
@@ -87,6 +114,10 @@ class Runtime {
   SessionOptions options_;
   Ref<Pool> pool_;
   std::unique_ptr<ThreadPool> threads_;
+  std::vector<int> calls_, loop_open_;
+  uint64_t instructions_ = 0;
+  Hook* hook_ = nullptr;
+  std::unique_ptr<Profiler> profiler_;
 };
 
 // A compiled function as run() sees it.
@@ -102,49 +133,129 @@ std::vector<Value> inputs_by_name(const Signature& fn, const std::vector<std::pa
 
 // ---- what one line of generated code calls
 
+// The frame of a compiled function, its first line: counts it in the call chain while
+// it runs and adds its IR instructions to the session's count when it returns (as the
+// interpreter does), and shows its entry and exit to a hook. `def_line` is the line
+// of its `def`.
+class Frame {
+ public:
+  Frame(Context& c, int def_line, uint32_t instructions) : c_(c), def_line_(def_line), instructions_(instructions) {
+    ++c.depth;
+    if (c.hook) hooked_enter(c, def_line);
+  }
+  ~Frame() {
+    *c_.instructions += instructions_;
+    if (c_.hook) hooked_leave(c_, def_line_);
+    --c_.depth;
+  }
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+
+ private:
+  static void hooked_enter(Context& c, int def_line);
+  static void hooked_leave(Context& c, int def_line);
+  Context& c_;
+  int def_line_;
+  uint32_t instructions_;
+};
+
+// f(aot::at(c, LINE), ...): a call of a compiled function from IR line LINE, kept for
+// the error chain (a store, nothing else).
+template <typename C>
+C& at(C& c, int64_t line) {
+  if (c.depth < Context::kCallSlots) c.calls[c.depth] = int(line);
+  return c;
+}
+
 // Runs `op`'s kernel on the argument slots (made contiguous where the op needs it) and
-// writes its outputs; an error gains the op's name and the IR line, as the interpreter's.
-void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs);
+// writes its `nout` outputs; an error gains the op's name, the IR line and the call
+// chain, as the interpreter's.
+void run_kernel(Context& c, int line, const Op& op, const Value* const* slots, int n, Value* outs, int nout);
+// Throws `message` with "at FILE:LINE in FUNCTION: STATEMENT" for `line` and for each
+// call below it (the interpreter's traceback).
 [[noreturn]] void fail_at(const Context& c, int line, const std::string& message);
+
+// [a, -1, 8, 64]: an int list with names in it, an op's argument. It is built when the
+// op is called (aot::call), so an item that is not an int fails as in the interpreter,
+// naming the op, the line and the calls above. It refers to its items: it lives in the
+// expression of the call.
+struct ListSite {  // the call a list is built for; null elsewhere
+  const Context* c;
+  int line;
+  const Op* op;
+};
+struct ListItem {
+  const Value* name;  // or null for a literal
+  int64_t value;
+};
+inline ListItem list_item(const Value& v) { return {&v, 0}; }
+inline ListItem list_item(int64_t v) { return {nullptr, v}; }
+Value build_list(const ListItem* items, size_t n, const ListSite* at);
+template <size_t N>
+struct List {
+  std::array<ListItem, N> items;
+  mutable Value built;  // the list, while the op's call lasts
+  operator Value() const { return build_list(items.data(), N, nullptr); }  // elsewhere than an op's argument
+};
+template <typename... A>
+List<sizeof...(A)> list(const A&... items) {
+  return List<sizeof...(A)>{{list_item(items)...}, {}};
+}
+
+inline const Value* slot(const Value& v, const ListSite*) { return &v; }
+template <size_t N>
+const Value* slot(const List<N>& l, const ListSite* at) {
+  l.built = build_list(l.items.data(), N, at);
+  return &l.built;
+}
+
+// The kernel call of y = op(args...) with `nout` results.
+template <typename... A>
+void invoke(Context& c, int line, const Op& op, Value* outs, int nout, const A&... args) {
+  const ListSite at{&c, line, &op};
+  const Value* slots[sizeof...(A) + 1] = {slot(args, &at)..., nullptr};
+  run_kernel(c, line, op, slots, int(sizeof...(A)), outs, nout);
+}
 
 // y = op(args...): one output
 template <typename... A>
 Value call(Context& c, int line, const Op& op, const A&... args) {
-  const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   Value out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), &out);
+  invoke(c, line, op, &out, 1, args...);
   return out;
 }
 
 // a, b = op(args...): N outputs
 template <size_t N, typename... A>
 std::array<Value, N> call_n(Context& c, int line, const Op& op, const A&... args) {
-  const Value* slots[sizeof...(A) + 1] = {&args..., nullptr};
   std::array<Value, N> out;
-  run_kernel(c, line, op, slots, int(sizeof...(A)), out.data());
+  invoke(c, line, op, out.data(), int(N), args...);
   return out;
 }
 
 // w = param("layers.{}.fc1.weight", index)
-const Value& param(const Context& c, int line, const WeightsFile::Table& table, const Value& index);
+const Value& param(Context& c, int line, const WeightsFile::Table& table, const Value& index);
 
 // go = emit(channel, value): the host's answer, True without a callback.
 Value emit(Context& c, int line, const Value& channel, const Value& value);
 
-// A while_loop condition or cond predicate.
-inline bool test(const Value& v, const char* fn) { return truthy(v, fn); }
+// Out of line, the rare cases of test() and loop(): a predicate that is not a plain
+// bool (or fails, as the interpreter's), a budget used up, a loop's end shown to a hook.
+bool test_slow(Context& c, int line, const Value& pred);
+void loop_slow(Context& c, int line, bool go);
 
-// [a, -1, 8, 64]: an int list with names in it.
-inline int64_t list_item(const Value& v) {
-  if (!v.is_int()) fail("list items must be ints, got {}", v.describe());
-  return v.as_int();
+// cond(pred, ...) at `line`: the predicate's truth.
+inline bool test(Context& c, int line, const Value& pred) {
+  if (pred.is_bool()) return pred.as_bool();
+  return test_slow(c, line, pred);
 }
-inline int64_t list_item(int64_t v) { return v; }
-template <typename... A>
-Value list(const A&... items) {
-  Ints is;
-  (is.push_back(list_item(items)), ...);
-  return Value::from_ints(is);
+
+// while (aot::loop(c, LINE, cond(...))) ...: the condition's truth, and the budget of
+// max_instructions checked before each iteration, as the interpreter checks it.
+inline bool loop(Context& c, int line, const Value& pred) {
+  const bool go = pred.is_bool() ? pred.as_bool() : test_slow(c, line, pred);
+  if (go ? *c.instructions >= c.budget_end : c.hook != nullptr) loop_slow(c, line, go);
+  return go;
 }
 
 // t = f(...) where f returns k > 1 values: one tuple.

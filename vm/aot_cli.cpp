@@ -16,14 +16,16 @@ int run(int argc, char** argv, const CliProgram& p) {
   const std::string usage = fmt::format(
       "usage: {} PROGRAM_DIR FUNCTION [--inputs FILE.npz|FILE.safetensors] [--arg NAME=VALUE]...\n"
       "       [--ids \"1 2 3; 4 5\"] [--decoder-ids \"9 4; 9 7\"] [--wav FILE.wav] [--outputs FILE.npz|FILE.safetensors]\n"
-      "       [--threads N] [--time] [--stream]\n"
+      "       [--threads N] [--time] [--stream] [--max-instructions N] [--profile] [--trace OUT.json]\n"
       "       {} --info   (the CPU and the kernel variant in use)\n"
       "       {} --ops    (the ops of the runtime it links: fewer in a selective build)\n",
       p.name, p.name, p.name);
   std::vector<std::string> positional;
   cli::RunRequest req;
   int threads = 1;
-  bool stream = false;
+  uint64_t max_instructions = 0;
+  bool stream = false, profile = false;
+  std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -54,6 +56,15 @@ int run(int argc, char** argv, const CliProgram& p) {
       req.timed = true;
     } else if (a == "--stream") {
       stream = true;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--trace") {
+      trace_path = next();
+      if (trace_path.size() < 5 || trace_path.compare(trace_path.size() - 5, 5, ".json") != 0)
+        fail("--trace {}: the name must end in .json", trace_path);
+      profile = true;
+    } else if (a == "--max-instructions") {
+      max_instructions = uint64_t(cli::parse_count(a, next(), 0, INT64_MAX));
     } else if (a == "--threads") {
       threads = int(cli::parse_count(a, next(), 1, 4096));
     } else if (a == "--arg") {
@@ -75,11 +86,25 @@ int run(int argc, char** argv, const CliProgram& p) {
   std::vector<Value> inputs = cli::build_inputs(fn.name, fn.param_names, fn.param_types, p.meta_json, req);
   SessionOptions options;
   options.num_threads = threads;
+  options.max_instructions = max_instructions;
+  std::unique_ptr<Profiler> profiler;
+  if (profile) {
+    ProfilerOptions po;
+    po.trace = !trace_path.empty();
+    profiler = std::make_unique<Profiler>(po);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Value> outs = p.run(positional[0], fn.name, std::move(inputs), options,
-                                  stream ? cli::stream_printer() : EmitCallback());
+                                  stream ? cli::stream_printer() : EmitCallback(), profiler.get());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   cli::finish(fn.name, outs, req, ms);
+  if (profiler) {  // as tensorvm-run --profile / --trace
+    fmt::print("\n{}", profiler->report(20));
+    if (!trace_path.empty()) {
+      profiler->write_trace(trace_path);
+      fmt::print("trace: {}\n", trace_path);
+    }
+  }
   return 0;
 }
 

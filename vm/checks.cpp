@@ -14,6 +14,11 @@ bool truthy(const Value& v, std::string_view fn) {
   fail("'{}' must return a bool or a one-element bool tensor, got {}", fn, v.describe());
 }
 
+void fail_budget(uint64_t max_instructions, std::string_view body) {
+  fail("while_loop: the run used up its budget of {} instructions (max_instructions) in loop '{}'; is the loop endless?",
+       max_instructions, body);
+}
+
 bool type_matches(const std::string& type, const Value& v) {
   if (type == "Any") return true;
   if (type == "Tensor") return v.is_tensor();

@@ -2,6 +2,7 @@
 // programs (vm/aot.h), so both accept the same inputs and fail with the same words.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,9 @@ namespace vm {
 // A while_loop condition's or a cond predicate's value: a bool or a one-element bool
 // tensor. Anything else fails naming `fn`, the function that produced it.
 bool truthy(const Value& v, std::string_view fn);
+
+// A while_loop about to run `body` again after its run used up max_instructions.
+[[noreturn]] void fail_budget(uint64_t max_instructions, std::string_view body);
 
 // Whether `v` may be passed for a parameter declared `type` ("Tensor", "int", "Any",
 // an object type name, ...).

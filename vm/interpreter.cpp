@@ -221,9 +221,7 @@ class Interpreter {
       *pred = Value();
       if (!go) break;
       // Every iteration runs at least the body's return, so checking here bounds any run.
-      if (s_.instructions_ >= s_.budget_end_)
-        fail("while_loop: the run used up its budget of {} instructions (max_instructions) in loop '{}'; is the loop endless?",
-             s_.options_.max_instructions, body.name);
+      if (s_.instructions_ >= s_.budget_end_) fail_budget(s_.options_.max_instructions, body.name);
       for (size_t i = 0; i < k; ++i) sub[i] = std::move(carried[i]);
       exec(body, sub, carried);
     }

@@ -173,6 +173,9 @@ def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -
             "  std::shared_ptr<Program> p(new Program());",
             "  p->ops_ = std::make_unique<const Ops>();",
             '  p->weights_ = std::make_unique<const Weights>(dir + "/weights.safetensors", options);',
+            '  p->source_file_ = dir + "/program.py";',
+            "  p->source_ = kSource;",
+            "  p->source_.filename = p->source_file_.c_str();",
             "  return p;", "}", "",
             "Program::~Program() = default;", "",
             "Session::Session(std::shared_ptr<const Program> program, vm::SessionOptions options)",
@@ -181,7 +184,7 @@ def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -
             "std::vector<vm::Value> Session::run(const std::string& function, std::vector<vm::Value> in, vm::EmitCallback on_emit) {",
             f"  const size_t f = aot::find(signatures(), function, {cpp_string(ns)});",
             "  vm::check_inputs(function, signatures()[f].param_names, signatures()[f].param_types, in);",
-            "  Ctx c{runtime_.context(std::move(on_emit), &kSource), program_->ops(), program_->weights()};",
+            "  Ctx c{runtime_.context(std::move(on_emit), &program_->source()), program_->ops(), program_->weights()};",
             "  aot::Runtime::Engaged engaged(runtime_.threads());",
             "  switch (f) {"]
     for i, f in enumerate(module.functions):

@@ -30,7 +30,7 @@ int long mutable namespace new noexcept not not_eq nullptr operator or or_eq pri
 reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
 this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
 while xor xor_eq main errno assert NULL INFINITY NAN
-c aot vm std lit Value Ctx Ops Weights Program Session run run_named kSource kSignatures kMeta signatures
+c aot vm std lit Value Ctx Ops Weights Program Session run run_named kSource kSignatures kMeta signatures frame
 """.split())
 
 
@@ -179,10 +179,24 @@ class FunctionWriter:
 
     def declaration(self, f: ir.Function, names: Optional[Names] = None, unread: frozenset = frozenset()) -> str:
         # A parameter the body never reads is left unnamed (its name in a comment).
-        uses_c = any(not isinstance(s, ir.Return) for s in f.body)
-        params = ["Ctx& c" if uses_c else "Ctx& /*c*/"] + [f"vm::Value /*{p.name}*/" if p.name in unread else
+        params = ["Ctx& c"] + [f"vm::Value /*{p.name}*/" if p.name in unread else
                                f"vm::Value {names.of[p.name] if names else cpp_name(p.name)}" for p in f.params]
         return f"{self.returns(f)} {self.fn_names[f.name]}({', '.join(params)})"
+
+    @staticmethod
+    def instructions(f: ir.Function) -> int:
+        """The instructions the interpreter's loader makes of f (what max_instructions
+        counts): one per statement, except a param() of a literal name, which it binds
+        as a constant, plus the return it adds to a function without one."""
+        def literal_param(s) -> bool:
+            if not isinstance(s, ir.Assign) or s.callee != "param":
+                return False
+            given = dict(zip(("name", "index"), s.args))
+            given.update(dict(s.kwargs))
+            index = given.get("index")
+            return index is None or (isinstance(index, int) and not isinstance(index, bool))
+        n = sum(1 for s in f.body if not literal_param(s))
+        return n if any(isinstance(s, ir.Return) for s in f.body) else n + 1
 
     def write(self, f: ir.Function) -> list[str]:
         names = Names(taken=set(self.fn_names.values()))
@@ -191,7 +205,8 @@ class FunctionWriter:
         consts: set[str] = set()  # names bound to a weight by a literal param(): constants, never dropped
         last = self._last_uses(f)
         unread = frozenset(p.name for p in f.params if not self._reads(f, p.name))
-        out = [f"// {ir.print_signature(f)}", self.declaration(f, names, unread) + " {"]
+        out = [f"// {ir.print_signature(f)}", self.declaration(f, names, unread) + " {",
+               f"  aot::Frame frame(c, {f.line}, {self.instructions(f)});"]
         i = 0
         while i < len(f.body):
             s = f.body[i]
@@ -231,9 +246,11 @@ class FunctionWriter:
         n = 1
         while i + n < len(f.body):
             prev, s = f.body[i + n - 1], f.body[i + n]
+            # (the lines a constant step apart, so the loop can name each call's line)
             if not (layer_call(s) and s.callee == prev.callee and s.args[0] == ir.Name(prev.targets[0])
                     and s.args[1:-1] == prev.args[1:-1] and s.args[-1] == prev.args[-1] + 1
-                    and self._read_count(f, prev.targets[0]) == 1):
+                    and self._read_count(f, prev.targets[0]) == 1
+                    and (n == 1 or s.line - prev.line == f.body[i + 1].line - f.body[i].line)):
                 break
             n += 1
         return n
@@ -256,10 +273,15 @@ class FunctionWriter:
         y = names.bind(last.targets[0])
         rest = self._call_args(first.args[1:-1], names)
         lo, hi = first.args[-1], last.args[-1] + 1
+        # the IR line of the call for each index: first.line + step * (index - lo)
+        step = run[1].line - first.line
+        base = first.line - step * lo
+        line = f"{base} + {index}" if step == 1 else f"{base} + {step} * {index}"
         return [f"// {first.targets[0]} .. {last.targets[0]}: {first.callee}(previous, ...) for {g.params[-1].name} = {lo}..{hi - 1}",
                 f"vm::Value {y} = {self._expr(first.args[0], names)};",
                 f"for (int64_t {index} = {lo}; {index} < {hi}; ++{index})",
-                f"  {y} = {self.fn_names[first.callee]}(c, std::move({y}){rest}, vm::Value::from_int({index}));"]
+                f"  {y} = {self.fn_names[first.callee]}(aot::at(c, {line}), std::move({y}){rest}, "
+                f"vm::Value::from_int({index}));"]
 
     @staticmethod
     def _reads(f: ir.Function, name: str) -> bool:
@@ -332,13 +354,15 @@ class FunctionWriter:
             then_f, else_f = (self.functions[a.id] for a in s.args[1:3])
             pred = self._expr(s.args[0], names)
             args = self._call_args(s.args[3:], names)
-            value = (f"aot::test({pred}, {cpp_string(f.name)}) ? {self.fn_names[then_f.name]}(c{args}) : "
-                     f"{self.fn_names[else_f.name]}(c{args})")
+            at = f"aot::at(c, {s.line})"
+            value = (f"aot::test(c, {s.line}, {pred}) ? {self.fn_names[then_f.name]}({at}{args}) : "
+                     f"{self.fn_names[else_f.name]}({at}{args})")
             return self._targets(s, len(then_f.return_types), names, value)
         if c in self.functions:
             g = self.functions[c]
             ordered = self._function_args(g, s)
-            return self._targets(s, len(g.return_types), names, f"{self.fn_names[c]}(c{self._call_args(ordered, names)})")
+            return self._targets(s, len(g.return_types), names,
+                                 f"{self.fn_names[c]}(aot::at(c, {s.line}){self._call_args(ordered, names)})")
         op = self.ops.get(c)
         if op is None:
             raise CompileError(f"line {s.line}: unknown op or function '{c}'")
@@ -387,10 +411,11 @@ class FunctionWriter:
         v = names.fresh(f"loop_{s.line}")
         items = ", ".join(f"{v}[{i}]" for i in range(k))
         moved = ", ".join(f"std::move({v}[{i}])" for i in range(k))
-        step = f"{v} = {self.fn_names[body_f.name]}(c, {moved});" if k > 1 else \
-            f"{v}[0] = {self.fn_names[body_f.name]}(c, {moved});"
+        at = f"aot::at(c, {s.line})"
+        step = f"{v} = {self.fn_names[body_f.name]}({at}, {moved});" if k > 1 else \
+            f"{v}[0] = {self.fn_names[body_f.name]}({at}, {moved});"
         lines = [f"std::array<vm::Value, {k}> {v}{{{', '.join(self._expr(a, names) for a in carried)}}};",
-                 f"while (aot::test({self.fn_names[cond_f.name]}(c, {items}), {cpp_string(cond_f.name)}))",
+                 f"while (aot::loop(c, {s.line}, {self.fn_names[cond_f.name]}({at}, {items})))",
                  f"  {step}"]
         if len(s.targets) == 1 and k > 1 and not s.unpack:
             lines.append(f"vm::Value {names.bind(s.targets[0])} = aot::tuple(std::move({v}));")

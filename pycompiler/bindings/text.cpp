@@ -44,6 +44,13 @@ void bind_text(py::module_& m) {
       .def("language_id", &text::Tokenizer::language_id, py::arg("lang"),
            "The id of a language's token (M2M100 'fr', NLLB 'fra_Latn'): generate's forced_bos_token_id for it.")
       .def(
+          "decoder_prompt",
+          [](const text::Tokenizer& t, const std::optional<std::string>& language,
+             const std::optional<std::string>& task) { return t.decoder_prompt(language.value_or(""), task.value_or("")); },
+          py::arg("language"), py::arg("task") = py::none(),
+          "Whisper: the decoder prompt ids for `language` ('fr', 'french') and `task` ('transcribe', "
+          "'translate'; None: transcribe), as WhisperForConditionalGeneration.generate builds them.")
+      .def(
           "decode",
           [](const text::Tokenizer& t, const std::vector<int64_t>& ids, bool skip) {
             py::gil_scoped_release nogil;

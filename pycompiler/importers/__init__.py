@@ -11,7 +11,7 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import gpt2, llama, m2m100, marian, whisper
+from . import gpt2, llama, m2m100, marian, t5, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
@@ -21,6 +21,8 @@ ARCHITECTURES = {
     "llama": llama.LLAMA,
     "qwen2": llama.QWEN2,
     "whisper": whisper.ARCH,
+    "t5": t5.ARCH,
+    "mt5": t5.MT5,
 }
 
 

@@ -1,18 +1,22 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py, whisper.py) gives plain Python functions:
+The network (models/marian.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
     decoder_layer(x [rows, n, d], cache, source_mask, self_mask, layer, n) -> x
-        (self_mask None when n is 1: one new position sees every cached one)
+        (self_mask None when n is 1, without the hook below: one new position sees every cached one)
     cross_kv(cache, encoder_states, layer) -> cache with that layer's cross K/V
     head(x [rows, d]) -> logits [rows, vocab]   (final norm, output projection, bias)
 
-and its encode and source_mask IR functions. This adds to the ProgramBuilder:
+and its encode and source_mask IR functions; optionally `self_mask(start, end)`, what
+every layer's self-attention gets for the new positions [start, end) against the
+cached ones (T5: its relative position bias, computed once per call and shared by the
+layers; by default causal(n) in a prefill and None in a decode step), and `head_dim`
+when heads x head_dim is not the model width (T5's d_kv). This adds to the ProgramBuilder:
 
     init_cache(encoder_states, rows, max_len)   KV cache, cross K/V of every layer
-    decoder_layer(x, cache, source_mask, layer)  one layer, one position per row
+    decoder_layer(x, cache, source_mask, [self_mask,] layer)  one layer, one position per row
     prefill_layer(x, cache, source_mask, self_mask, layer)  one layer, n positions
     prefill(cache, tokens, source_mask), decode_step(cache, tokens, source_mask, position)
 
@@ -30,24 +34,32 @@ KVCache = ObjectType("KVCache")
 
 def build_encoder_decoder(pb, *, encode, source_mask, embed, decoder_layer, cross_kv, head, width: int,
                           decoder_layers: int, decoder_heads: int, ids: TokenIds, max_positions: int,
-                          generation: dict, encoder_input: str = "input_ids"):
+                          generation: dict, encoder_input: str = "input_ids", head_dim: int | None = None,
+                          self_mask=None):
     """encoder_input: generate's first input, "input_ids" or "input_features" (Whisper's
     log-mel frames; EncoderDecoder in generation/model.py)."""
     layer_fn = decoder_layer
+    head_dim = width // decoder_heads if head_dim is None else head_dim
 
     @pb.function
     def init_cache(encoder_states: Tensor, rows: int, max_len: int) -> KVCache:
         """A cache for `rows` decoder rows (batch x beams) with the cross-attention K/V
         of every layer computed now, once, from the encoder states."""
-        cache = T.kv_cache(decoder_layers, rows, decoder_heads, width // decoder_heads, max_len)
+        cache = T.kv_cache(decoder_layers, rows, decoder_heads, head_dim, max_len)
         for layer in range(decoder_layers):
             cache = cross_kv(cache, encoder_states, layer)
         return cache
 
-    @pb.function
-    def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
-        """One decoder layer for one new position per row: x [rows, 1, d_model]."""
-        return layer_fn(x, cache, source_mask, None, layer, 1)
+    if self_mask is None:
+        @pb.function
+        def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, layer: int) -> Tensor:
+            """One decoder layer for one new position per row: x [rows, 1, d_model]."""
+            return layer_fn(x, cache, source_mask, None, layer, 1)
+    else:
+        @pb.function
+        def decoder_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
+            """One decoder layer for one new position per row: x [rows, 1, d_model]."""
+            return layer_fn(x, cache, source_mask, self_mask, layer, 1)
 
     @pb.function
     def prefill_layer(x: Tensor, cache: KVCache, source_mask: Tensor, self_mask: Tensor, layer: int) -> Tensor:
@@ -60,17 +72,18 @@ def build_encoder_decoder(pb, *, encode, source_mask, embed, decoder_layer, cros
         causal within them, filling the self-attention cache; returns the cache."""
         n = T.size(tokens, 1)
         x = embed(tokens, 0, n)
-        self_mask = causal(n)
+        mask = causal(n) if self_mask is None else self_mask(0, n)
         for layer in range(decoder_layers):
-            x = prefill_layer(x, cache, source_mask, self_mask, layer)
+            x = prefill_layer(x, cache, source_mask, mask, layer)
         return cache
 
     @pb.function
     def decode_step(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
         """Logits [rows, vocab] for tokens [rows, 1] at `position` (0 for the start token)."""
         x = embed(tokens, position, T.add(position, 1))
+        step = () if self_mask is None else (self_mask(position, T.add(position, 1)),)
         for layer in range(decoder_layers):
-            x = decoder_layer(x, cache, source_mask, layer)
+            x = decoder_layer(x, cache, source_mask, *step, layer)
         return head(T.reshape(x, [T.size(x, 0), width]))
 
     def reorder(cache, index):

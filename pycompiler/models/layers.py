@@ -62,6 +62,12 @@ def position_ids(mask, start, end):
     return T.slice(pos, 1, start, end)
 
 
+def key_mask(attention_mask):
+    """[batch, keys] 0/1 -> bool [batch, 1, 1, keys] (True = attend): padding as the
+    attention op's mask."""
+    return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+
+
 def causal(n):
     """bool [n, n]: position i attends positions j <= i."""
     pos = T.arange(0, n)
@@ -83,35 +89,47 @@ def step_mask(mask, position):
     return T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [T.size(mask, 0), 1, 1, end])
 
 
-# Attention blocks of the BART family (Marian, M2M100, Whisper): projections named
-# prefix.{q,k,v,out}_proj, `width` = heads * head_dim.
+# Attention blocks of the BART family (Marian, M2M100, Whisper) and T5: projections
+# named prefix.{q,k,v,out}_proj (T5: prefix.{q,k,v,o}, no biases, no 1/sqrt(head_dim)
+# scaling), `width` = heads * head_dim (T5's inner dim, which need not be d_model).
 
-def self_attention(q8, x, mask, width: int, heads: int, prefix: str, layer, cache=None, k_bias: bool = True):
-    """Multi-head self-attention over x [rows, n, width] -> [rows, n, width]; with a
-    cache, x's K/V are appended to the layer's and the queries see all cached ones."""
+BART_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")  # query, key, value, output
+
+
+def _attention_scale(head_dim: int, scale):
+    return head_dim ** -0.5 if scale is None else scale
+
+
+def self_attention(q8, x, mask, width: int, heads: int, prefix: str, layer, cache=None, k_bias: bool = True, *,
+                   proj=BART_PROJECTIONS, bias: bool = True, scale=None):
+    """Multi-head self-attention over x [rows, n, d] -> [rows, n, d]; with a
+    cache, x's K/V are appended to the layer's and the queries see all cached ones.
+    scale None is 1/sqrt(head_dim)."""
     hd = width // heads
     rows, n = T.size(x, 0), T.size(x, 1)
-    q = split_heads(linear(q8, x, prefix + ".q_proj", layer), rows, n, heads, hd)
-    k = split_heads(linear(q8, x, prefix + ".k_proj", layer, k_bias), rows, n, heads, hd)
-    v = split_heads(linear(q8, x, prefix + ".v_proj", layer), rows, n, heads, hd)
+    q = split_heads(linear(q8, x, f"{prefix}.{proj[0]}", layer, bias), rows, n, heads, hd)
+    k = split_heads(linear(q8, x, f"{prefix}.{proj[1]}", layer, bias and k_bias), rows, n, heads, hd)
+    v = split_heads(linear(q8, x, f"{prefix}.{proj[2]}", layer, bias), rows, n, heads, hd)
     if cache is not None:
         k, v = T.kv_append(cache, layer, k, v)
-    a = merge_heads(T.attention(q, k, v, mask, scale=hd ** -0.5), rows, n, width)
-    return linear(q8, a, prefix + ".out_proj", layer)
+    a = merge_heads(T.attention(q, k, v, mask, scale=_attention_scale(hd, scale)), rows, n, width)
+    return linear(q8, a, f"{prefix}.{proj[3]}", layer, bias)
 
 
-def cross_kv(q8, cache, states, width: int, heads: int, prefix: str, layer, k_bias: bool = True):
-    """Stores the cross-attention K/V of encoder states [batch, source_len, width] in
+def cross_kv(q8, cache, states, width: int, heads: int, prefix: str, layer, k_bias: bool = True, *,
+             proj=BART_PROJECTIONS, bias: bool = True):
+    """Stores the cross-attention K/V of encoder states [batch, source_len, d] in
     the cache, once per sentence; returns the cache."""
     hd = width // heads
     batch, length = T.size(states, 0), T.size(states, 1)
-    k = split_heads(linear(q8, states, prefix + ".k_proj", layer, k_bias), batch, length, heads, hd)
-    v = split_heads(linear(q8, states, prefix + ".v_proj", layer), batch, length, heads, hd)
+    k = split_heads(linear(q8, states, f"{prefix}.{proj[1]}", layer, bias and k_bias), batch, length, heads, hd)
+    v = split_heads(linear(q8, states, f"{prefix}.{proj[2]}", layer, bias), batch, length, heads, hd)
     return T.kv_set_cross(cache, layer, k, v)
 
 
-def cross_attention(q8, x, cache, source_mask, width: int, heads: int, prefix: str, layer, length):
-    """Attention of decoder rows x [rows, length, width] over their sentence's cached
+def cross_attention(q8, x, cache, source_mask, width: int, heads: int, prefix: str, layer, length, *,
+                    proj=BART_PROJECTIONS, bias: bool = True, scale=None):
+    """Attention of decoder rows x [rows, length, d] over their sentence's cached
     encoder K/V. The beams of a sentence (and their positions) become its query
     positions, [sentence, heads, beams * length, head_dim], so no K/V is copied per beam."""
     hd = width // heads
@@ -120,9 +138,9 @@ def cross_attention(q8, x, cache, source_mask, width: int, heads: int, prefix: s
     batch = T.size(ck, 0)
     beams = T.floordiv(rows, batch)
     queries = beams if length == 1 else T.mul(beams, length)
-    q = T.transpose(T.reshape(linear(q8, x, prefix + ".q_proj", layer), [batch, queries, heads, hd]), 1, 2)
-    a = T.attention(q, ck, cv, source_mask, scale=hd ** -0.5)
-    return linear(q8, T.reshape(T.transpose(a, 1, 2), [rows, length, width]), prefix + ".out_proj", layer)
+    q = T.transpose(T.reshape(linear(q8, x, f"{prefix}.{proj[0]}", layer, bias), [batch, queries, heads, hd]), 1, 2)
+    a = T.attention(q, ck, cv, source_mask, scale=_attention_scale(hd, scale))
+    return linear(q8, T.reshape(T.transpose(a, 1, 2), [rows, length, width]), f"{prefix}.{proj[3]}", layer, bias)
 
 
 def position_rows(table: str, start, end):

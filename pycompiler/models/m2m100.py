@@ -23,7 +23,8 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
+from .layers import (cross_kv, key_mask, layer_norm, output_projection, pre_norm_decoder_layer,
+                     pre_norm_encoder_layer)
 
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
 ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
@@ -79,7 +80,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:
         """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+        return key_mask(attention_mask)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:

@@ -34,8 +34,8 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import (activation, cross_attention, cross_kv, layer_norm, linear, output_projection, position_rows,
-                     self_attention)
+from .layers import (activation, cross_attention, cross_kv, key_mask, layer_norm, linear, output_projection,
+                     position_rows, self_attention)
 
 
 @dataclass
@@ -119,7 +119,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:
         """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return T.reshape(T.cast(attention_mask, "bool"), [T.size(attention_mask, 0), 1, 1, T.size(attention_mask, 1)])
+        return key_mask(attention_mask)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:

@@ -2,7 +2,10 @@
 // compiled to C++ (`tensorvm compile ... --name compiled`), in one process, and checks
 // that every output is bit-identical: for an encoder-decoder program encode and the step
 // functions (init_cache, decode_step step by step); for every program generate with
-// several option sets.
+// several option sets. Then what a session counts and shows: the same instruction count
+// (max_instructions: the smallest budget the first generate fits in, and the error one
+// less gives), and a profiler sees the same ops and calls, with the same counts (not
+// with --bench).
 //   compare PROGRAM_DIR --ids "5 6 7 0; 8 9 0" [--threads N] [--steps N]
 //           [--generate "num_beams=1,do_sample=True,seed=7"]...   (default: beam, greedy, sampling)
 //           [--bench REPEAT]   (also time load and decode_step per token, interpreter vs compiled)
@@ -80,6 +83,69 @@ std::vector<std::pair<std::string, vm::Value>> options(const std::string& text) 
     out.emplace_back(name, vm::cli::parse_scalar(gen.param_types[size_t(it - gen.param_names.begin())], kv.substr(eq + 1), name));
   }
   return out;
+}
+
+// The error `f` throws ("" for none), with the directory the interpreter names its
+// program.py by taken out (compiled code names program.py alone).
+std::string error_of(const std::function<void()>& f, const std::string& dir) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    for (size_t at; (at = m.find(dir + "/program.py")) != std::string::npos;) m.erase(at, dir.size() + 1);
+    return m;
+  }
+  return "";
+}
+
+// Both engines count instructions alike: the smallest max_instructions that `named`
+// fits in is the same, and one less fails with the same error.
+void check_budget(const std::string& dir, const std::shared_ptr<const vm::Program>& ip,
+                  const std::shared_ptr<const compiled::Program>& cp, const std::vector<std::pair<std::string, vm::Value>>& named,
+                  int threads) {
+  auto interp_error = [&](uint64_t budget) {
+    vm::SessionOptions o{threads};
+    o.max_instructions = budget;
+    vm::Session s(ip, o);
+    return error_of([&] { s.run_named("generate", named); }, dir);
+  };
+  auto compiled_error = [&](uint64_t budget) {
+    vm::SessionOptions o{threads};
+    o.max_instructions = budget;
+    compiled::Session s(cp, o);
+    return error_of([&] { s.run_named("generate", named); }, dir);
+  };
+  uint64_t lo = 1, hi = 1;  // lo fails, hi passes
+  while (!interp_error(hi).empty()) hi *= 2;
+  if (hi == 1) vm::fail("max_instructions: generate ran in a budget of 1 instruction");
+  lo = hi / 2;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (interp_error(mid).empty() ? hi : lo) = mid;
+  }
+  const std::string want = interp_error(lo), got = compiled_error(lo);
+  if (want != got) vm::fail("max_instructions {}: the interpreter says\n{}\nthe compiled program\n{}", lo, want, got);
+  const std::string passed = compiled_error(hi);
+  if (!passed.empty()) vm::fail("max_instructions {}: the interpreter's run fits, the compiled one fails:\n{}", hi, passed);
+  fmt::print("max_instructions: both fit in {} and fail identically at {}\n", hi, lo);
+}
+
+// A profiler on each engine sees the same ops and calls (count, multiply-adds, bytes).
+void check_profiles(const vm::Profiler& a, const vm::Profiler& b) {
+  auto same = [](const char* what, const std::map<std::string, vm::OpStats>& x, const std::map<std::string, vm::OpStats>& y) {
+    for (const auto& [name, s] : x) {
+      auto it = y.find(name);
+      if (it == y.end()) vm::fail("profile: the interpreter's {} {} is missing from the compiled program's", what, name);
+      const vm::OpStats& t = it->second;
+      if (s.count != t.count || s.macs != t.macs || s.bytes_in != t.bytes_in || s.bytes_out != t.bytes_out)
+        vm::fail("profile: {} {}: interpreter {} calls, {} MACs, {}+{} bytes; compiled {}, {}, {}+{}", what, name, s.count,
+                 s.macs, s.bytes_in, s.bytes_out, t.count, t.macs, t.bytes_in, t.bytes_out);
+    }
+    if (x.size() != y.size()) vm::fail("profile: the compiled program shows {} {}s, the interpreter {}", y.size(), what, x.size());
+  };
+  same("op", a.ops(), b.ops());
+  same("call", a.calls(), b.calls());
+  fmt::print("profile: {} ops and {} calls, the same counts, MACs and bytes\n", a.ops().size(), a.calls().size());
 }
 
 double median(std::vector<double> v) {
@@ -175,6 +241,27 @@ int run(int argc, char** argv) {
     const auto a = interp.run_named("generate", named);
     check_all("generate(" + g + ")", a, aot.run_named("generate", named));
     fmt::print("generate({}): identical ({})\n", g, a[0].describe());
+  }
+  if (interp.instructions_executed() != aot.instructions_executed())
+    vm::fail("instructions executed: interpreter {}, compiled {}", interp.instructions_executed(), aot.instructions_executed());
+  fmt::print("instructions executed: {} in both\n", interp.instructions_executed());
+
+  if (bench == 0) {  // (a benchmark has its outputs checked; these would cost it minutes on a real model)
+    auto named = options(generate[0]);
+    named.emplace_back("input_ids", enc_in[0]);
+    named.emplace_back("attention_mask", enc_in[1]);
+    check_budget(dir, interp_program, compiled_program, named, threads);
+    // (the interpreter's profiler installed as a hook, the compiled session's its own:
+    // SessionOptions::profile; the command line's test installs one as a hook)
+    vm::Profiler pa;
+    interp.set_hook(&pa);
+    vm::SessionOptions profiled{threads};
+    profiled.profile = true;
+    compiled::Session aot_profiled(compiled_program, profiled);
+    check_all("generate(" + generate[0] + ") profiled", interp.run_named("generate", named),
+              aot_profiled.run_named("generate", named));
+    interp.set_hook(nullptr);
+    check_profiles(pa, *aot_profiled.profiler());
   }
 
   if (bench > 0 && encoder_decoder) {

@@ -128,3 +128,112 @@ def test_nllb_bad_program_files(nllb, tmp_path):
     (prog / meta["tokenizer"]["files"]["tokenizer"]).unlink()
     with pytest.raises(ValueError, match="cannot read .*tokenizer.json"):
         _C.Tokenizer.load(str(prog))
+
+
+# Checkpoints without tokenizer.json (the slow NllbTokenizer's files: sentencepiece.bpe.model
+# and tokenizer_config.json, as fairseq-era checkpoints ship): the C++ library numbers the
+# pieces itself. transformers 5 has no slow NllbTokenizer; it converts the spm model, which
+# gives the same piece ids and, when tokenizer_config.json lists the added tokens' ids
+# (added_tokens_decoder, in fairseq's order as the hub's NLLB configs), the same ids for
+# everything: the reference here ("listed"). Without that list ("bare") transformers 4.38+
+# and 5 number <mask> before the language codes, shifting every code by one from the
+# model's embeddings (facebook/nllb-200's eng_Latn is 256047 = 256000 pieces + 1 + its
+# index 46): the library keeps fairseq's order, so "bare" must give "listed"'s ids.
+
+@pytest.fixture(scope="module", params=[("fra_Latn", False), ("deu_Latn", True)], ids=["prefix", "legacy"])
+def nllb_spm_only(request, tmp_path_factory):
+    from transformers import NllbTokenizer
+
+    src, legacy = request.param
+    root = tmp_path_factory.mktemp(f"nllb_spm_{src}")
+    toks = {}
+    for name in ("listed", "bare"):
+        ckpt = tf.make_nllb_spm_only(root / name, src_lang=src, legacy=legacy, listed_ids=name == "listed")
+        assert not (ckpt / "tokenizer.json").exists()
+        prog = tf.tokenizer_only_program(ckpt, root / f"{name}.tvm", "m2m_100")
+        entry = tensorvm.load(prog).meta["tokenizer"]
+        assert entry["kind"] == "nllb-spm" and "tokenizer" not in entry["files"]
+        toks[name] = tensorvm.load(prog).tokenizer
+    listed = root / "listed"
+    return listed, root / "bare", NllbTokenizer.from_pretrained(listed), toks["listed"], toks["bare"]
+
+
+def test_nllb_without_tokenizer_json_matches_transformers(nllb_spm_only):
+    """encode and decode equal transformers' NllbTokenizer loaded from the same directory
+    (listed ids), and the library's own fairseq numbering ("bare") gives the same ids."""
+    _, _, hf, listed, bare = nllb_spm_only
+    lines = tf.tricky_lines(1500, seed=29, specials=SPECIALS)
+    for line in lines:
+        want = hf(line)["input_ids"]
+        assert listed.encode(line) == want, line
+        assert bare.encode(line) == want, line
+    rnd = random.Random(30)
+    rows = [hf(s)["input_ids"] for s in lines[:300]]
+    rows += [[rnd.randrange(len(hf) + 10) for _ in range(rnd.randint(0, 16))] for _ in range(500)]
+    for ids in rows:
+        for skip in (True, False):
+            want = hf.decode(ids, skip_special_tokens=skip)
+            assert listed.decode(ids, skip) == want and bare.decode(ids, skip) == want, ids
+
+
+@pytest.mark.parametrize("lang", ["eng_Latn", "ace_Arab", "zul_Latn"])
+def test_nllb_without_tokenizer_json_languages(nllb_spm_only, lang):
+    """Source languages at encode time and language ids; fairseq's numbering: codes from the
+    spm size + 1 in transformers' FAIRSEQ_LANGUAGE_CODES order, <mask> after them."""
+    import sentencepiece as spm
+    from transformers import NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    listed_dir, bare_dir, _, listed, bare = nllb_spm_only
+    hf = NllbTokenizer.from_pretrained(listed_dir, src_lang=lang)
+    for line in tf.tricky_lines(200, seed=31, specials=SPECIALS):
+        want = hf(line)["input_ids"]
+        assert listed.encode(line, src_lang=lang) == want and bare.encode(line, src_lang=lang) == want, line
+    n = spm.SentencePieceProcessor(model_file=str(bare_dir / "sentencepiece.bpe.model")).get_piece_size()
+    codes = list(FAIRSEQ_LANGUAGE_CODES)
+    assert bare.language_id(lang) == hf.convert_tokens_to_ids(lang) == n + 1 + codes.index(lang)
+    assert bare.encode("<mask>")[1 if not hf.legacy_behaviour else 0] == n + 1 + len(codes)
+    with pytest.raises(ValueError, match="'xx_Latn' is not a language code"):
+        bare.language_id("xx_Latn")
+
+
+def test_nllb_without_tokenizer_json_translate(nllb_spm_only, tmp_path):
+    """import-hf of a checkpoint with only sentencepiece.bpe.model + tokenizer_config.json:
+    translate with src_lang/tgt_lang equals generate + batch_decode."""
+    import torch
+    from transformers import M2M100ForConditionalGeneration, NllbTokenizer
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    listed_dir, bare_dir, _, _, _ = nllb_spm_only
+    ckpt = tf.tiny_m2m100_checkpoint(bare_dir, tmp_path / "ckpt", seed=6)
+    assert not (ckpt / "tokenizer.json").exists()
+    prog = tensorvm.load(import_hf(ckpt, tmp_path / "m.tvm"))
+    assert prog.meta["tokenizer"]["kind"] == "nllb-spm"
+    model = M2M100ForConditionalGeneration.from_pretrained(ckpt, attn_implementation="eager").eval()
+    texts = ["One two three.", "Le chat ... «très» heureux!"]
+    hf = NllbTokenizer.from_pretrained(listed_dir, src_lang="eng_Latn")  # the numbering the model was made with
+    batch = hf(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        want = hf.batch_decode(model.generate(**batch, forced_bos_token_id=hf.convert_tokens_to_ids("fra_Latn")),
+                               skip_special_tokens=True)
+    assert prog.translate(texts, src_lang="eng_Latn", tgt_lang="fra_Latn") == want
+    out = tf.run_cli(prog.path, "translate", "--text", texts[0], "--src-lang", "eng_Latn", "--tgt-lang", "fra_Latn")
+    assert out.stdout.decode().split("\n")[:-1] == want[:1]
+
+
+def test_nllb_without_tokenizer_json_bad_spm(tmp_path):
+    """An spm model not laid out as fairseq's NLLB models (<unk> <s> </s> first) has no known
+    numbering without tokenizer.json: refused at load, naming the file."""
+    import shutil
+
+    import sentencepiece as spm
+
+    ckpt = tf.make_nllb_spm_only(tmp_path / "ckpt")
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(tf.corpus("en", 300, 1)), model_prefix=str(tmp_path / "other"), vocab_size=200,
+        model_type="bpe", num_threads=1, minloglevel=2, unk_id=2, bos_id=0, eos_id=1)
+    shutil.copy(tmp_path / "other.model", ckpt / "sentencepiece.bpe.model")
+    prog = tf.tokenizer_only_program(ckpt, tmp_path / "tok.tvm", "m2m_100")
+    with pytest.raises(ValueError, match="sentencepiece.bpe.model does not begin with <unk> <s> </s>"):
+        tensorvm.load(prog).tokenizer

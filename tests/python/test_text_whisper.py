@@ -2,7 +2,8 @@
 transformers' WhisperTokenizer (the same class as WhisperTokenizerFast in transformers
 5): a byte-level BPE trained here with Whisper's special and timestamp tokens; encode
 with the task prompt, decode with Whisper's rules; tensorvm-run transcribe --wav
-printing text."""
+printing text; the language and task chosen at run time against
+WhisperForConditionalGeneration.generate(language=, task=)."""
 from __future__ import annotations
 
 import random
@@ -109,3 +110,147 @@ def test_transcribe_wav_prints_text(whisper, tmp_path):
                           " ".join(map(str, prompt)), "--arg", "max_new_tokens=10"], capture_output=True)
     assert run.returncode == 0, run.stderr.decode()
     assert run.stdout.decode().split("\n")[:-1] == want
+
+
+# Run-time language and task: the decoder prompt WhisperForConditionalGeneration.generate
+# builds from language= and task=, built by the C++ tokenizer (text/whisper.cpp) from
+# meta.json's "prompt" entry (generation_config.json's lang_to_id / task_to_id).
+
+@pytest.fixture(scope="module")
+def whisper_prompted(tmp_path_factory):
+    from transformers import WhisperForConditionalGeneration, WhisperTokenizer
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    root = tmp_path_factory.mktemp("whisper_prompt")
+    tok_dir = tf.make_whisper_tokenizer(root / "tok")
+    ckpt = tf.tiny_whisper_checkpoint(tok_dir, root / "ckpt", seed=11, prompt_config=True)
+    prog = tensorvm.load(import_hf(ckpt, root / "w.tvm"))
+    model = WhisperForConditionalGeneration.from_pretrained(ckpt).eval()
+    return tok_dir, prog, model, WhisperTokenizer.from_pretrained(ckpt)
+
+
+def _clips(n, seed):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(int(rng.integers(4000, 16000))) * 0.1).astype(np.float32) for _ in range(n)]
+
+
+def _hf_generate(model, clips, **kwargs):
+    """transformers' WhisperForConditionalGeneration.generate on `clips`: (the tokens after
+    the prompt, the prompt it fed the decoder)."""
+    import torch
+    from transformers import WhisperFeatureExtractor
+
+    fe = WhisperFeatureExtractor(feature_size=80)
+    feats = fe(clips, sampling_rate=16000, max_length=128 * 160, return_tensors="pt").input_features
+    seen = []
+    hook = model.model.decoder.register_forward_pre_hook(
+        lambda mod, args, kw: seen.append(kw["input_ids"].clone()) if not seen else None, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            out = model.generate(input_features=feats, **kwargs)
+    finally:
+        hook.remove()
+    return out.numpy(), seen[0].numpy()
+
+
+@pytest.mark.parametrize("language,task,num_beams,batch", [
+    ("fr", None, 1, 1), ("french", "translate", 1, 2), ("EN", "transcribe", 3, 1), ("<|de|>", "translate", 1, 1),
+    ("German", None, 2, 2)], ids=["fr", "french-translate", "EN-beams", "token-translate", "German-beams-batch"])
+def test_transcribe_language_task_matches_generate(whisper_prompted, language, task, num_beams, batch):
+    """The prompt equals what WhisperForConditionalGeneration.generate(language=, task=) feeds
+    its decoder, and the tokens after it equal generate's, token for token (a random-weight
+    model, 128 frames); program.transcribe's texts are batch_decode's."""
+    _, prog, model, hf = whisper_prompted
+    clips = _clips(batch, seed=40 + batch + num_beams)
+    want, hf_prompt = _hf_generate(model, clips, language=language, task=task, max_new_tokens=7, num_beams=num_beams)
+    prompt = prog.tokenizer.decoder_prompt(language, task)
+    assert [prompt] * batch * num_beams == hf_prompt.tolist()  # a row per beam
+    audio = np.zeros((batch, max(len(c) for c in clips)), np.float32)
+    for i, c in enumerate(clips):
+        audio[i, :len(c)] = c
+    seqs = prog.run("transcribe", audio, np.array([prompt] * batch, np.int64), 7, num_beams)
+    assert (seqs[:, :len(prompt)] == np.array(prompt)).all()
+    got = seqs[:, len(prompt):]
+    assert got[:, :want.shape[1]].tolist() == want.tolist()
+    assert (got[:, want.shape[1]:] == hf.eos_token_id).all()  # transformers stops the batch sooner
+    texts = prog.transcribe(clips, language=language, task=task, max_new_tokens=7, num_beams=num_beams)
+    assert texts == hf.batch_decode(want, skip_special_tokens=True)
+    assert any(t.strip() for t in texts)  # the suppressed timestamps leave text to compare
+
+
+def test_transcribe_a_language_per_clip(whisper_prompted):
+    """language=[...] gives each clip its own prompt, as generate(language=[...]) does."""
+    _, prog, model, hf = whisper_prompted
+    clips = _clips(2, seed=45)
+    want, _ = _hf_generate(model, clips, language=["fr", "german"], task="translate", max_new_tokens=6)
+    assert prog.transcribe(clips, language=["fr", "german"], task="translate",
+                           max_new_tokens=6) == hf.batch_decode(want, skip_special_tokens=True)
+    with pytest.raises(ValueError, match="1 languages for 2 clips"):
+        prog.transcribe(clips, language=["fr"])
+
+
+def test_transcribe_cli_language_task(whisper_prompted, tmp_path):
+    """tensorvm-run transcribe --wav --language fr --task translate prints generate's text."""
+    import wave
+
+    _, prog, model, hf = whisper_prompted
+    audio = _clips(1, seed=50)[0]
+    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
+    wav = tmp_path / "speech.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
+    want, _ = _hf_generate(model, [pcm16.astype(np.float32) / 32768], language="fr", task="translate",
+                           max_new_tokens=7)
+    run = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "fr", "--task", "translate", "--arg",
+                     "max_new_tokens=7")
+    assert run.stdout.decode().split("\n")[:-1] == hf.batch_decode(want, skip_special_tokens=True)
+    bad = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "klingon", ok=False)
+    assert bad.returncode == 1
+    err = bad.stderr.decode()
+    assert "--language klingon" in err and "unknown language 'klingon'" in err and "french" in err
+    bad = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "fr", "--task", "summarize", ok=False)
+    assert "--task summarize" in bad.stderr.decode() and "transcribe or translate" in bad.stderr.decode()
+    bad = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "fr", "--decoder-ids", "1 2", ok=False)
+    assert "not both" in bad.stderr.decode()
+    bad = tf.run_cli(prog.path, "tokenize", "--text", "hi", "--language", "fr", ok=False)
+    assert bad.returncode == 1
+
+
+def test_transcribe_language_errors(whisper_prompted, tmp_path):
+    """Unknown languages and tasks name themselves and list valid ones; transformers refuses
+    the same; a task without a language (transformers would detect the language) is refused."""
+    _, prog, model, _ = whisper_prompted
+    tok = prog.tokenizer
+    clip = _clips(1, seed=60)
+    for language, task, message in [("klingon", None, r"unknown language 'klingon'.*code \(.*en"),
+                                     ("xx", None, "unknown language 'xx'"),
+                                     ("fr", "summarize", "unknown task 'summarize': it is transcribe or translate"),
+                                     (None, "translate", "without a language.*detection is not supported")]:
+        with pytest.raises(ValueError, match=message):
+            tok.decoder_prompt(language, task)
+        with pytest.raises(ValueError, match=f"transcribe: language={language!r}"):
+            prog.transcribe(clip, language=language, task=task)
+        if language is not None:
+            with pytest.raises(ValueError):
+                _hf_generate(model, clip, language=language, task=task, max_new_tokens=2)
+    with pytest.raises(ValueError, match="not both"):
+        prog.transcribe(clip, language="fr", decoder_input_ids=np.array([[1, 2]], np.int64))
+    assert tok.language_id("French") == tok.language_id("fr") == tok.decoder_prompt("fr")[1]
+
+
+@pytest.mark.parametrize("case", ["no-table", "english-only"])
+def test_transcribe_language_needs_the_table(whisper_prompted, tmp_path, case):
+    """A checkpoint whose generation_config.json has no lang_to_id / task_to_id (old or
+    English-only ones) imports and transcribes from prompt ids, but refuses a language as
+    transformers does; is_multilingual false refuses it too."""
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    tok_dir, _, _, _ = whisper_prompted
+    other = tf.tiny_whisper_checkpoint(tok_dir, tmp_path / "ckpt", seed=11, prompt_config=case == "english-only",
+                                       multilingual=False)
+    prog = tensorvm.load(import_hf(other, tmp_path / "w.tvm"))
+    message = "English-only" if case == "english-only" else "no language or task table"
+    with pytest.raises(ValueError, match=message):
+        prog.transcribe(_clips(1, seed=61), language="fr")
+    assert len(prog.transcribe(_clips(1, seed=61), max_new_tokens=3)) == 1  # today's behaviour: no prompt

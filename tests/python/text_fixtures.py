@@ -355,22 +355,63 @@ def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn"
     clean_up_tokenization_spaces, as many NLLB checkpoints set it."""
     import shutil
 
-    import sentencepiece as spm
     from transformers import NllbTokenizer
     from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
 
     out_dir = Path(out_dir)
-    work = out_dir / "_spm"
-    work.mkdir(parents=True, exist_ok=True)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)),
-        model_prefix=str(work / "sentencepiece.bpe"), vocab_size=300, model_type="bpe", character_coverage=0.995,
-        num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    work = _train_nllb_spm(out_dir / "_spm", seed)
     tok = NllbTokenizer.from_pretrained(work, src_lang=src_lang, tgt_lang="eng_Latn",
                                         additional_special_tokens=list(FAIRSEQ_LANGUAGE_CODES), legacy_behaviour=legacy,
                                         clean_up_tokenization_spaces=clean_up)
     tok.save_pretrained(out_dir)
     shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
+    return out_dir
+
+
+def _train_nllb_spm(work: Path, seed: int) -> Path:
+    """A BPE sentencepiece model as NLLB's (<unk> <s> </s> first): work/sentencepiece.bpe.model."""
+    import sentencepiece as spm
+
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus("en", 500, seed) + corpus("fr", 500, seed + 1)),
+        model_prefix=str(work / "sentencepiece.bpe"), vocab_size=300, model_type="bpe", character_coverage=0.995,
+        num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    return work
+
+
+def make_nllb_spm_only(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False,
+                       listed_ids: bool = False) -> Path:
+    """A checkpoint-style directory as fairseq-era NLLB checkpoints ship their tokenizer (the
+    slow NllbTokenizer's files): sentencepiece.bpe.model and tokenizer_config.json, no
+    tokenizer.json. listed_ids: the config lists the added tokens' ids (added_tokens_decoder,
+    as the hub's NLLB configs do), in fairseq's order: the language codes from the spm size
+    + 1 (facebook/nllb-200's eng_Latn is 256047: 256000 pieces + 1 + its index 46), <mask> last."""
+    import shutil
+
+    import sentencepiece as spm
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    out_dir = Path(out_dir)
+    work = _train_nllb_spm(out_dir / "_spm", seed)
+    shutil.copy(work / "sentencepiece.bpe.model", out_dir / "sentencepiece.bpe.model")
+    codes = list(FAIRSEQ_LANGUAGE_CODES)
+    mask = {"content": "<mask>", "lstrip": True, "normalized": True, "rstrip": False, "single_word": False,
+            "special": True}
+    config = {"tokenizer_class": "NllbTokenizer", "src_lang": src_lang, "tgt_lang": "eng_Latn",
+              "legacy_behaviour": legacy, "additional_special_tokens": codes, "bos_token": "<s>", "eos_token": "</s>",
+              "unk_token": "<unk>", "pad_token": "<pad>", "sep_token": "</s>", "cls_token": "<s>",
+              "mask_token": dict(mask, __type="AddedToken"), "model_max_length": 1024, "sp_model_kwargs": {}}
+    if listed_ids:
+        def special(content):
+            return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                    "special": True}
+        n = spm.SentencePieceProcessor(model_file=str(work / "sentencepiece.bpe.model")).get_piece_size()
+        listed = {str(i): special(t) for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])}
+        listed.update({str(n + 1 + i): special(c) for i, c in enumerate(codes)})
+        listed[str(n + 1 + len(codes))] = mask
+        config["added_tokens_decoder"] = listed
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
     return out_dir
 
 
@@ -409,9 +450,12 @@ def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
     return out_dir
 
 
-def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
+def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, prompt_config: bool = False,
+                            multilingual: bool = True) -> Path:
     """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
-    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them)."""
+    Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them).
+    prompt_config: the generation config has what generate(language=, task=) reads, as the
+    released checkpoints' do (lang_to_id, task_to_id, no_timestamps_token_id, is_multilingual)."""
     import shutil
     import sys as _sys
 
@@ -432,6 +476,17 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pa
     _randomize(model, seed)
     model.generation_config = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot,
                                                bos_token_id=eot, max_length=16)
+    if prompt_config:
+        from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+        g = model.generation_config
+        g.lang_to_id = {f"<|{c}|>": tok.convert_tokens_to_ids(f"<|{c}|>") for c in LANGUAGES}
+        g.task_to_id = {t: tok.convert_tokens_to_ids(f"<|{t}|>") for t in ("transcribe", "translate")}
+        g.no_timestamps_token_id = tok.convert_tokens_to_ids("<|notimestamps|>")
+        g.is_multilingual = multilingual
+        # as the released checkpoints suppress some tokens: here the timestamps, so that
+        # the random model writes text rather than <|d.dd|> tokens
+        g.suppress_tokens = list(range(tok.convert_tokens_to_ids("<|0.00|>"), len(tok)))
     model.save_pretrained(out)
     for f in Path(tokenizer_dir).iterdir():
         if f.is_file():

@@ -16,7 +16,9 @@
 // also writes the run as a Chrome trace.
 // --wav FILE fills a parameter named audio with f32 [1, samples] from a 16 kHz mono WAV
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
-// transcript (or token ids, when the program carries no tokenizer).
+// transcript (or token ids, when the program carries no tokenizer). --language fr and
+// --task translate build Whisper's decoder prompt with the program's tokenizer in place
+// of --decoder-ids.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 // The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
@@ -56,6 +58,9 @@ const char* kUsage =
     "                    [--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
     "                    [--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+    "                    [--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt,\n"
+    "                    built with the program's tokenizer; no --language: the prompt is --decoder-ids, else\n"
+    "                    the decoder starts from decoder_start_token_id alone)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
@@ -78,7 +83,7 @@ std::string read_text_file(const std::string& path) {
 
 int run(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, src_lang, tgt_lang;
+  std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, src_lang, tgt_lang, language, task;
   std::vector<std::string> text_lines;
   bool text_given = false;
   std::map<std::string, std::string> args;
@@ -118,6 +123,10 @@ int run(int argc, char** argv) {
       src_lang = next();
     } else if (a == "--tgt-lang") {
       tgt_lang = next();
+    } else if (a == "--language") {
+      language = next();
+    } else if (a == "--task") {
+      task = next();
     } else if (a == "--wav") {
       wav_path = next();
     } else if (a == "--time") {
@@ -154,7 +163,8 @@ int run(int argc, char** argv) {
   if (cli::is_text_verb(positional[1]) && !program->find(positional[1])) {
     const std::string& verb = positional[1];
     if (!text_given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
-    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream)
+    if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || stream ||
+        !language.empty() || !task.empty())
       vm::fail("{} takes --text or --text-file, --arg, --threads and --max-instructions only", verb);
     cli::TextVerbOptions o;
     o.lines = std::move(text_lines);
@@ -180,7 +190,7 @@ int run(int argc, char** argv) {
   if (!src_lang.empty() || !tgt_lang.empty()) vm::fail("--src-lang and --tgt-lang go with the verbs tokenize and translate");
   if (positional[1] == "verify" && !program->find("verify")) {
     if (!inputs_path.empty() || !outputs_path.empty() || !ids_text.empty() || !decoder_ids_text.empty() || !args.empty() ||
-        stream || profile || !wav_path.empty())
+        stream || profile || !wav_path.empty() || !language.empty() || !task.empty())
       vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
     vm::SessionOptions opts;
     opts.num_threads = threads;
@@ -188,6 +198,13 @@ int run(int argc, char** argv) {
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
+  if (!language.empty() || !task.empty()) {
+    if (std::find(fn.param_names.begin(), fn.param_names.end(), "decoder_input_ids") == fn.param_names.end())
+      vm::fail("--language and --task go with Whisper's transcribe (a function taking decoder_input_ids); {} takes none",
+               fn.name);
+    if (!decoder_ids_text.empty()) vm::fail("{}: give --language/--task or --decoder-ids, not both", fn.name);
+    decoder_ids_text = fmt::format("{}", fmt::join(cli::whisper_prompt(positional[0], language, task), " "));
+  }
 
   vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);

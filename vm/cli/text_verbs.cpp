@@ -151,8 +151,22 @@ bool print_as_text(const std::string& dir, const vm::Value& sequences) {
   }
   return true;
 }
+
+std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task) {
+  try {
+    return text::load_tokenizer(dir)->decoder_prompt(language, task);
+  } catch (const text::Error& e) {
+    vm::fail("transcribe: --language {} --task {}: {}", language.empty() ? "(none)" : language,
+             task.empty() ? "(none)" : task, e.what());
+  }
+}
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
+
+std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, const std::string&) {
+  vm::fail("transcribe: --language and --task need the text library, and this tensorvm-run was built without it "
+           "(docs/text.md); give the prompt ids with --decoder-ids");
+}
 
 int run_text_verb(const std::string&, const std::shared_ptr<const vm::Program>&, const std::string& verb,
                   const TextVerbOptions&) {

@@ -35,6 +35,11 @@ int run_text_verb(const std::string& dir, const std::shared_ptr<const vm::Progra
 // nothing, when the program has no tokenizer or this build has no text library.
 bool print_as_text(const std::string& dir, const vm::Value& sequences);
 
+// transcribe's --language / --task: Whisper's decoder prompt (<|startoftranscript|>
+// <|fr|> <|translate|> <|notimestamps|>) built with the program's tokenizer, as
+// WhisperForConditionalGeneration.generate builds it (text::Tokenizer::decoder_prompt).
+std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
+
 // The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
 std::vector<std::string> split_lines(const std::string& text);
 

@@ -25,11 +25,15 @@ class Program {
   ~Program();
   const Ops& ops() const { return *ops_; }
   const Weights& weights() const { return *weights_; }
+  // The compiled-in IR text, named DIR/program.py as the interpreter names it in errors.
+  const vm::aot::Source& source() const { return source_; }
 
  private:
   Program() = default;
   std::unique_ptr<const Ops> ops_;
   std::unique_ptr<const Weights> weights_;
+  std::string source_file_;
+  vm::aot::Source source_{};
 };
 
 // One caller's state: the buffer pool and the worker threads. One thread at a time.
@@ -40,6 +44,11 @@ class Session {
   std::vector<vm::Value> run_named(const std::string& function,
                                    const std::vector<std::pair<std::string, vm::Value>>& named,
                                    vm::EmitCallback on_emit = {});
+  // As vm::Session's (docs/aot.md, "Hooks"): a hook sees each op, call and loop.
+  void set_hook(vm::Hook* hook) { runtime_.set_hook(hook); }
+  vm::Hook* hook() const { return runtime_.hook(); }
+  vm::Profiler* profiler() { return runtime_.profiler(); }  // SessionOptions::profile
+  uint64_t instructions_executed() const { return runtime_.instructions_executed(); }
 
  private:
   std::shared_ptr<const Program> program_;

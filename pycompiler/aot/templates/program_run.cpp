@@ -10,8 +10,9 @@ int main(int argc, char** argv) {
   p.meta_json = @NS@::meta_json();
   p.functions = @NS@::signatures();
   p.run = [](const std::string& dir, const std::string& function, std::vector<vm::Value> inputs,
-             const vm::SessionOptions& options, vm::EmitCallback on_emit) {
+             const vm::SessionOptions& options, vm::EmitCallback on_emit, vm::Hook* hook) {
     @NS@::Session session(@NS@::Program::load(dir), options);
+    session.set_hook(hook);
     return session.run(function, std::move(inputs), std::move(on_emit));
   };
   return vm::aot::cli_main(argc, argv, p);
