@@ -253,8 +253,9 @@ def build_generation(pb, model, defaults: dict):
         return cond(T.gt(T.size(pending, 0), 0), prefilled_logits, decoded_logits, pending, cache, tokens, mask, pos)
 
     def spent(pending):
-        """`pending` after the first step: no rows."""
-        return pending if prefill_logits is None else T.slice(pending, 0, 0, 0)
+        """`pending` after the first step: no rows (new, so that no view keeps the
+        prefill's logits alive through the loop)."""
+        return pending if prefill_logits is None else T.zeros([0, V])
 
     def start_rows(prompt, per_sentence):
         """The prompt of each sentence repeated for its rows (sentence-major)."""
