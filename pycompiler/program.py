@@ -14,6 +14,9 @@ from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
 
+# The slot tokenizer.decoder_prompt leaves for the language to detect (text::kDetectLanguage).
+DETECT_LANGUAGE = -1
+
 
 class Program:
     """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python."""
@@ -183,8 +186,10 @@ class Program:
         (or a list, one per clip) and `task` ("transcribe", "translate") build the decoder
         prompt as WhisperForConditionalGeneration.generate(language=, task=) does (with the
         program's tokenizer: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>); without a
-        language the prompt is `decoder_input_ids`, or the decoder starts from
-        decoder_start_token_id alone (no language detection). Each sequence is decoded with
+        language the prompt is `decoder_input_ids`, else, as generate does, the language of
+        each clip is detected (the program's detect_language_audio: transformers'
+        detect_language) when the checkpoint has lang_to_id, else the decoder starts from
+        decoder_start_token_id alone. Each sequence is decoded with
         skip_special_tokens, so the prompt does not reach the text."""
         import numpy as np
 
@@ -201,20 +206,39 @@ class Program:
         if audio.ndim != 2:
             raise ValueError(f"transcribe: audio must be [samples] or [batch, samples], got shape {list(audio.shape)}")
         tok = self.tokenizer
-        if language is not None or task is not None:
+        table = "prompt" in (self.meta.get("tokenizer") or {})
+        if language is not None or task is not None or (decoder_input_ids is None and table):
             if decoder_input_ids is not None:
                 raise ValueError("transcribe: give language/task or decoder_input_ids, not both")
-            per_row = isinstance(language, (list, tuple))
-            if per_row and len(language) != audio.shape[0]:
-                raise ValueError(f"transcribe: {len(language)} languages for {audio.shape[0]} clips (give one per clip, "
-                                 "or one for all)")
-            try:
-                prompts = [tok.decoder_prompt(lang, task) for lang in (language if per_row else [language])]
-            except ValueError as e:
-                raise ValueError(f"transcribe: language={language!r} task={task!r}: {e}") from None
-            decoder_input_ids = np.array(prompts if per_row else prompts * audio.shape[0], np.int64)
+            decoder_input_ids = self._whisper_prompt(tok, audio, language, task)
         seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
+
+    def _whisper_prompt(self, tok, audio, language, task):
+        """transcribe's [batch, n] prompt as WhisperForConditionalGeneration.generate builds it;
+        without a language, each clip's is detected by the program (detect_language_audio)."""
+        import numpy as np
+
+        per_row = isinstance(language, (list, tuple))
+        if per_row and len(language) != audio.shape[0]:
+            raise ValueError(f"transcribe: {len(language)} languages for {audio.shape[0]} clips (give one per clip, "
+                             "or one for all)")
+        if per_row and any(lang is None for lang in language):
+            raise TypeError("transcribe: a list of languages holds None (give a language for every clip, or "
+                            "language=None to detect them all)")
+        try:
+            prompts = [tok.decoder_prompt(lang, task) for lang in (language if per_row else [language])]
+        except ValueError as e:
+            raise ValueError(f"transcribe: language={language!r} task={task!r}: {e}") from None
+        ids = np.array(prompts if per_row else prompts * audio.shape[0], np.int64)
+        slot = ids == DETECT_LANGUAGE
+        if slot.any():
+            if "detect_language_audio" not in self.functions:
+                raise ValueError(f"transcribe: {self.path} has no detect_language_audio function (imported before "
+                                 "language detection existed): give language=, or import the checkpoint again")
+            detected = np.asarray(self.run("detect_language_audio", audio), np.int64)
+            ids[slot] = np.broadcast_to(detected[:, None], ids.shape)[slot]
+        return ids
 
     def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool, src_lang=None) -> list:
         import numpy as np

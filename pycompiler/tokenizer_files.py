@@ -35,8 +35,9 @@ _LAYOUTS = {
 # model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
 # tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
 KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json", "whisper": "whisper-bpe",
-                 "t5": "t5-spm", "mt5": "t5-spm"}
+                 "llama": "tokenizer.json", "mistral": "tokenizer.json", "gemma": "tokenizer.json",
+                 "phi3": "tokenizer.json", "whisper": "whisper-bpe",
+                 "t5": "t5-spm", "mt5": "t5-spm", "bart": "tokenizer.json"}
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
@@ -99,10 +100,38 @@ def _whisper_prompt(ckpt: Path) -> dict | None:
         return None
     from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
+    forced = _forced_prompt(ckpt, gen)
+    if forced is None or any(i is not None and i not in added.values() for i in forced):
+        return None
     return {"languages": sorted(lang_to_id, key=lang_to_id.get), "tasks": sorted(task_to_id, key=task_to_id.get),
-            "no_timestamps": gen.get("no_timestamps_token_id") is not None,
+            "no_timestamps": gen.get("no_timestamps_token_id") is not None, "forced_decoder_ids": forced,
             "multilingual": bool(gen.get("is_multilingual", True)),
             "language_names": [[name, code] for name, code in TO_LANGUAGE_CODE.items()]}
+
+
+def _forced_prompt(ckpt: Path, gen: dict) -> list | None:
+    """The ids generate(language=None, task=None) puts after the start token from
+    forced_decoder_ids (generation_config.json's, else config.json's): the entries for
+    positions 1, 2, ... in order, a null id (the language to detect) kept as None. [] when
+    there are none or they do not start at position 1 (transformers ignores them); None
+    when they skip a position (transformers refuses them)."""
+    import json
+
+    forced = gen.get("forced_decoder_ids")
+    if forced is None:
+        try:
+            forced = json.loads((ckpt / "config.json").read_text(encoding="utf-8")).get("forced_decoder_ids")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            forced = None
+    if not isinstance(forced, list) or not forced or not isinstance(forced[0], list) or forced[0][:1] != [1]:
+        return []
+    out = []
+    for position, entry in enumerate(forced, start=1):
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == position
+                and (entry[1] is None or isinstance(entry[1], int))):
+            return None
+        out.append(entry[1])
+    return out
 
 
 def _tokenizer_class(ckpt: Path) -> str:

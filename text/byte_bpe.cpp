@@ -400,6 +400,11 @@ class ByteBpe final : public Tokenizer {
   void load_post_processor(const nlohmann::json& p, const std::string& path) {
     const std::string type = p.value("type", "");
     if (type == "ByteLevel") return;  // offsets only
+    if (type == "RobertaProcessing") {  // BART, RoBERTa: <s> text </s> (its other fields are offsets only)
+      prefix_.push_back(p.at("cls").at(1).get<int64_t>());
+      suffix_.push_back(p.at("sep").at(1).get<int64_t>());
+      return;
+    }
     const nlohmann::json* proc = &p;
     nlohmann::json template_proc;
     if (type == "Sequence") {  // Llama 3: [ByteLevel, TemplateProcessing]

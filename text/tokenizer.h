@@ -20,6 +20,9 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// decoder_prompt's slot for the language to detect.
+constexpr int64_t kDetectLanguage = -1;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -35,8 +38,9 @@ class Tokenizer {
   virtual int64_t language_id(std::string_view lang) const;
   // Whisper's decoder prompt for `language` ("fr", "french" or "<|fr|>") and `task`
   // ("transcribe", "translate"; empty: transcribe), as WhisperForConditionalGeneration.generate
-  // builds it: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>. Error for an
-  // unknown language or task, an empty language (detection is not supported) or a kind
+  // builds it: <|startoftranscript|> <|fr|> <|translate|> <|notimestamps|>. An empty
+  // language leaves kDetectLanguage where generate puts the language it detects (the
+  // program's detect_language gives it). Error for an unknown language or task, or a kind
   // without one.
   virtual std::vector<int64_t> decoder_prompt(std::string_view language, std::string_view task) const;
   // The text transformers' decode(ids, skip_special_tokens=...) gives.

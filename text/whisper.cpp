@@ -68,24 +68,36 @@ class Whisper final : public Tokenizer {
     return added_id(token);
   }
 
-  // WhisperForConditionalGeneration.generate's init tokens for a given language:
-  // decoder start, language, task (transcribe when none is given), <|notimestamps|>
-  // when the checkpoint names one (return_timestamps is not supported).
+  // WhisperForConditionalGeneration.generate's init tokens (_retrieve_init_tokens):
+  // decoder start, language, task (transcribe when a language but no task is given),
+  // <|notimestamps|> when the checkpoint names one (return_timestamps is not supported).
+  // Without a language, as transformers: with no task either, generation_config's
+  // forced_decoder_ids (a [1, null] language slot, then e.g. the task) follow the start;
+  // the language is then detected (kDetectLanguage at index 1) since lang_to_id exists.
   std::vector<int64_t> decoder_prompt(std::string_view language, std::string_view task) const override {
     require_prompt(language, task);
-    if (language.empty())
-      fail("whisper tokenizer: {} without a language: give the language (language detection is not supported)",
-           task.empty() ? std::string("a prompt") : fmt::format("task '{}'", task));
-    std::vector<int64_t> ids = {start_of_transcript_, language_id(language)};
-    const std::string t = task.empty() ? "transcribe" : std::string(task);
-    if (t != "transcribe" && t != "translate")
-      fail("whisper tokenizer: unknown task '{}': it is transcribe or translate", task);
-    if (tasks_.count(t))
-      ids.push_back(added_id("<|" + t + "|>"));
-    else if (!task.empty())
-      fail("whisper tokenizer: task '{}' is not one of this model's (generation_config.json's task_to_id: {})", task,
-           fmt::join(tasks_, ", "));
-    if (no_timestamps_) ids.push_back(added_id("<|notimestamps|>"));
+    std::vector<int64_t> ids = {start_of_transcript_};
+    if (language.empty() && task.empty()) ids.insert(ids.end(), forced_.begin(), forced_.end());
+    if (!language.empty() || ids.size() == 1 || ids[1] == kForcedNone) {
+      const int64_t lang = language.empty() ? kDetectLanguage : language_id(language);
+      if (ids.size() > 1)
+        ids[1] = lang;
+      else
+        ids.push_back(lang);
+    }
+    if (!task.empty() || !language.empty()) {
+      const std::string t = task.empty() ? "transcribe" : std::string(task);
+      if (t != "transcribe" && t != "translate")
+        fail("whisper tokenizer: unknown task '{}': it is transcribe or translate", task);
+      if (tasks_.count(t))
+        ids.push_back(added_id("<|" + t + "|>"));
+      else if (!task.empty())
+        fail("whisper tokenizer: task '{}' is not one of this model's (generation_config.json's task_to_id: {})", task,
+             fmt::join(tasks_, ", "));
+    }
+    const int64_t no_timestamps = added_id("<|notimestamps|>");
+    if (no_timestamps_ && ids.back() != no_timestamps) ids.push_back(no_timestamps);
+    ids.erase(std::remove(ids.begin(), ids.end(), kForcedNone), ids.end());  // transformers drops None tokens
     return ids;
   }
 
@@ -99,6 +111,10 @@ class Whisper final : public Tokenizer {
   std::set<std::string> languages_, tasks_, codes_;
   std::map<std::string, std::string> names_;  // "french" -> "fr"
   std::string example_codes_, example_names_;
+  // generation_config's forced_decoder_ids after the start token, in position order
+  // (kForcedNone for a null): what generate prompts with when given no language nor task
+  std::vector<int64_t> forced_;
+  static constexpr int64_t kForcedNone = -2;
 
   int64_t added_id(const std::string& token) const {
     auto it = added_.find(token);
@@ -118,6 +134,8 @@ class Whisper final : public Tokenizer {
         first_name.emplace(code, name);
       }
       no_timestamps_ = p.value("no_timestamps", false);
+      if (p.contains("forced_decoder_ids"))
+        for (const auto& id : p.at("forced_decoder_ids")) forced_.push_back(id.is_null() ? kForcedNone : id.get<int64_t>());
       multilingual_ = p.value("multilingual", true);
     } catch (const nlohmann::json::exception& e) {
       fail("whisper tokenizer: meta.json's tokenizer \"prompt\" is malformed: {}", e.what());

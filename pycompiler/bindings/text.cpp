@@ -49,7 +49,8 @@ void bind_text(py::module_& m) {
              const std::optional<std::string>& task) { return t.decoder_prompt(language.value_or(""), task.value_or("")); },
           py::arg("language"), py::arg("task") = py::none(),
           "Whisper: the decoder prompt ids for `language` ('fr', 'french') and `task` ('transcribe', "
-          "'translate'; None: transcribe), as WhisperForConditionalGeneration.generate builds them.")
+          "'translate'; None: transcribe), as WhisperForConditionalGeneration.generate builds them; with language "
+          "None, -1 where generate puts the language it detects (the program's detect_language gives it).")
       .def(
           "decode",
           [](const text::Tokenizer& t, const std::vector<int64_t>& ids, bool skip) {

@@ -11,15 +11,21 @@ line in ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import gpt2, llama, m2m100, marian, t5, whisper
+from . import bart, gpt2, llama, m2m100, marian, t5, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
     "marian": marian.ARCH,
     "m2m_100": m2m100.ARCH,
+    "bart": bart.BART,
+    "mbart": bart.MBART,
+    "pegasus": bart.PEGASUS,
     "gpt2": gpt2.ARCH,
     "llama": llama.LLAMA,
     "qwen2": llama.QWEN2,
+    "mistral": llama.MISTRAL,
+    "gemma": llama.GEMMA,
+    "phi3": llama.PHI3,
     "whisper": whisper.ARCH,
     "t5": t5.ARCH,
     "mt5": t5.MT5,

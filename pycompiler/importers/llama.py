@@ -1,4 +1,6 @@
-"""Llama and Qwen2 (LlamaForCausalLM, Qwen2ForCausalLM): config -> LlamaSpec. The
+"""Llama, Qwen2, Mistral, Gemma and Phi-3 (their ...ForCausalLM): config -> LlamaSpec.
+Phi-3's fused qkv_proj and gate_up_proj are split into Llama's q/k/v_proj and
+gate/up_proj (import's optimize merges the projections back where it pays). The
 rotary frequencies are read from the loaded model's rotary_emb (inv_freq with
 rope_scaling applied, and its attention_scaling), so every static rope type
 transformers computes is imported as transformers computes it."""
@@ -17,7 +19,7 @@ LINEAR_SUFFIXES = ("_proj.weight",)
 STATIC_ROPE = ("default", "linear", "llama3", "yarn")
 
 
-def _spec(config, gen, *, qkv_bias: bool, o_bias: bool) -> LlamaSpec:
+def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, **extra) -> LlamaSpec:
     act = config.hidden_act
     if act not in ACTIVATIONS:
         raise UnsupportedConfig(f"import_hf: hidden_act '{act}' is not supported ({sorted(ACTIVATIONS)})")
@@ -45,7 +47,8 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool) -> LlamaSpec:
         head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
         max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
         eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
-        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts)
+        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts,
+        **extra)
 
 
 def from_model(spec: LlamaSpec, model) -> None:
@@ -60,9 +63,30 @@ def from_model(spec: LlamaSpec, model) -> None:
 
 def weights(spec: LlamaSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    w = {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n}
+    w = _split_fused(spec, {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n})
     w["rotary.inv_freq"] = np.asarray(spec.inv_freq, np.float32)
     return w
+
+
+def _split_fused(spec: LlamaSpec, w: dict) -> dict:
+    """Phi-3's qkv_proj [q; k; v] and gate_up_proj [gate; up] (rows) as Llama's projections."""
+    q, kv, f = spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim, spec.ffn_dim
+    out = {}
+    for name, a in w.items():
+        if name.endswith("self_attn.qkv_proj.weight"):
+            if a.shape[0] != q + 2 * kv:
+                raise UnsupportedConfig(f"import_hf: {name} has {a.shape[0]} rows, expected {q + 2 * kv}")
+            base = name[:-len("qkv_proj.weight")]
+            out.update({base + "q_proj.weight": a[:q], base + "k_proj.weight": a[q:q + kv],
+                        base + "v_proj.weight": a[q + kv:]})
+        elif name.endswith("mlp.gate_up_proj.weight"):
+            if a.shape[0] != 2 * f:
+                raise UnsupportedConfig(f"import_hf: {name} has {a.shape[0]} rows, expected {2 * f}")
+            base = name[:-len("gate_up_proj.weight")]
+            out.update({base + "gate_proj.weight": a[:f], base + "up_proj.weight": a[f:]})
+        else:
+            out[name] = a
+    return out
 
 
 def linear_weights(spec: LlamaSpec, w: dict) -> list:
@@ -85,5 +109,30 @@ def _qwen2_spec(config, gen) -> LlamaSpec:
     return _spec(config, gen, qkv_bias=True, o_bias=False)  # Qwen2: q/k/v biases, none on o_proj
 
 
+def _sliding_window(config):
+    window = getattr(config, "sliding_window", None)
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise UnsupportedConfig(f"import_hf: sliding_window {window!r} is not a positive int")
+    return window
+
+
+def _mistral_spec(config, gen) -> LlamaSpec:
+    return _spec(config, gen, qkv_bias=False, o_bias=False, sliding_window=_sliding_window(config))
+
+
+def _gemma_spec(config, gen) -> LlamaSpec:
+    bias = bool(getattr(config, "attention_bias", False))
+    # transformers' embed_scale: a tensor of hidden_size**0.5 in the embedding's dtype (f32)
+    return _spec(config, gen, qkv_bias=bias, o_bias=bias, norm_plus_one=True,
+                 embed_scale=float(np.float32(config.hidden_size ** 0.5)))
+
+
+def _phi3_spec(config, gen) -> LlamaSpec:
+    return _spec(config, gen, qkv_bias=False, o_bias=False, sliding_window=_sliding_window(config))
+
+
 LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, linear_weights, meta, llama.build, from_model)
 QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, linear_weights, meta, llama.build, from_model)
+MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, linear_weights, meta, llama.build, from_model)
+GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, linear_weights, meta, llama.build, from_model)
+PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, linear_weights, meta, llama.build, from_model)

@@ -19,13 +19,25 @@ def spec_from_config(config, gen) -> WhisperSpec:
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_target_positions))
     decoder_start, pad = start_and_pad(config, gen)
-    return WhisperSpec(
+    return WhisperSpec(language_ids=_language_ids(gen, config.vocab_size),
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
         vocab_size=config.vocab_size, num_mel_bins=config.num_mel_bins,
         max_source_positions=config.max_source_positions, max_target_positions=config.max_target_positions,
         activation=act, pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
         generation=opts)
+
+
+def _language_ids(gen, vocab_size: int) -> tuple:
+    """generation_config's lang_to_id ids, ascending (what detect_language chooses among), or ()."""
+    lang_to_id = getattr(gen, "lang_to_id", None)
+    if not isinstance(lang_to_id, dict) or not lang_to_id:
+        return ()
+    ids = sorted(set(lang_to_id.values()))
+    if not all(isinstance(i, int) and 0 <= i < vocab_size for i in ids):
+        raise UnsupportedConfig(f"import_hf: generation_config's lang_to_id has ids outside the vocabulary "
+                                f"[0, {vocab_size})")
+    return tuple(ids)
 
 
 def weights(spec: WhisperSpec, state: dict) -> dict:
@@ -37,6 +49,10 @@ def weights(spec: WhisperSpec, state: dict) -> dict:
         raise UnsupportedConfig(f"import_hf: model.encoder.embed_positions.weight is {list(pos.shape)}, "
                                 f"not [{spec.max_source_positions}, {spec.d_model}]")
     w[whisper.MEL_FILTERS] = mel_filters(spec.num_mel_bins)
+    if spec.language_ids:
+        import numpy as np
+
+        w[whisper.LANGUAGE_IDS] = np.array(spec.language_ids, dtype=np.int64)
     return w
 
 

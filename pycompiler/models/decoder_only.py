@@ -21,7 +21,9 @@ KVCache = ObjectType("KVCache")
 
 
 def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int, width: int, vocab_size: int,
-                       quantize, lm_head: str, eos, pad: int, max_positions: int, generation: dict):
+                       quantize, lm_head: str, eos, pad: int, max_positions: int, generation: dict,
+                       sliding_window: int | None = None):
+    """sliding_window: keys older than that many slots are masked (Mistral, Phi-3)."""
     @pb.function
     def init_cache(rows: int, max_len: int) -> KVCache:
         """Self-attention room for `rows` rows and max_len slots of the K/V heads in every layer."""
@@ -34,7 +36,7 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
     def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:
         """Runs tokens [rows, n] at slots [0, n) in one pass; returns the filled cache."""
         n = T.size(tokens, 1)
-        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
+        hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n, sliding_window))
         return cache
 
     @pb.function
@@ -48,14 +50,15 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
     @pb.function
     def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
         """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
-        x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position))
+        x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position, sliding_window))
         return logits(T.reshape(x, [T.size(x, 0), width]))
 
     @pb.function
     def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """Logits [batch, length, vocab] of every position, as the model's forward pass."""
         rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
-        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, causal_mask(attention_mask, 0, n))
+        attn_mask = causal_mask(attention_mask, 0, n, sliding_window)
+        x = hidden(init_cache(rows, n), input_ids, attention_mask, 0, n, attn_mask)
         return T.reshape(logits(T.reshape(x, [T.mul(rows, n), width])), [rows, n, vocab_size])
 
     def reorder(cache, index):

@@ -74,19 +74,29 @@ def causal(n):
     return T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
 
 
-def causal_mask(mask, start, end):
+def causal_mask(mask, start, end, window=None):
     """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
-    j <= i where the row has a token (True attends)."""
+    j <= i where the row has a token (True attends). With a sliding `window`, only
+    keys j > i - window, as transformers' sliding_window_overlay (in cache slots,
+    padding included)."""
     rows = T.size(mask, 0)
     keys = T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [rows, 1, 1, end])
     q = T.reshape(T.arange(start, end), [T.sub(end, start), 1])
-    return T.logical_and(keys, T.le(T.reshape(T.arange(0, end), [1, end]), q))
+    j = T.reshape(T.arange(0, end), [1, end])
+    seen = T.le(j, q)
+    if window is not None:
+        seen = T.logical_and(seen, T.gt(j, T.sub(q, window)))
+    return T.logical_and(keys, seen)
 
 
-def step_mask(mask, position):
-    """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends."""
+def step_mask(mask, position, window=None):
+    """bool [rows, 1, 1, position + 1]: the keys one new token at `position` attends
+    (with a sliding `window`, only slots > position - window)."""
     end = T.add(position, 1)
-    return T.reshape(T.ne(T.slice(mask, 1, 0, end), 0), [T.size(mask, 0), 1, 1, end])
+    keys = T.ne(T.slice(mask, 1, 0, end), 0)
+    if window is not None:
+        keys = T.logical_and(keys, T.reshape(T.gt(T.arange(0, end), T.sub(position, window)), [1, end]))
+    return T.reshape(keys, [T.size(mask, 0), 1, 1, end])
 
 
 # Attention blocks of the BART family (Marian, M2M100, Whisper) and T5: projections
@@ -154,7 +164,32 @@ def layer_norm(x, name: str, layer=None, eps: float = 1e-5):
     return T.layer_norm(x, T.param(name + ".weight", layer), T.param(name + ".bias", layer), eps=eps)
 
 
-# The pre-LayerNorm layers of the BART family (M2M100, Whisper): x + f(LN(x)) for
+# The post-LayerNorm layers of the BART family (Marian, BART): LN(x + f(x)) for every
+# sublayer, weights named as transformers names them under `prefix`.
+
+def post_norm_encoder_layer(q8, act: str, x, mask, width: int, heads: int, prefix: str, layer):
+    x = layer_norm(T.add(x, self_attention(q8, x, mask, width, heads, prefix + "self_attn", layer)),
+                   prefix + "self_attn_layer_norm", layer)
+    return _post_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def post_norm_decoder_layer(q8, act: str, x, cache, source_mask, self_mask, width: int, heads: int, prefix: str, layer,
+                            length):
+    """Self-attention over the cache (self_mask None for one new position), then
+    cross-attention over the sentence's encoder K/V, then the feed-forward."""
+    a = self_attention(q8, x, self_mask, width, heads, prefix + "self_attn", layer, cache)
+    x = layer_norm(T.add(x, a), prefix + "self_attn_layer_norm", layer)
+    a = cross_attention(q8, x, cache, source_mask, width, heads, prefix + "encoder_attn", layer, length)
+    x = layer_norm(T.add(x, a), prefix + "encoder_attn_layer_norm", layer)
+    return _post_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def _post_norm_feed_forward(q8, act: str, x, prefix: str, layer):
+    h = linear(q8, activation(act, linear(q8, x, prefix + "fc1", layer)), prefix + "fc2", layer)
+    return layer_norm(T.add(x, h), prefix + "final_layer_norm", layer)
+
+
+# The pre-LayerNorm layers of the BART family (M2M100, MBart, Pegasus, Whisper): x + f(LN(x)) for
 # every sublayer, weights named as transformers names them under `prefix`.
 
 def pre_norm_feed_forward(q8, act: str, x, prefix: str, layer):

@@ -1,5 +1,8 @@
-"""The Llama family (LlamaForCausalLM, Qwen2ForCausalLM): a decoder-only network of
-pre-RMSNorm blocks with rotary positions, grouped-query attention and a SwiGLU MLP.
+"""The Llama family (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM,
+GemmaForCausalLM, Phi3ForCausalLM): a decoder-only network of pre-RMSNorm blocks
+with rotary positions, grouped-query attention and a gated MLP (SwiGLU, Gemma's GeGLU).
+Mistral and Phi-3 may mask keys older than a sliding window; Gemma scales its
+embeddings by sqrt(hidden_size) and its RMSNorms multiply by (1 + weight).
 
     init_cache(rows, max_len) -> KVCache (num_key_value_heads per layer)
     prefill(cache, tokens, mask) -> KVCache filled for slots [0, n)
@@ -45,6 +48,9 @@ class LlamaSpec:
     qkv_bias: bool = False  # Llama's attention_bias, or Qwen2 (q/k/v only)
     o_bias: bool = False
     mlp_bias: bool = False
+    sliding_window: int | None = None  # Mistral / Phi-3: keys older than this many slots are masked
+    norm_plus_one: bool = False  # Gemma: RMSNorm multiplies by (1 + weight)
+    embed_scale: float | None = None  # Gemma: embeddings times sqrt(hidden_size), in f32
     rope_scale: float = 1.0  # transformers' attention_scaling (multiplies cos and sin)
     inv_freq: object = None  # [head_dim / 2] f32, the checkpoint model's rotary frequencies
     lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor
@@ -58,7 +64,8 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
     d, h, kvh, hd, q8 = spec.d_model, spec.heads, spec.kv_heads, spec.head_dim, spec.quantize
 
     def norm(x, name, layer=None):
-        return T.rms_norm(x, T.param(name + ".weight", layer), eps=spec.eps)
+        w = T.param(name + ".weight", layer)
+        return T.rms_norm(x, T.add(w, 1.0) if spec.norm_plus_one else w, eps=spec.eps)
 
     @pb.function
     def block(x: Tensor, cache: KVCache, mask: Tensor, positions: Tensor, layer: int) -> Tensor:
@@ -83,6 +90,8 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
         x = T.embedding(tokens, T.param("model.embed_tokens.weight"))
+        if spec.embed_scale is not None:
+            x = T.mul(x, spec.embed_scale)
         positions = position_ids(mask, start, end)
         for layer in range(spec.layers):
             x = block(x, cache, attn_mask, positions, layer)
@@ -91,4 +100,4 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
     return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=kvh, head_dim=hd, width=d,
                               vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
                               pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
-                              generation=spec.generation)
+                              generation=spec.generation, sliding_window=spec.sliding_window)

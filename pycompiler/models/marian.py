@@ -34,8 +34,8 @@ from ..builder import ProgramBuilder
 from ..generation import TokenIds, input_names
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder
-from .layers import (activation, cross_attention, cross_kv, key_mask, layer_norm, linear, output_projection,
-                     position_rows, self_attention)
+from .layers import (cross_kv, key_mask, output_projection, position_rows, post_norm_decoder_layer,
+                     post_norm_encoder_layer)
 
 
 @dataclass
@@ -72,30 +72,11 @@ class MarianSpec:
         return math.sqrt(self.d_model) if self.scale_embedding else 1.0
 
 
-def _act(spec: MarianSpec, x):
-    return activation(spec.activation, x)
-
-
-def _proj(spec, x, prefix: str, layer):
-    return linear(spec.quantize, x, prefix, layer)
-
-
-def _add_norm(x, h, prefix: str, layer):
-    """Post-LayerNorm: LN(x + h)."""
-    return layer_norm(T.add(x, h), prefix, layer)
-
-
 def _decoder_layer(spec: MarianSpec, x, cache, source_mask, self_mask, layer, length):
     """One decoder layer over `length` new positions per row: x [rows, length, d_model]
     (self_mask None for one position: it sees every cached one)."""
-    d, hd, q8 = spec.d_model, spec.decoder_heads, spec.quantize
-    p = "model.decoder.layers.{}."
-    a = self_attention(q8, x, self_mask, d, hd, p + "self_attn", layer, cache)
-    x = _add_norm(x, a, p + "self_attn_layer_norm", layer)
-    a = cross_attention(q8, x, cache, source_mask, d, hd, p + "encoder_attn", layer, length)
-    x = _add_norm(x, a, p + "encoder_attn_layer_norm", layer)
-    h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
-    return _add_norm(x, h, p + "final_layer_norm", layer)
+    return post_norm_decoder_layer(spec.quantize, spec.activation, x, cache, source_mask, self_mask, spec.d_model,
+                                   spec.decoder_heads, "model.decoder.layers.{}.", layer, length)
 
 
 def _embed_decoder(spec: MarianSpec, tokens, start, end):
@@ -110,11 +91,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
 
     @pb.function
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
-        p = "model.encoder.layers.{}."
-        a = self_attention(spec.quantize, x, mask, d, he, p + "self_attn", layer)
-        x = _add_norm(x, a, p + "self_attn_layer_norm", layer)
-        h = _proj(spec, _act(spec, _proj(spec, x, p + "fc1", layer)), p + "fc2", layer)
-        return _add_norm(x, h, p + "final_layer_norm", layer)
+        return post_norm_encoder_layer(spec.quantize, spec.activation, x, mask, d, he, "model.encoder.layers.{}.", layer)
 
     @pb.function
     def source_mask(attention_mask: Tensor) -> Tensor:

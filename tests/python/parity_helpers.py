@@ -95,3 +95,26 @@ def _compare_scores(want: np.ndarray, got: np.ndarray, where: str) -> None:
     if finite.any():
         STATS["max scores diff"] = max(STATS["max scores diff"], float(np.abs(got[finite] - want[finite]).max()))
     np.testing.assert_allclose(got[finite], want[finite], atol=SCORE_TOL, rtol=0, err_msg=where)
+
+
+def logits_tol(logits) -> float:
+    """1e-4 of the largest finite logit: float32 sums in another order (transformers' own
+    float32 logits are 1e-4 from its float64 ones on T5's gated checkpoint, whose logits reach 10)."""
+    return 1e-4 * max(1.0, float(np.abs(logits[np.isfinite(logits)]).max()))
+
+
+def assert_step_logits(prog, ids, mask, seq, want, prefilled: int) -> None:
+    """An encoder-decoder program's logits of decoder tokens seq [rows, n] equal
+    transformers' teacher-forced `want` [rows, n, vocab]: one decode_step at a time, as a
+    C++ app drives them, and one decode_step after a prefill of the first `prefilled`."""
+    tol = logits_tol(want)
+    states = prog.run("encode", ids, mask)
+    smask = prog.run("source_mask", mask)
+    max_len = seq.shape[1] + 4
+    cache = prog.run("init_cache", states, ids.shape[0], max_len)
+    for step in range(seq.shape[1]):
+        logits = prog.run("decode_step", cache, seq[:, step:step + 1], smask, step)
+        np.testing.assert_allclose(logits, want[:, step], atol=tol, rtol=0, err_msg=f"step {step}")
+    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], max_len), seq[:, :prefilled], smask)
+    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, prefilled:prefilled + 1], smask, prefilled),
+                               want[:, prefilled], atol=tol, rtol=0)

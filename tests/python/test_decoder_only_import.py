@@ -26,13 +26,18 @@ def _edited(tmp_path, name, **changes):
 
 
 def test_architecture_table_lists_the_model_types():
-    assert {"marian", "gpt2", "llama", "qwen2"} <= set(ARCHITECTURES)
+    assert {"marian", "gpt2", "llama", "qwen2", "mistral", "gemma", "phi3"} <= set(ARCHITECTURES)
 
 
 @pytest.mark.parametrize("name, changes, message", [
     ("llama-mha", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "rope_type 'dynamic' is not supported"),
     ("llama-mha", {"num_key_value_heads": 4}, "not a multiple of num_key_value_heads 4"),
     ("llama-mha", {"hidden_act": "quick_gelu"}, "hidden_act 'quick_gelu' is not supported"),
+    ("phi3-gqa3", {"rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 3,
+                                       "long_factor": [2.0] * 3}}, "rope_type 'longrope' is not supported"),
+    ("phi3-gqa3", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
+     "partial rotary is not supported"),
+    ("mistral-window5", {"sliding_window": 0}, "sliding_window 0 is not a positive int"),
     ("gpt2-odd", {"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx"),
     ("gpt2-odd", {"model_type": "bert"}, "model_type 'bert' is not supported"),
 ])
@@ -53,8 +58,9 @@ def test_meta_describes_a_decoder_only_program(tmp_path):
 
 
 @pytest.mark.parametrize("quantize", ["int8", "w8a8"])
-def test_quantized_import_runs_and_stays_close(tmp_path, quantize):
-    ckpt = checkpoint("qwen2-gqa4")
+@pytest.mark.parametrize("name", ["qwen2-gqa4", "phi3-gqa3"])  # Phi-3: its split projections quantized
+def test_quantized_import_runs_and_stays_close(tmp_path, quantize, name):
+    ckpt = checkpoint(name)
     tensorvm.import_hf(ckpt, tmp_path / "f32.tvm")
     tensorvm.import_hf(ckpt, tmp_path / "q.tvm", quantize=quantize)
     f32, q = tensorvm.load(tmp_path / "f32.tvm"), tensorvm.load(tmp_path / "q.tvm")

@@ -1,7 +1,7 @@
-"""Decoder-only models (GPT-2, Llama, Qwen2) against transformers itself: logits of
-the forward pass and of each decode step within 1e-4, and generate token-exact
+"""Decoder-only models (GPT-2, Llama, Qwen2, Mistral, Gemma, Phi-3) against transformers
+itself: logits of the forward pass and of each decode step within 1e-4, and generate token-exact
 (greedy and beam search with several returned sequences), on seeded random-weight
-checkpoints of odd sizes (tests/fixtures/decoder_checkpoints.py) with batches of
+checkpoints of odd sizes (tests/fixtures/random_checkpoints.py) with batches of
 left-padded prompts of different lengths."""
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import tensorvm
+from parity_helpers import assert_step_logits, logits_tol
 from tensorvm import _C
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -88,12 +89,6 @@ def _end_tokens(model, ids, mask):
     return [int(v) for v in values[np.argsort(-counts, kind="stable")[:3]]]
 
 
-def _tol(logits):
-    """1e-4 of the largest logit: float32 sums in another order (transformers' own float32
-    logits are 1e-4 from its float64 ones on the gated checkpoint, whose logits reach 10)."""
-    return 1e-4 * max(1.0, float(np.abs(logits[np.isfinite(logits)]).max()))
-
-
 def test_encoder_states(any_case):
     prog, model = any_case
     ids, mask = _batch()
@@ -114,15 +109,7 @@ def test_decode_step_and_prefill_logits(any_case):
     with torch.no_grad():
         want = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
                      decoder_input_ids=torch.tensor(seq)).logits.numpy()
-    tol = _tol(want)
-    states = prog.run("encode", ids, mask)
-    smask = prog.run("source_mask", mask)
-    cache = prog.run("init_cache", states, ids.shape[0], 40)
-    for step in range(seq.shape[1]):
-        logits = prog.run("decode_step", cache, seq[:, step:step + 1], smask, step)
-        np.testing.assert_allclose(logits, want[:, step], atol=tol, rtol=0, err_msg=f"step {step}")
-    cache = prog.run("prefill", prog.run("init_cache", states, ids.shape[0], 40), seq[:, :34], smask)
-    np.testing.assert_allclose(prog.run("decode_step", cache, seq[:, 34:35], smask, 34), want[:, 34], atol=tol, rtol=0)
+    assert_step_logits(prog, ids, mask, seq, want, prefilled=34)
 
 
 @pytest.mark.parametrize("options", [{}, {"num_beams": 4}, {"num_beams": 4, "num_return_sequences": 2},
@@ -153,7 +140,7 @@ def test_generate_scores(case):
             np.testing.assert_allclose(got.sequences_scores, want.sequences_scores.numpy(), atol=1e-4, rtol=0)
         else:
             scores = torch.stack(want.scores).numpy()
-            np.testing.assert_allclose(np.stack(got.scores), scores, atol=_tol(scores), rtol=0)
+            np.testing.assert_allclose(np.stack(got.scores), scores, atol=logits_tol(scores), rtol=0)
 
 
 @pytest.mark.filterwarnings("ignore:Using the model-agnostic default")

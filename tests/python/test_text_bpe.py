@@ -1,6 +1,7 @@
 """The C++ byte-level BPE (text/byte_bpe.cpp) against transformers' fast tokenizer and
 the tokenizers library, id for id and text for text, on BPE tokenizers trained here in
-the styles of GPT-2, Llama 3 and Qwen2 (their pre-tokenizer regexes)."""
+the styles of GPT-2, Llama 3 and Qwen2 (their pre-tokenizer regexes) and BART (GPT-2's,
+with RobertaProcessing's <s> text </s>)."""
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ import text_fixtures as tf  # noqa: E402
 pytestmark = pytest.mark.skipif(not getattr(_C, "has_text", False),
                                 reason="tensorvm built without the text library (libsentencepiece-dev, libpcre2-dev)")
 
-STYLES = {"gpt2": "gpt2", "llama3": "llama", "qwen2": "qwen2"}
-ADDED = tf.BPE_SPECIALS + ("<added>", "ünï")
+STYLES = {"gpt2": "gpt2", "llama3": "llama", "qwen2": "qwen2", "bart": "bart"}
+ADDED = tf.BPE_SPECIALS + tf.BART_SPECIALS + ("<added>", "ünï")
 
 
 @pytest.fixture(scope="module", params=sorted(STYLES))
@@ -46,6 +47,8 @@ def test_encode_matches_tokenizers(bpe):
         assert tok.encode(line) == want, (style, line)
     if style == "llama3":
         assert tok.encode("")[0] == raw.token_to_id("<|begin_of_text|>")
+    if style == "bart":
+        assert tok.encode("") == [0, 2]
 
 
 @pytest.mark.parametrize("skip", [True, False])

@@ -87,8 +87,6 @@ def test_transcribe_wav_prints_text(whisper, tmp_path):
     """import-hf carries Whisper's tokenizer; tensorvm-run transcribe --wav prints each
     sequence as text, as batch_decode(skip_special_tokens=True) gives it."""
     import subprocess
-    import wave
-
     from pyc_helpers import tensorvm_run_tool
 
     from tensorvm.pycompiler.import_hf import import_hf
@@ -98,11 +96,8 @@ def test_transcribe_wav_prints_text(whisper, tmp_path):
     prog = tensorvm.load(import_hf(ckpt, tmp_path / "w.tvm"))
     assert prog.meta["tokenizer"]["kind"] == "whisper-bpe"
     audio = (np.random.default_rng(9).standard_normal(12000) * 0.1).astype(np.float32)
-    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
-    wav = tmp_path / "speech.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
-    pcm = pcm16.astype(np.float32)[None, :] / 32768
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
+    pcm = pcm[None, :]
     prompt = hf.convert_tokens_to_ids(["<|startoftranscript|>", "<|en|>", "<|transcribe|>"])
     seqs = prog.run("transcribe", pcm, np.array([prompt], np.int64), 10, None)
     want = hf.batch_decode(seqs.tolist(), skip_special_tokens=True)
@@ -130,6 +125,16 @@ def whisper_prompted(tmp_path_factory):
     return tok_dir, prog, model, WhisperTokenizer.from_pretrained(ckpt)
 
 
+def _write_wav(path, audio):
+    """`audio` written as a 16 kHz mono 16-bit WAV; (path, the samples as read back: pcm / 32768)."""
+    import wave
+
+    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
+    return path, pcm16.astype(np.float32) / 32768
+
+
 def _clips(n, seed):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(int(rng.integers(4000, 16000))) * 0.1).astype(np.float32) for _ in range(n)]
@@ -145,13 +150,14 @@ def _hf_generate(model, clips, **kwargs):
     feats = fe(clips, sampling_rate=16000, max_length=128 * 160, return_tensors="pt").input_features
     seen = []
     hook = model.model.decoder.register_forward_pre_hook(
-        lambda mod, args, kw: seen.append(kw["input_ids"].clone()) if not seen else None, with_kwargs=True)
+        lambda mod, args, kw: seen.append(kw["input_ids"].clone()), with_kwargs=True)
     try:
         with torch.no_grad():
             out = model.generate(input_features=feats, **kwargs)
     finally:
         hook.remove()
-    return out.numpy(), seen[0].numpy()
+    # the first decoder call with a prompt: detect_language's [start] call comes before it
+    return out.numpy(), next((x for x in seen if x.shape[1] > 1), seen[0]).numpy()
 
 
 @pytest.mark.parametrize("language,task,num_beams,batch", [
@@ -192,15 +198,10 @@ def test_transcribe_a_language_per_clip(whisper_prompted):
 
 def test_transcribe_cli_language_task(whisper_prompted, tmp_path):
     """tensorvm-run transcribe --wav --language fr --task translate prints generate's text."""
-    import wave
-
     _, prog, model, hf = whisper_prompted
     audio = _clips(1, seed=50)[0]
-    pcm16 = np.clip(np.round(audio * 32768), -32768, 32767).astype("<i2")
-    wav = tmp_path / "speech.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(pcm16.tobytes())
-    want, _ = _hf_generate(model, [pcm16.astype(np.float32) / 32768], language="fr", task="translate",
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
+    want, _ = _hf_generate(model, [pcm], language="fr", task="translate",
                            max_new_tokens=7)
     run = tf.run_cli(prog.path, "transcribe", "--wav", wav, "--language", "fr", "--task", "translate", "--arg",
                      "max_new_tokens=7")
@@ -219,14 +220,13 @@ def test_transcribe_cli_language_task(whisper_prompted, tmp_path):
 
 def test_transcribe_language_errors(whisper_prompted, tmp_path):
     """Unknown languages and tasks name themselves and list valid ones; transformers refuses
-    the same; a task without a language (transformers would detect the language) is refused."""
+    the same."""
     _, prog, model, _ = whisper_prompted
     tok = prog.tokenizer
     clip = _clips(1, seed=60)
     for language, task, message in [("klingon", None, r"unknown language 'klingon'.*code \(.*en"),
                                      ("xx", None, "unknown language 'xx'"),
-                                     ("fr", "summarize", "unknown task 'summarize': it is transcribe or translate"),
-                                     (None, "translate", "without a language.*detection is not supported")]:
+                                     ("fr", "summarize", "unknown task 'summarize': it is transcribe or translate")]:
         with pytest.raises(ValueError, match=message):
             tok.decoder_prompt(language, task)
         with pytest.raises(ValueError, match=f"transcribe: language={language!r}"):
@@ -236,6 +236,8 @@ def test_transcribe_language_errors(whisper_prompted, tmp_path):
                 _hf_generate(model, clip, language=language, task=task, max_new_tokens=2)
     with pytest.raises(ValueError, match="not both"):
         prog.transcribe(clip, language="fr", decoder_input_ids=np.array([[1, 2]], np.int64))
+    with pytest.raises(TypeError, match="holds None"):
+        prog.transcribe(_clips(2, seed=62), language=["fr", None])
     assert tok.language_id("French") == tok.language_id("fr") == tok.decoder_prompt("fr")[1]
 
 
@@ -243,7 +245,12 @@ def test_transcribe_language_errors(whisper_prompted, tmp_path):
 def test_transcribe_language_needs_the_table(whisper_prompted, tmp_path, case):
     """A checkpoint whose generation_config.json has no lang_to_id / task_to_id (old or
     English-only ones) imports and transcribes from prompt ids, but refuses a language as
-    transformers does; is_multilingual false refuses it too."""
+    transformers does; is_multilingual false refuses it too. Without a language both
+    transcribe as generate does: from the start token alone without lang_to_id, with the
+    language detected when lang_to_id is there (even for is_multilingual false, as
+    transformers)."""
+    from transformers import WhisperForConditionalGeneration, WhisperTokenizer
+
     from tensorvm.pycompiler.import_hf import import_hf
 
     tok_dir, _, _, _ = whisper_prompted
@@ -253,4 +260,93 @@ def test_transcribe_language_needs_the_table(whisper_prompted, tmp_path, case):
     message = "English-only" if case == "english-only" else "no language or task table"
     with pytest.raises(ValueError, match=message):
         prog.transcribe(_clips(1, seed=61), language="fr")
-    assert len(prog.transcribe(_clips(1, seed=61), max_new_tokens=3)) == 1  # today's behaviour: no prompt
+    clip = _clips(1, seed=61)
+    want, hf_prompt = _hf_generate(WhisperForConditionalGeneration.from_pretrained(other).eval(), clip,
+                                   max_new_tokens=3)
+    assert len(hf_prompt[0]) == (3 if case == "english-only" else 1)
+    assert prog.transcribe(clip, max_new_tokens=3) == \
+        WhisperTokenizer.from_pretrained(other).batch_decode(want, skip_special_tokens=True)
+    assert ("detect_language" in prog.functions) == (case == "english-only")
+
+
+# Language detection: generate(language=None) on a checkpoint with lang_to_id detects each
+# clip's language (detect_language: one decoder step from the start token, argmax over the
+# language tokens) and prompts with it.
+
+def _features(clips):
+    from transformers import WhisperFeatureExtractor
+
+    return WhisperFeatureExtractor(feature_size=80)(clips, sampling_rate=16000, max_length=128 * 160,
+                                                    return_tensors="np").input_features
+
+
+@pytest.mark.parametrize("task,num_beams,batch", [(None, 1, 1), ("translate", 1, 2), (None, 2, 3),
+                                                  ("transcribe", 3, 1)],
+                         ids=["plain", "translate-batch", "beams-batch", "transcribe-beams"])
+def test_transcribe_detects_the_language_as_generate(whisper_prompted, task, num_beams, batch):
+    """No language: the detected language token equals transformers' detect_language, the
+    prompt generate feeds its decoder, and the tokens after it generate's (random weights:
+    both sides take the same argmax)."""
+    import torch
+
+    _, prog, model, hf = whisper_prompted
+    clips = _clips(batch, seed=70 + batch + num_beams)
+    feats = _features(clips)
+    with torch.no_grad():
+        hf_lang = model.detect_language(input_features=torch.from_numpy(feats)).numpy()
+    got_lang = prog.run("detect_language", feats)
+    assert got_lang.tolist() == hf_lang.tolist()
+    assert np.asarray(prog.replay("detect_language", feats)).tolist() == hf_lang.tolist()
+    want, hf_prompt = _hf_generate(model, clips, task=task, max_new_tokens=7, num_beams=num_beams)
+    template = prog.tokenizer.decoder_prompt(None, task)
+    assert template[1] == -1 and len(template) == hf_prompt.shape[1]
+    prompts = [[int(lang) if t == -1 else t for t in template] for lang in hf_lang]
+    assert np.repeat(np.array(prompts), num_beams, axis=0).tolist() == hf_prompt.tolist()
+    audio = np.zeros((batch, max(len(c) for c in clips)), np.float32)
+    for i, c in enumerate(clips):
+        audio[i, :len(c)] = c
+    assert prog.run("detect_language_audio", audio).tolist() == hf_lang.tolist()
+    texts = prog.transcribe(clips, task=task, max_new_tokens=7, num_beams=num_beams)
+    assert texts == hf.batch_decode(want, skip_special_tokens=True)
+    seqs = prog.run("transcribe", audio, np.array(prompts, np.int64), 7, num_beams)
+    got = seqs[:, len(template):]
+    assert got[:, :want.shape[1]].tolist() == want.tolist()
+    assert (got[:, want.shape[1]:] == hf.eos_token_id).all()
+
+
+def test_transcribe_detects_after_forced_decoder_ids(whisper_prompted, tmp_path):
+    """A released checkpoint's generation_config has forced_decoder_ids [[1, null], [2,
+    <|transcribe|>]]: generate(language=None, task=None) prompts with the start token, the
+    detected language, <|transcribe|>, <|notimestamps|>; so does transcribe."""
+    from transformers import GenerationConfig, WhisperForConditionalGeneration
+
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    tok_dir, _, _, hf = whisper_prompted
+    ckpt = tf.tiny_whisper_checkpoint(tok_dir, tmp_path / "ckpt", seed=12, prompt_config=True)
+    g = GenerationConfig.from_pretrained(ckpt)
+    g.forced_decoder_ids = [[1, None], [2, hf.convert_tokens_to_ids("<|transcribe|>")]]
+    g.save_pretrained(ckpt)
+    prog = tensorvm.load(import_hf(ckpt, tmp_path / "w.tvm"))
+    model = WhisperForConditionalGeneration.from_pretrained(ckpt).eval()
+    clips = _clips(2, seed=80)
+    want, hf_prompt = _hf_generate(model, clips, max_new_tokens=6)
+    assert hf_prompt.shape[1] == 4 and hf_prompt[0, 2] == hf.convert_tokens_to_ids("<|transcribe|>")
+    template = prog.tokenizer.decoder_prompt(None)
+    assert [t for i, t in enumerate(template) if i != 1] == [hf_prompt[0, i] for i in (0, 2, 3)]
+    assert prog.transcribe(clips, max_new_tokens=6) == hf.batch_decode(want, skip_special_tokens=True)
+
+
+def test_transcribe_cli_detects_the_language(whisper_prompted, tmp_path):
+    """tensorvm-run transcribe --wav without --language (and with --task) prints what
+    generate(language=None) gives; --outputs holds the detected prompt."""
+    _, prog, model, hf = whisper_prompted
+    audio = _clips(1, seed=90)[0]
+    wav, pcm = _write_wav(tmp_path / "speech.wav", audio)
+    for extra, task in [((), None), (("--task", "translate"), "translate")]:
+        want, hf_prompt = _hf_generate(model, [pcm], task=task, max_new_tokens=7)
+        out = tmp_path / "out.npz"
+        run = tf.run_cli(prog.path, "transcribe", "--wav", wav, *extra, "--arg", "max_new_tokens=7", "--outputs", out)
+        assert run.stdout.decode().split("\n")[:-1] == hf.batch_decode(want, skip_special_tokens=True)
+        seqs = np.load(out)["arr_0"]
+        assert seqs[:, :hf_prompt.shape[1]].tolist() == hf_prompt.tolist()

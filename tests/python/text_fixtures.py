@@ -153,13 +153,15 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
 BPE_SPECIALS = ("<|endoftext|>", "<|begin_of_text|>", "<|im_start|>", "<|im_end|>")
+BART_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 
 
 def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
     """A checkpoint-style directory with tokenizer.json (+ tokenizer_config.json) of a
     byte-level BPE trained here. style: "gpt2" (ByteLevel with GPT-2's regex), "llama3"
     (Split on Llama 3's regex, ignore_merges, <|begin_of_text|> prepended by a
-    template) or "qwen2" (Split on Qwen2's regex, NFC normalizer)."""
+    template), "qwen2" (Split on Qwen2's regex, NFC normalizer) or "bart" (GPT-2's, with
+    <s> <pad> </s> <unk> as ids 0-3 and RobertaProcessing's <s> text </s>)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -168,7 +170,7 @@ def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE(ignore_merges=style == "llama3"))
     if style == "qwen2":
         tok.normalizer = normalizers.NFC()
-    if style == "gpt2":
+    if style in ("gpt2", "bart"):
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     else:
         pattern = LLAMA3_PATTERN if style == "llama3" else QWEN2_PATTERN
@@ -176,7 +178,8 @@ def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
             pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=list(BPE_SPECIALS), show_progress=False,
+    specials = BART_SPECIALS if style == "bart" else BPE_SPECIALS
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=list(specials), show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     text = corpus("en", 800, seed) + corpus("fr", 800, seed + 1) + tricky_lines(300, seed + 2)
     tok.train_from_iterator(text, trainer)
@@ -186,9 +189,16 @@ def make_byte_bpe_tokenizer(out_dir: Path, style: str, seed: int = 0) -> Path:
             processors.ByteLevel(trim_offsets=False),
             processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B:1",
                                           special_tokens=[("<|begin_of_text|>", bos)])])
+    elif style == "bart":
+        tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.add_tokens(["<added>", "ünï"])  # non-special added tokens
+    if style == "bart":
+        fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                       unk_token="<unk>")
+        fast.save_pretrained(out_dir)
+        return Path(out_dir)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|begin_of_text|>",
                                    pad_token="<|endoftext|>")
     out_dir = Path(out_dir)
@@ -218,14 +228,15 @@ def tiny_gpt2_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
     return Path(out)
 
 
-def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
+def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0, gemma: bool = False) -> Path:
     """A checkpoint-style directory with a Llama 2 style tokenizer.json: BPE over
     characters with "▁" for spaces (normalizer Prepend + Replace), <0x00>..<0xFF> byte
-    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended."""
+    tokens after <unk> <s> </s> for characters outside the vocabulary, <s> prepended.
+    gemma: as Gemma's, no "▁" prepended (normalizer Replace only, no Strip decoding)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    norm = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    norm = normalizers.Sequence([*([] if gemma else [normalizers.Prepend("▁")]), normalizers.Replace(" ", "▁")])
     trained = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     trained.normalizer = norm
     trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
@@ -239,7 +250,7 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tok.normalizer = norm
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                     decoders.Strip(content=" ", left=1, right=0)])
+                                     *([] if gemma else [decoders.Strip(content=" ", left=1, right=0)])])
     tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("<unk>", "<s>", "</s>")])
     tok.add_tokens(["<added>", "ünï"])  # non-special, normalized: found after "▁" replaces spaces
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
@@ -250,20 +261,22 @@ def make_sentencepiece_bpe_tokenizer(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
-def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Path:
-    """A seeded random LlamaForCausalLM whose vocabulary is the tokenizer's, saved with it."""
+def tiny_llama_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, family: str = "Llama") -> Path:
+    """A seeded random {family}ForCausalLM (Llama, Mistral, Gemma, Phi3) whose vocabulary
+    is the tokenizer's, saved with it."""
     import shutil
 
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
     tj = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
     v = max(tj["model"]["vocab"].values()) + 1
-    config = LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = getattr(transformers, family + "Config")(
+        vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        **({"head_dim": 8} if family == "Gemma" else {}))
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
+    model = getattr(transformers, family + "ForCausalLM")(config).eval()
     with torch.no_grad():  # larger weights than the default init: logits far apart, no near-ties
         for p in model.parameters():
             if p.dim() == 2:

@@ -18,7 +18,8 @@
 // (ir/wav_file.h): `tensorvm-run whisper.tvm transcribe --wav speech.wav` prints the
 // transcript (or token ids, when the program carries no tokenizer). --language fr and
 // --task translate build Whisper's decoder prompt with the program's tokenizer in place
-// of --decoder-ids.
+// of --decoder-ids; without --language the program detects it (detect_language_audio),
+// as transformers' generate does.
 // Text in, text out (vm/cli/text_verbs.h), with the program's tokenizer:
 //   tensorvm-run PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
 // The example inputs bundled in the program (`tensorvm bundle`), rerun and compared
@@ -60,7 +61,7 @@ const char* kUsage =
     "                    [--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
     "                    [--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt,\n"
     "                    built with the program's tokenizer; no --language: the prompt is --decoder-ids, else\n"
-    "                    the decoder starts from decoder_start_token_id alone)\n"
+    "                    the language is detected, as transformers' generate does)\n"
     "       tensorvm-run PROGRAM tokenize|translate|complete --text \"...\" | --text-file FILE [--arg NAME=VALUE]...\n"
     "                    [--src-lang LANG] [--tgt-lang LANG]   (M2M100 fr, NLLB fra_Latn: translate's languages)\n"
     "                    (text in, text out with the program's tokenizer: one output line per input line)\n"
@@ -198,13 +199,17 @@ int run(int argc, char** argv) {
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
-  if (!language.empty() || !task.empty()) {
-    if (std::find(fn.param_names.begin(), fn.param_names.end(), "decoder_input_ids") == fn.param_names.end())
-      vm::fail("--language and --task go with Whisper's transcribe (a function taking decoder_input_ids); {} takes none",
-               fn.name);
-    if (!decoder_ids_text.empty()) vm::fail("{}: give --language/--task or --decoder-ids, not both", fn.name);
-    decoder_ids_text = fmt::format("{}", fmt::join(cli::whisper_prompt(positional[0], language, task), " "));
-  }
+  auto param = [&](const char* name) {
+    return size_t(std::find(fn.param_names.begin(), fn.param_names.end(), name) - fn.param_names.begin());
+  };
+  const bool transcribe = fn.name == "transcribe" && param("decoder_input_ids") < fn.param_names.size() &&
+                          param("audio") < fn.param_names.size();
+  if ((!language.empty() || !task.empty()) && !transcribe)
+    vm::fail("--language and --task go with Whisper's transcribe (a function taking audio and decoder_input_ids), "
+             "not {}",
+             fn.name);
+  if ((!language.empty() || !task.empty()) && !decoder_ids_text.empty())
+    vm::fail("{}: give --language/--task or --decoder-ids, not both", fn.name);
 
   vm::cli::RunRequest req{inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path, args, timed};
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);
@@ -215,6 +220,11 @@ int run(int argc, char** argv) {
   opts.profile = profile;
   opts.profile_trace = !trace_path.empty();
   vm::Session session(program, opts);
+  // Whisper's prompt as generate builds it, the language detected when none is given.
+  if (transcribe && inputs[param("decoder_input_ids")].is_none()) {
+    vm::Value prompt = cli::transcribe_prompt(positional[0], session, inputs[param("audio")], language, task);
+    if (!prompt.is_none()) inputs[param("decoder_input_ids")] = std::move(prompt);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   vm::EmitCallback on_emit = stream ? vm::cli::stream_printer() : vm::EmitCallback();
   std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs), std::move(on_emit));

@@ -160,8 +160,43 @@ std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& l
              task.empty() ? "(none)" : task, e.what());
   }
 }
+
+vm::Value transcribe_prompt(const std::string& dir, vm::Session& session, const vm::Value& audio,
+                            const std::string& language, const std::string& task) {
+  const vm::Program& program = session.program();
+  const auto meta = nlohmann::json::parse(program.meta_json(), nullptr, false);
+  const bool has_table = meta.is_object() && meta.contains("tokenizer") && meta["tokenizer"].is_object() &&
+                         meta["tokenizer"].contains("prompt");
+  if (language.empty() && task.empty() && (!has_table || !text::has_tokenizer(dir))) return vm::Value::none();
+  const std::vector<int64_t> prompt = whisper_prompt(dir, language, task);
+  if (!audio.is_tensor() || audio.as_tensor().ndim() != 2)
+    vm::fail("transcribe: audio must be f32 [batch, samples] to build the decoder prompt");
+  const int64_t rows = audio.as_tensor().size(0), n = int64_t(prompt.size());
+  vm::Tensor out = vm::Tensor::empty(vm::DType::i64, {rows, n});
+  int64_t* ids = out.data<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) std::copy(prompt.begin(), prompt.end(), ids + r * n);
+  const auto slot = std::find(prompt.begin(), prompt.end(), text::kDetectLanguage);
+  if (slot == prompt.end()) return out;
+  if (!program.find("detect_language_audio"))
+    vm::fail("transcribe: {} has no detect_language_audio function (imported before language detection existed): "
+             "give --language, or import the checkpoint again",
+             dir);
+  const std::vector<vm::Value> found = session.run("detect_language_audio", {audio});
+  const vm::Tensor lang = found.at(0).as_tensor().contiguous();
+  if (lang.dtype() != vm::DType::i64 || lang.numel() != rows)
+    vm::fail("transcribe: detect_language_audio returned {}, not [{}] ids", lang.describe(), rows);
+  for (int64_t r = 0; r < rows; ++r) ids[r * n + (slot - prompt.begin())] = lang.data<int64_t>()[r];
+  return out;
+}
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
+
+vm::Value transcribe_prompt(const std::string&, vm::Session&, const vm::Value&, const std::string& language,
+                            const std::string& task) {
+  if (language.empty() && task.empty()) return vm::Value::none();
+  whisper_prompt("", language, task);  // fails, saying why
+  return vm::Value::none();
+}
 
 std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, const std::string&) {
   vm::fail("transcribe: --language and --task need the text library, and this tensorvm-run was built without it "

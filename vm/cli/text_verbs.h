@@ -40,6 +40,15 @@ bool print_as_text(const std::string& dir, const vm::Value& sequences);
 // WhisperForConditionalGeneration.generate builds it (text::Tokenizer::decoder_prompt).
 std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
 
+// transcribe's decoder_input_ids when no --decoder-ids are given: the prompt
+// WhisperForConditionalGeneration.generate builds for --language / --task (either may be
+// empty), [rows of audio, n]. Without a language, the model's lang_to_id present, each
+// row's language is detected by the program's detect_language_audio (transformers'
+// detect_language), run in `session`. None when neither is given and the program has no
+// language table: the decoder then starts from decoder_start_token_id alone.
+vm::Value transcribe_prompt(const std::string& dir, vm::Session& session, const vm::Value& audio,
+                            const std::string& language, const std::string& task);
+
 // The lines of --text (split at newlines) or of a --text-file (a trailing \r dropped).
 std::vector<std::string> split_lines(const std::string& text);
 

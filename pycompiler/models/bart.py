@@ -1,0 +1,117 @@
+"""The BART family proper (BartForConditionalGeneration, MBartForConditionalGeneration,
+PegasusForConditionalGeneration): encoder-decoders that differ from one another only
+in where their LayerNorms sit and how positions are embedded.
+
+    bart     post-LN layers, layernorm_embedding, learned positions offset by 2
+    mbart    pre-LN layers + a final layer_norm per stack, layernorm_embedding, learned offset 2
+    pegasus  pre-LN layers + a final layer_norm per stack, sinusoidal positions (offset 0)
+
+All three: tied embeddings (scaled by sqrt(d_model) when scale_embedding), an output
+matrix tied to them, final_logits_bias. Positions count from 0 at the first slot
+whatever the padding, as transformers counts them (arange, not the token ids).
+
+    encode(input_ids, attention_mask) -> encoder states
+    init_cache / prefill / decode_step / generate: models/encoder_decoder.py
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .. import ops as T
+from ..builder import ProgramBuilder
+from ..generation import TokenIds
+from ..types import Tensor
+from .encoder_decoder import build_encoder_decoder
+from .layers import (cross_kv, key_mask, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
+                     post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
+
+ENC, DEC = "model.encoder.", "model.decoder."
+
+
+@dataclass
+class BartSpec:
+    """Everything in a BART / MBart / Pegasus config that changes the computation."""
+    d_model: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    vocab_size: int
+    activation: str
+    scale_embedding: bool
+    pad_token_id: int
+    eos_token_id: int | tuple
+    decoder_start_token_id: int
+    max_position_embeddings: int
+    pre_norm: bool  # pre-LN layers and a final layer_norm closing each stack (MBart, Pegasus)
+    layernorm_embedding: bool  # a LayerNorm right after the embeddings in each stack (BART, MBart)
+    position_offset: int  # the row of position 0 in the position tables (2 for BART's learned ones)
+    encoder_embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
+    decoder_embed: str = "model.shared.weight"
+    lm_head: str = "lm_head.weight"
+    quantize: str | None = None
+    generation: dict = field(default_factory=dict)
+
+    @property
+    def embed_scale(self) -> float:
+        return math.sqrt(self.d_model) if self.scale_embedding else 1.0
+
+
+def _shift(position, offset: int):
+    return position + offset if isinstance(position, int) else T.add(position, offset)
+
+
+def _embed(spec: BartSpec, stack: str, table: str, tokens, start, end):
+    """Token embeddings plus the positions [start, end), then layernorm_embedding."""
+    x = T.mul(T.embedding(tokens, T.param(table)), spec.embed_scale)
+    off = spec.position_offset
+    x = T.add(x, position_rows(stack + "embed_positions.weight", _shift(start, off), _shift(end, off)))
+    return layer_norm(x, stack + "layernorm_embedding") if spec.layernorm_embedding else x
+
+
+def build(spec: BartSpec, weights, meta=None) -> ProgramBuilder:
+    """Traces the program for `spec` over `weights` (name -> array)."""
+    pb = ProgramBuilder(weights=weights, meta=meta or {})
+    d, he, hd, q8, act = spec.d_model, spec.encoder_heads, spec.decoder_heads, spec.quantize, spec.activation
+    enc_layer = pre_norm_encoder_layer if spec.pre_norm else post_norm_encoder_layer
+    dec_layer = pre_norm_decoder_layer if spec.pre_norm else post_norm_decoder_layer
+
+    def final_norm(x, stack):
+        return layer_norm(x, stack + "layer_norm") if spec.pre_norm else x
+
+    @pb.function
+    def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
+        return enc_layer(q8, act, x, mask, d, he, ENC + "layers.{}.", layer)
+
+    @pb.function
+    def source_mask(attention_mask: Tensor) -> Tensor:
+        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
+        return key_mask(attention_mask)
+
+    @pb.function
+    def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        x = _embed(spec, ENC, spec.encoder_embed, input_ids, 0, T.size(input_ids, 1))
+        mask = source_mask(attention_mask)
+        for layer in range(spec.encoder_layers):
+            x = encoder_layer(x, mask, layer)
+        return final_norm(x, ENC)
+
+    def decoder_layer(x, cache, source_mask, self_mask, layer, length):
+        return dec_layer(q8, act, x, cache, source_mask, self_mask, d, hd, DEC + "layers.{}.", layer, length)
+
+    def head(x):
+        logits = output_projection(q8, final_norm(x, DEC), spec.lm_head)
+        return T.add(logits, T.param("final_logits_bias"))
+
+    def encoder_attention_kv(cache, states, layer):
+        return cross_kv(q8, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer)
+
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
+                   decoder_start=spec.decoder_start_token_id)
+    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+                                 embed=lambda tokens, start, end: _embed(spec, DEC, spec.decoder_embed, tokens, start,
+                                                                         end),
+                                 decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=d,
+                                 decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
+                                 max_positions=spec.max_position_embeddings, generation=spec.generation)
