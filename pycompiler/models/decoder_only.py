@@ -44,7 +44,7 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
         """Runs tokens [rows, n] at slots [0, n) in one pass (the cache filled as prefill
         fills it); returns the logits [rows, vocab] of the last position only."""
         n = T.size(tokens, 1)
-        x = hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n))
+        x = hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n, sliding_window))
         return logits(T.reshape(T.slice(x, 1, T.sub(n, 1), n), [T.size(x, 0), width]))
 
     @pb.function
