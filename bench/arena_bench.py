@@ -11,11 +11,12 @@ batch 1, it prints
   calling thread, medians), with the outputs checked bit-identical.
 
     python3 bench/arena_bench.py [--program DIR] [--max-new-tokens 32] [--source-len 12] [--repeats 5] [--beams 1 4]
-    python3 bench/arena_bench.py --baseline OTHER_BUILD/pkg [--rounds 3]   # the default (no arena): this build vs another
+    python3 bench/arena_bench.py --baseline OTHER_BUILD/pkg [--rounds 3] [--beams 1 4]   # the default (no arena): this build vs another
 
---baseline times the default path (no arena, tensorvm._C only, greedy) of this build and
+--baseline times the default path (no arena, tensorvm._C only, each --beams) of this build and
 of another build's package directory (a checkout before the arena, built with
-.ci/dev-build), in alternating processes, to show the pool's path did not slow down.
+.ci/dev-build), in alternating processes, to show the pool's path did not slow down (the
+arena's change, then the pool's size classes: bench/results/2026-11-24-pool.md).
 
 Without --program it uses $TENSORVM_BENCH_CACHE (default /work/bench-cache)'s
 opus-mt-en-fr-random-*/tensorvm program (bench/checkpoint.py builds it).
@@ -88,11 +89,11 @@ def run_child(args, beams: int, arena_bytes: int) -> dict:
 
 
 def time_default(args) -> int:
-    """In a process of one build: median CPU ms of greedy generate, no arena, _C only."""
+    """In a process of one build: median CPU ms of generate (beam args.time_default), no arena, _C only."""
     from tensorvm import _C
 
     session = _C.Session(_C.Program.load(args.program), 1)
-    named = named_inputs(args, 1)
+    named = named_inputs(args, args.time_default)
     session.run_named("generate", named)
     print(statistics.median(cpu_ms(lambda: session.run_named("generate", named)) for _ in range(3)))
     return 0
@@ -100,16 +101,21 @@ def time_default(args) -> int:
 
 def baseline(args) -> int:
     this = os.environ.get("PYTHONPATH", "")
-    times: dict = {"baseline": [], "this build": []}
-    for _ in range(args.rounds):
-        for name, path in (("baseline", args.baseline), ("this build", this)):
-            cmd = [sys.executable, __file__, "--program", args.program, "--source-len", str(args.source_len),
-                   "--max-new-tokens", str(args.max_new_tokens), "--time-default"]
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
-            times[name].append(float(out.stdout.strip().splitlines()[-1]))
-    b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
-    print(f"greedy generate, no arena, CPU ms (median of {args.rounds} processes x 3 runs): baseline {b:.1f} "
-          f"{times['baseline']}, this build {t:.1f} {times['this build']}, this/baseline {t / b:.3f}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {args.max_new_tokens} new tokens")
+    for beams in args.beams:
+        times: dict = {"baseline": [], "this build": []}
+        for _ in range(args.rounds):
+            for name, path in (("baseline", args.baseline), ("this build", this)):
+                cmd = [sys.executable, __file__, "--program", args.program, "--source-len", str(args.source_len),
+                       "--max-new-tokens", str(args.max_new_tokens), "--time-default", str(beams)]
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                     env={**os.environ, "PYTHONPATH": path})
+                times[name].append(float(out.stdout.strip().splitlines()[-1]))
+        b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
+        print(f"beam {beams} generate, no arena, CPU ms (median of {args.rounds} processes x 3 runs): baseline {b:.1f} "
+              f"{[round(x, 1) for x in times['baseline']]}, this build {t:.1f} {[round(x, 1) for x in times['this build']]}, "
+              f"this/baseline {t / b:.3f}")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
 
@@ -133,7 +139,7 @@ def main() -> int:
     ap.add_argument("--json", dest="json_out", help="write the figures here too")
     ap.add_argument("--baseline", metavar="PKG_DIR", help="time the default path against another build's package dir")
     ap.add_argument("--rounds", type=int, default=3, help="with --baseline: processes per build")
-    ap.add_argument("--time-default", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--time-default", type=int, default=0, help=argparse.SUPPRESS)  # the beam count
     ap.add_argument("--child-beams", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--arena-bytes", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -175,7 +181,7 @@ def main() -> int:
             "largest_tensor": need["largest_tensor"], "allocations": need["allocations"],
             "high_water_at": need["high_water_at"], "arena_run_peak": arena_stats["peak_in_use"],
             "pool_peak_live": ps["peak_live"], "pool_peak_held": ps["peak_held"],
-            "pool_fresh_allocations": ps["fresh_allocations"],
+            "pool_fresh_allocations": ps["fresh_allocations"], "pool_evictions": ps.get("evictions", 0),
             "rss_pool_hwm_kib": pool_rss["hwm_kib"], "rss_arena_hwm_kib": arena_rss["hwm_kib"],
             "rss_loaded_kib": pool_rss["rss_loaded_kib"],
             "ms_pool": statistics.median(t_pool), "ms_arena": statistics.median(t_arena),
@@ -185,7 +191,8 @@ def main() -> int:
         print(f"  arena needed (inspect --memory)  {mib(row['arena_bytes'])}  (peak live {mib(row['arena_peak_bytes'])}, "
               f"largest tensor {mib(row['largest_tensor'])}, {row['allocations']} tensors)")
         print(f"  high-water at                    {row['high_water_at']}")
-        print(f"  pool: peak live {mib(row['pool_peak_live'])}, peak held (live + cached) {mib(row['pool_peak_held'])}")
+        print(f"  pool: peak live {mib(row['pool_peak_live'])}, peak held (live + cached) {mib(row['pool_peak_held'])}, "
+              f"{row['pool_fresh_allocations']} fresh blocks, {row['pool_evictions']} freed while cached")
         print(f"  peak RSS, fresh process          pool {row['rss_pool_hwm_kib'] / 1024:.1f} MiB, arena "
               f"{row['rss_arena_hwm_kib'] / 1024:.1f} MiB (after load, before running: "
               f"{row['rss_loaded_kib'] / 1024:.1f} MiB)")

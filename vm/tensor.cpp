@@ -92,7 +92,7 @@ void Buffer::destroy() {
   pool->give_back(this);
 }
 
-Pool::Pool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+Pool::Pool(size_t max_cached_bytes) : free_(kSizeClasses), max_cached_bytes_(max_cached_bytes) {}
 
 Pool::Pool(Ref<Arena> arena) : max_cached_bytes_(0), arena_(std::move(arena)) {
   if (!arena_) fail("Pool: no arena");
@@ -110,7 +110,24 @@ Pool& Pool::global() {
   return *p;
 }
 
-static size_t round_capacity(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+// In 64-byte units u (the blocks' alignment): classes 0-15 are u = 1..16; above, each
+// power-of-two range (2^(s+3), 2^(s+4)] units is cut in 8 steps of 2^s, so a block
+// is under 12.5% larger than its request. Why classes and not exact sizes: a tensor
+// that grows by one position per step would otherwise ask for a size no step freed
+// and leave its old block cached for good; with 8 steps per octave its block serves
+// it until it grows by an eighth.
+int Pool::size_class(size_t bytes) {
+  const uint64_t u = bytes <= 64 ? 1 : (uint64_t(bytes) + 63) / 64;
+  if (u <= 16) return int(u) - 1;
+  const int s = 64 - __builtin_clzll(u - 1) - 4;  // u - 1 has s + 4 bits, s >= 1
+  return 16 + (s - 1) * 8 + int((u - 1) >> s) - 8;
+}
+
+size_t Pool::class_bytes(int size_class) {
+  if (size_class < 16) return size_t(size_class + 1) * 64;
+  const int k = size_class - 16, s = k / 8 + 1;
+  return (size_t(k % 8 + 9) << s) * 64;
+}
 
 size_t tensor_bytes(DType dtype, const Shape& shape) {
   for (int64_t d : shape)
@@ -126,22 +143,28 @@ size_t tensor_bytes(DType dtype, const Shape& shape) {
 Ref<Buffer> Pool::allocate(size_t bytes) {
   if (arena_) return allocate_from_arena(bytes);
   if (bytes > kMaxTensorBytes) fail("cannot allocate {} bytes, more than the {} byte limit of one buffer", bytes, kMaxTensorBytes);
-  size_t cap = round_capacity(bytes == 0 ? 1 : bytes);
+  const int cls = size_class(bytes);
+  const size_t cap = class_bytes(cls);
   Buffer* b = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++allocs_;
     live_bytes_ += cap;
     peak_live_ = std::max(peak_live_, live_bytes_);
-    auto it = free_.find(cap);
-    if (it != free_.end() && !it->second.empty()) {
-      b = it->second.back();
-      it->second.pop_back();
+    FreeList& list = free_[size_t(cls)];
+    if (!list.blocks.empty()) {
+      b = list.blocks.back();
+      list.blocks.pop_back();
       cached_bytes_ -= cap;
+      list.max_idle = std::max(list.max_idle, allocs_ - list.last_use);
+      list.last_use = allocs_;
     } else {
+      list.last_use = allocs_;
       // Only a fresh block adds to what the pool holds (live + cached): a reused one
-      // moves from cached to live, a block given back stays or is freed.
+      // moves from cached to live, a block given back stays or is freed. So this is
+      // the one place to keep the held bytes within budget.
       ++fresh_allocs_;
+      evict_stale();
       peak_held_ = std::max(peak_held_, live_bytes_ + cached_bytes_);
     }
   }
@@ -161,6 +184,44 @@ Ref<Buffer> Pool::allocate(size_t bytes) {
   return Ref<Buffer>(b);
 }
 
+// Runs on a miss only, under the lock: a miss is the one time the pool grows, and the
+// scans over the classes stay off the hit path (an index into an array).
+//
+// First, while the pool holds more than the most bytes ever live at once, it frees the
+// classes a loop has stopped asking for: a class is stale once it has sat unused for
+// over twice the longest it ever sat before a block was taken, plus kStaleSlack
+// allocations
+// (a class reused each step waits at most a step, so a steady loop keeps every block
+// it needs; the sizes a growing tensor left behind are freed a few steps later).
+// Largest classes first, as they free the most.
+//
+// Then a hard budget: at most twice the live high-water, least recently used class
+// first. A steady loop holds about its peak of live bytes (the same blocks, live during
+// a step and cached between steps; the classes' rounding and sizes whose peaks fall at
+// different times add a little), so that budget only bites on blocks not yet stale.
+void Pool::evict_stale() {
+  const size_t high_water = std::max(high_water_, peak_live_);
+  const auto evict_from = [&](FreeList& l, size_t budget) {
+    while (!l.blocks.empty() && live_bytes_ + cached_bytes_ > budget) {
+      Buffer* b = l.blocks.back();
+      l.blocks.pop_back();
+      cached_bytes_ -= b->capacity_;
+      ++evictions_;
+      delete b;  // under the lock: only on a miss, and the lists need no second pass
+    }
+  };
+  for (size_t c = free_.size(); c-- > 0 && live_bytes_ + cached_bytes_ > high_water;) {
+    FreeList& l = free_[c];
+    if (!l.blocks.empty() && allocs_ - l.last_use > 2 * l.max_idle + kStaleSlack) evict_from(l, high_water);
+  }
+  while (cached_bytes_ > 0 && live_bytes_ + cached_bytes_ > 2 * high_water) {
+    FreeList* oldest = nullptr;
+    for (FreeList& l : free_)
+      if (!l.blocks.empty() && (!oldest || l.last_use < oldest->last_use)) oldest = &l;
+    evict_from(*oldest, 2 * high_water);
+  }
+}
+
 // Outside the hot path of the pool's own allocate: a session with an arena pays for
 // this call, one without pays one branch.
 Ref<Buffer> Pool::allocate_from_arena(size_t bytes) { return arena_->allocate(bytes); }
@@ -170,7 +231,9 @@ void Pool::give_back(Buffer* b) {
     std::lock_guard<std::mutex> lock(mu_);
     live_bytes_ -= b->capacity_;
     if (cached_bytes_ + b->capacity_ <= max_cached_bytes_) {
-      free_[b->capacity_].push_back(b);
+      FreeList& list = free_[size_t(size_class(b->capacity_))];
+      list.blocks.push_back(b);
+      list.last_use = allocs_;
       cached_bytes_ += b->capacity_;
       return;
     }
@@ -180,15 +243,17 @@ void Pool::give_back(Buffer* b) {
 
 void Pool::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
+  high_water_ = std::max(high_water_, peak_live_);
   peak_live_ = live_bytes_;
   peak_held_ = live_bytes_ + cached_bytes_;
 }
 
 void Pool::trim() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& kv : free_)
-    for (Buffer* b : kv.second) delete b;
-  free_.clear();
+  for (FreeList& l : free_) {
+    for (Buffer* b : l.blocks) delete b;
+    l.blocks.clear();
+  }
   cached_bytes_ = 0;
 }
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <unordered_map>  // unused here; kept for the files that get it through this header
 #include <vector>
 
 #include "vm/dtype.h"
@@ -88,6 +88,13 @@ class Buffer : public RefCounted {
 // asks for the same sizes it freed one step earlier. Thread-safe because a tensor
 // may be released on another thread than the one that allocated it. A Pool given an
 // Arena hands out blocks carved from it instead (a Session with an app's arena).
+//
+// Blocks come in size classes (size_class() below), so a tensor that grows a little
+// each step (a beam search's sequences, the KV cache's reorder scratch) takes back the
+// block it freed for several steps instead of leaving one cached block per exact size.
+// Cached blocks of sizes the loop has stopped asking for are freed once the pool holds
+// more than the most it has had live at once, and the pool never holds more than twice
+// that (evict_stale() in vm/tensor.cpp; docs/runtime.md, "The buffer pool").
 class Pool : public RefCounted {
  public:
   explicit Pool(size_t max_cached_bytes = size_t(1) << 30);
@@ -98,27 +105,44 @@ class Pool : public RefCounted {
   Arena* arena() const { return arena_.get(); }
 
   // Counters for tests, the profiler and memory reports. Bytes are the pool's block
-  // sizes (requests rounded up to 64); an arena's own counters are in vm/arena.h.
+  // sizes (requests rounded up to their size class); an arena's own counters are in
+  // vm/arena.h.
   size_t fresh_allocations() const { return fresh_allocs_; }
   size_t cached_bytes() const { return cached_bytes_; }
   uint64_t allocations() const { return allocs_; }      // every allocate(), fresh or reused
   size_t live_bytes() const { return live_bytes_; }      // handed out, not given back yet
   size_t peak_live_bytes() const { return peak_live_; }  // most live at once
   size_t peak_held_bytes() const { return peak_held_; }  // most live + cached at once: the pool's footprint
+  size_t evictions() const { return evictions_; }        // cached blocks freed to keep held near live
   void reset_peak();                                     // peaks restart from now
   void trim();  // frees every cached block
+
+  // Size classes: 64-byte steps up to 1 KiB, then 8 classes per power of two, so a
+  // block is under 12.5% larger than the request. Public for tests.
+  static constexpr int kSizeClasses = 16 + 8 * 38;  // the last one holds kMaxTensorBytes
+  static int size_class(size_t bytes);               // bytes <= kMaxTensorBytes
+  static size_t class_bytes(int size_class);         // the block size of a class
 
  private:
   friend class Buffer;
   Ref<Buffer> allocate_from_arena(size_t bytes);
   void give_back(Buffer* b);
+  void evict_stale();
+  struct FreeList {
+    std::vector<Buffer*> blocks;
+    uint64_t last_use = 0;  // allocs_ when a block of this class was last taken or given back
+    uint64_t max_idle = 0;  // the most allocations this class went untouched before a block was taken
+  };
+  static constexpr uint64_t kStaleSlack = 1024;  // allocations; see evict_stale()
   std::mutex mu_;
-  std::unordered_map<size_t, std::vector<Buffer*>> free_;
+  std::vector<FreeList> free_;  // kSizeClasses lists, indexed by class
   size_t max_cached_bytes_;
   size_t cached_bytes_ = 0;
   size_t fresh_allocs_ = 0;
+  size_t evictions_ = 0;
   uint64_t allocs_ = 0;
   size_t live_bytes_ = 0, peak_live_ = 0, peak_held_ = 0;
+  size_t high_water_ = 0;  // most live at once before the last reset_peak(); the budget ignores resets
   Ref<Arena> arena_;
 };
 

@@ -111,6 +111,7 @@ py::dict memory_stats(vm::Session& s) {
   d["cached"] = p.cached_bytes();
   d["allocations"] = p.allocations();
   d["fresh_allocations"] = p.fresh_allocations();
+  d["evictions"] = p.evictions();  // cached blocks freed to keep held near live
   return d;
 }
 
