@@ -15,6 +15,9 @@ tokens:
 * ms/token: (median of generate making 1 + N tokens - median of generate making 1) / N,
   N = --new-tokens: the decode steps alone, the prefill excluded. EOS is banned until
   the last token (min_new_tokens = max_new_tokens), so every engine does the same work;
+* prefill CPU ms: the median CPU time (all the process's threads) of the same generate
+  call making 1 token: on a shared machine the figure waiting for a core does not
+  inflate (with --threads 1 it is the work alone; with more, spinning threads count);
 * peak RSS: VmHWM of the engine's own worker process (imports + model + every run).
 
 Each engine runs in a fresh process, one after the other (--rounds times, in turn; the
@@ -79,18 +82,20 @@ def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, p
         if tokens.shape != (1 + new_tokens,) or first.shape != (1,):
             raise RuntimeError(f"{name} made {tokens.shape[0]} and {first.shape[0]} tokens, "
                                f"asked for {1 + new_tokens} and 1")
-        t_first, t_all, stable = [], [], True
+        t_first, t_all, cpu_first, stable = [], [], [], True
         gc.disable()
         for _ in range(reps):  # interleaved, so drift hits both timings alike
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             eng.generate(ids, 1)
             t_first.append(time.perf_counter() - t0)
+            cpu_first.append(time.process_time() - c0)
             t0 = time.perf_counter()
             again = eng.generate(ids, 1 + new_tokens)
             t_all.append(time.perf_counter() - t0)
             stable &= bool(np.array_equal(again, tokens))
         gc.enable()
-        res.update(status="ok", tokens=tokens.tolist(), first_s=t_first, all_s=t_all, deterministic=stable,
+        res.update(status="ok", tokens=tokens.tolist(), first_s=t_first, all_s=t_all, first_cpu_s=cpu_first,
+                   deterministic=stable,
                    info=eng.info())
 
     processes.worker(name, engines.make, checkpoint_dir, cache_dir, threads, measure, out)
@@ -115,6 +120,7 @@ def summarize(rows: dict, new_tokens: int) -> None:
     for r in rows.values():
         if r["status"] == "ok":
             r["prefill_ms"] = 1000 * float(np.median(r["first_s"]))
+            r["prefill_cpu_ms"] = 1000 * float(np.median(r["first_cpu_s"]))
             r["ms_per_token"] = 1000 * (float(np.median(r["all_s"])) - float(np.median(r["first_s"]))) / new_tokens
     ref = rows.get(engines.REFERENCE)
     for name, r in rows.items():
@@ -126,6 +132,7 @@ def summarize(rows: dict, new_tokens: int) -> None:
         if ct2 and ct2["status"] == "ok" and name != ct2["engine"]:
             r["ct2_reference"] = ct2["engine"]
             r["prefill_vs_ct2"] = ct2["prefill_ms"] / r["prefill_ms"]
+            r["prefill_cpu_vs_ct2"] = ct2["prefill_cpu_ms"] / r["prefill_cpu_ms"]
             if r["ms_per_token"] > 0 and ct2["ms_per_token"] > 0:  # a difference of two medians: noise can flip it
                 r["decode_vs_ct2"] = ct2["ms_per_token"] / r["ms_per_token"]
 
@@ -143,18 +150,20 @@ def agreement_text(r: dict) -> str:
 
 
 def table(rows: dict) -> list[str]:
-    lines = ["| engine | precision | prefill ms | ms/token | tokens/s | peak RSS MB | decode x CT2 | prefill x CT2 "
-             "| tokens vs transformers |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| engine | precision | prefill ms | prefill CPU ms | ms/token | tokens/s | peak RSS MB | decode x CT2 "
+             "| prefill x CT2 | prefill CPU x CT2 | tokens vs transformers |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         if r["status"] != "ok":
             lines.append(f"| {name} | {r.get('precision', '?')} | {r['status']}: {r.get('error', '')[:120]} "
-                         "| | | | | | |")
+                         "| | | | | | | | |")
             continue
         ratio = (f"{r['decode_vs_ct2']:.2f}x" if "decode_vs_ct2" in r else "-")
         pratio = (f"{r['prefill_vs_ct2']:.2f}x" if "prefill_vs_ct2" in r else "-")
-        lines.append(f"| {name} | {r['precision']} | {r['prefill_ms']:.1f} | {r['ms_per_token']:.2f} | "
-                     f"{1000 / r['ms_per_token'] if r['ms_per_token'] > 0 else float('nan'):.1f} | {r['peak_rss_MB']:.0f} | {ratio} | {pratio} | "
+        cratio = (f"{r['prefill_cpu_vs_ct2']:.2f}x" if "prefill_cpu_vs_ct2" in r else "-")
+        lines.append(f"| {name} | {r['precision']} | {r['prefill_ms']:.1f} | {r['prefill_cpu_ms']:.1f} | "
+                     f"{r['ms_per_token']:.2f} | "
+                     f"{1000 / r['ms_per_token'] if r['ms_per_token'] > 0 else float('nan'):.1f} | {r['peak_rss_MB']:.0f} | {ratio} | {pratio} | {cratio} | "
                      f"{agreement_text(r)} |")
     return lines
 
@@ -244,7 +253,8 @@ def main(argv=None) -> int:
         if args.prepare_only:
             continue
         rows = {e: {"engine": e, "status": prepared[e]["status"], "error": prepared[e].get("error", ""),
-                    "prepare": prepared[e], "first_s": [], "all_s": [], "rounds": []} for e in names}
+                    "prepare": prepared[e], "first_s": [], "all_s": [], "first_cpu_s": [], "rounds": []}
+                for e in names}
         meta = {"model": model, "checkpoint": str(ckpt), "weights_MB": models.weight_bytes(ckpt) / 2**20,
                 "prompt_len": args.prompt_len, "new_tokens": args.new_tokens, "threads": args.threads,
                 "reps": args.reps, "rounds": args.rounds, "loadavg_start": os.getloadavg(),
@@ -276,10 +286,12 @@ def main(argv=None) -> int:
                 r.update(precision=res["precision"], tokens=res["tokens"], info=res.get("info", {}))
                 r["first_s"] += res["first_s"]
                 r["all_s"] += res["all_s"]
+                r["first_cpu_s"] += res["first_cpu_s"]
                 r["peak_rss_MB"] = max(r.get("peak_rss_MB", 0), res["peak_rss_MB"])
                 r["rss_imports_MB"] = res["rss_imports_MB"]
                 r["load_s"] = res["load_s"]
-                print(f"  {model} round {rnd + 1} {e}: generate(1) {1000 * np.median(res['first_s']):.1f} ms, "
+                print(f"  {model} round {rnd + 1} {e}: generate(1) {1000 * np.median(res['first_s']):.1f} ms "
+                      f"(CPU {1000 * np.median(res['first_cpu_s']):.1f} ms), "
                       f"generate(1+{args.new_tokens}) {1000 * np.median(res['all_s']):.1f} ms, "
                       f"peak {res['peak_rss_MB']:.0f} MB, load {la[0]:.2f}", flush=True)
         for r in rows.values():

@@ -1,9 +1,10 @@
 // Unary elementwise ops. Float math (exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu,
 // erf) takes f32 tensors; neg, abs and relu also i64/i32. exp/sigmoid/silu/erf and
-// exact gelu use the vectorised exp and erf of elementwise_math.h (erf within 2 ulp of
-// libm's); log, tanh, tanh-gelu and sqrt call libm per element (exact; Eigen's AVX-512
+// both gelus use the vectorised exp and erf of elementwise_math.h (erf within 2 ulp of
+// libm's); log, tanh and sqrt call libm per element (exact; Eigen's AVX-512
 // packet sqrt is an approximation, and sqrtf does not vectorise with errno semantics).
-// silu is Marian's activation, on every FFN row; exact gelu Whisper's and M2M100's.
+// silu is Marian's activation, on every FFN row; exact gelu Whisper's and M2M100's, tanh
+// gelu GPT-2's.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -59,7 +60,7 @@ TVM_UNARY_F32(sqrt_op, std::sqrt(v))
 TVM_UNARY_F32(rsqrt_op, 1.0f / std::sqrt(v))
 #undef TVM_UNARY_F32
 
-// exp, sigmoid, silu, erf and exact gelu: the active variant's vector loops
+// exp, sigmoid, silu, erf and both gelus: the active variant's vector loops
 // (ops/kernels/softmax.h). Each lane's arithmetic is fixed and the same on every variant,
 // so neither the variant nor where a thread's range starts changes a bit.
 Tensor exp_map_tensor(OpContext& ctx, const Tensor& x, ExpMap f) {
@@ -89,11 +90,8 @@ void gelu_op(OpContext& ctx, const Args& a, Value* out) {
     // torch: x * 0.5 * (1 + erf(x / sqrt(2))), elementwise_math.h's gelu_v
     out[0] = exp_map_tensor(ctx, x, ExpMap::gelu);
   } else if (approx == "tanh") {
-    // torch: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
-    out[0] = map_f32(ctx, x, [](float v) {
-      const float inner = 0.79788456080286536f * (v + 0.044715f * v * v * v);
-      return 0.5f * v * (1.0f + std::tanh(inner));
-    });
+    // torch: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as elementwise_math.h's gelu_tanh_v
+    out[0] = exp_map_tensor(ctx, x, ExpMap::gelu_tanh);
   } else {
     vm::fail("approximate must be \"none\" or \"tanh\", got \"{}\"", approx);
   }

@@ -72,8 +72,8 @@ struct KernelTable {
   // y = softmax (log = false) or log_softmax of each of `rows` contiguous rows of R floats.
   void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t R, bool log);
 
-  // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1), silu (2), erf (3) or exact
-  // gelu (4): elementwise_math.h's ExpMap.
+  // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1), silu (2), erf (3), exact
+  // gelu (4) or tanh gelu (5): elementwise_math.h's ExpMap.
   void (*exp_map)(int kind, const float* x, float* y, int64_t n);
 
   // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.

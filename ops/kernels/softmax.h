@@ -1,4 +1,4 @@
-// The exp-bound row kernels (softmax, log_softmax, exp / sigmoid / silu / erf / exact gelu), compiled per
+// The exp-bound row kernels (softmax, log_softmax, exp / sigmoid / silu / erf / exact and tanh gelu), compiled per
 // variant so that elementwise_math.h's loops use the variant's full vector width: one
 // AVX-512 instruction per 16 floats instead of four SSE ones at the x86-64 baseline.
 // Beam search runs two log_softmax over [batch x beams, vocab] every step, and at int8
@@ -60,7 +60,8 @@ inline void exp_map(int kind, const float* x, float* y, int64_t n) {
     case 1: exp_map_f32<ExpMap::sigmoid>(x, y, n); break;
     case 2: exp_map_f32<ExpMap::silu>(x, y, n); break;
     case 3: exp_map_f32<ExpMap::erf>(x, y, n); break;
-    default: exp_map_f32<ExpMap::gelu>(x, y, n); break;
+    case 4: exp_map_f32<ExpMap::gelu>(x, y, n); break;
+    default: exp_map_f32<ExpMap::gelu_tanh>(x, y, n); break;
   }
 }
 

@@ -23,6 +23,10 @@ Decoder-only (DecoderOnly, for the decoder-only models that build on this):
     prefill(cache, tokens [rows, n], attention_mask) -> cache
     decode_step(cache, tokens [rows, 1], attention_mask, position) -> logits [rows, vocab]
     reorder(cache, index [rows]) -> cache
+    prefill_logits (optional): (cache, tokens [rows, n], attention_mask) -> logits [rows,
+        vocab] of position n - 1, the cache filled for slots [0, n) as prefill fills it.
+        With it the whole prompt is one pass and the first token needs no decode_step
+        (a pass over every weight for one row, as long as a decode step).
 """
 from __future__ import annotations
 
@@ -82,3 +86,4 @@ class DecoderOnly:
     reorder: Callable
     ids: TokenIds
     max_positions: int
+    prefill_logits: Optional[Callable] = None

@@ -9,7 +9,10 @@ processor chain of processors.py; every option is an input named as in
 transformers, None meaning the checkpoint's default (`defaults`, by transformers'
 names). A decoder prompt ([batch, p], starting with decoder_start_token_id) is run
 through the decoder in one prefill pass (positions 0..p-2; the last prompt token is
-the first decode step), then decoding continues. See docs/generation.md.
+the first decode step), then decoding continues. A model with prefill_logits (the
+decoder-only ones) runs the whole prompt in that pass and hands the first step the
+last position's logits (`pending`), so the first token costs no decode step. See
+docs/generation.md.
 """
 from __future__ import annotations
 
@@ -222,6 +225,38 @@ def build_generation(pb, model, defaults: dict):
         """All prompt positions but the last in one pass (the last is the first step)."""
         return model.prefill(cache, T.slice(tokens, 1, 0, T.sub(T.size(tokens, 1), 1)), mask)
 
+    prefill_logits = getattr(model, "prefill_logits", None)
+
+    def start_prompt(cache, tokens, mask, prompt_len):
+        """Prefills the prompt; returns the cache and the first step's logits when the
+        model gives them (prefill_logits: the whole prompt in one pass), else [0, V]
+        (the first step runs the last prompt token)."""
+        if prefill_logits is not None:
+            return cache, prefill_logits(cache, tokens, mask)
+        return cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, tokens, mask), T.zeros([0, V])
+
+    @_named("pending", "cache", "tokens", "mask", "position")
+    def prefilled_logits(pending, cache, tokens, mask, position):
+        return pending
+
+    @_named("pending", "cache", "tokens", "mask", "position")
+    def decoded_logits(pending, cache, tokens, mask, position):
+        return model.decode_step(cache, tokens, mask, position)
+
+    def step_logits(pending, cache, seq, mask, cur_len):
+        """The step's logits: the prefill's for the first step when it gave them (rows
+        of `pending`), else a decode step over the last token."""
+        pos = T.sub(cur_len, 1)
+        tokens = T.slice(seq, 1, pos, cur_len)
+        if prefill_logits is None:
+            return model.decode_step(cache, tokens, mask, pos)
+        return cond(T.gt(T.size(pending, 0), 0), prefilled_logits, decoded_logits, pending, cache, tokens, mask, pos)
+
+    def spent(pending):
+        """`pending` after the first step: no rows (new, so that no view keeps the
+        prefill's logits alive through the loop)."""
+        return pending if prefill_logits is None else T.zeros([0, V])
+
     def start_rows(prompt, per_sentence):
         """The prompt of each sentence repeated for its rows (sentence-major)."""
         return T.repeat_interleave(prompt, per_sentence, 0)
@@ -244,19 +279,18 @@ def build_generation(pb, model, defaults: dict):
 
     # ---- greedy search and sampling (transformers' _sample): one row per sequence
 
-    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", *OPTS)
-    def sample_continue(seq, unfinished, cur_len, cache, mask, scores, raw, *opts):
+    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", "pending", *OPTS)
+    def sample_continue(seq, unfinished, cur_len, cache, mask, scores, raw, pending, *opts):
         """Some row is unfinished and the length limit is not reached."""
         o = P.Options(OPTS, opts)
         return T.logical_and(T.any(unfinished), T.lt(cur_len, o.limit))
 
-    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", *OPTS)
-    def sample_step(seq, unfinished, cur_len, cache, mask, scores, raw, *opts):
+    @_named("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw", "pending", *OPTS)
+    def sample_step(seq, unfinished, cur_len, cache, mask, scores, raw, pending, *opts):
         """One token per row: processors on the raw logits, then argmax (greedy) or a draw
         from softmax (sampling); finished rows get pad."""
         o = P.Options(OPTS, opts)
-        pos = T.sub(cur_len, 1)
-        logits = model.decode_step(cache, T.slice(seq, 1, pos, cur_len), mask, pos)
+        logits = step_logits(pending, cache, seq, mask, cur_len)
         step = run_process(logits, seq, cur_len, 1, o)
         scores, raw = recorded(scores, raw, step, logits, o)
         nxt = cond(o.sample, draw_token, best_token, step, o.generator)
@@ -264,7 +298,7 @@ def build_generation(pb, model, defaults: dict):
         seq = T.concat(seq, T.unsqueeze(nxt, 1), dim=1)
         ended = end_tokens.is_eos(o.eos, nxt)
         unfinished = T.logical_and(T.logical_and(unfinished, T.logical_not(ended)), final_tokens.emit_step(nxt))
-        return (seq, unfinished, T.add(cur_len, 1), cache, mask, scores, raw) + o.values()
+        return (seq, unfinished, T.add(cur_len, 1), cache, mask, scores, raw, spent(pending)) + o.values()
 
     @_named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *OPTS)
     def sample_search(states, mask, prompt, num_beams, num_return, length_penalty, early_stopping, *opts):
@@ -278,19 +312,20 @@ def build_generation(pb, model, defaults: dict):
         mask = rows_mask(mask, num_return)
         seq = start_rows(prompt, num_return)
         prompt_len = T.size(seq, 1)
-        cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, seq, mask)
+        cache, pending = start_prompt(cache, seq, mask, prompt_len)
         # a host's "stop" (docs/generation.md, "Streaming") finishes every row
         unfinished = T.logical_and(T.full([rows], True, dtype="bool"), final_tokens.emit_prompt(prompt))
         scores = T.zeros([0, rows, V])
-        seq, unfinished, cur_len, cache, mask, scores, raw, *_ = while_loop(
-            sample_continue, sample_step, seq, unfinished, prompt_len, cache, mask, scores, scores, *o.values())
+        seq, unfinished, cur_len, cache, mask, scores, raw, _, *_ = while_loop(
+            sample_continue, sample_step, seq, unfinished, prompt_len, cache, mask, scores, scores, pending,
+            *o.values())
         return seq, None, cond(o.out_scores, first, second, scores, None), cond(o.out_logits, first, second, raw, None)
 
     # ---- beam search (transformers' _beam_search, vectorized over [batch, beams])
 
     BEAM_STATE = ("running", "running_scores", "done_seq", "done_scores", "done", "done_len", "improvable",
                   "all_hit", "cur_len", "cache", "mask", "scores", "length_penalty", "early_stopping", "prompt_len",
-                  "streamed", "go", "raw")
+                  "streamed", "go", "raw", "pending")
 
     # its own function, so that profiles show what streaming costs a beam step
     final_beam_tokens = pb.function(final_tokens.beam_step_tokens, arg_types=["Tensor"] * 6 + ["int", "int"],
@@ -298,7 +333,8 @@ def build_generation(pb, model, defaults: dict):
 
     @_named(*BEAM_STATE, *OPTS)
     def beam_continue(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                      cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, *opts):
+                      cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, pending,
+                      *opts):
         """Some sentence can still improve, early_stopping=True has not filled every
         sentence, and some candidate of the last step did not hit a stopping criterion."""
         full = T.logical_and(T.all(done), T.eq(early_stopping, 1))
@@ -306,7 +342,7 @@ def build_generation(pb, model, defaults: dict):
 
     @_named(*BEAM_STATE, *OPTS)
     def beam_step(running, running_scores, done_seq, done_scores, done, done_len, improvable, all_hit, cur_len,
-                  cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, *opts):
+                  cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw, pending, *opts):
         """One step for every beam: log_softmax, processors, add the beam scores, keep the
         top 2K of K*V candidates, the best K that did not finish run on (their cache rows
         reordered), the top K that finished enter the K finished slots."""
@@ -315,8 +351,7 @@ def build_generation(pb, model, defaults: dict):
         # transformers keeps max(2, 1 + number of end tokens) x K candidates, so that K
         # can run on even when the best ones all end; the filters keep one more than them
         K2 = T.mul(K, T.maximum(2, T.add(o.n_eos, 1)))
-        pos = T.sub(cur_len, 1)
-        logits = model.decode_step(cache, T.slice(running, 1, pos, cur_len), mask, pos)
+        logits = step_logits(pending, cache, running, mask, cur_len)
         logp, process_options = banned_in_log_softmax(logits, o)
         step = run_process(logp, running, cur_len, T.add(o.n_eos, 1), process_options)
         scores, raw = recorded(scores, raw, step, logits, o)
@@ -361,7 +396,8 @@ def build_generation(pb, model, defaults: dict):
         tokens, streamed = final_beam_tokens(running, done_seq, done, done_len, improvable, streamed, B, K)
         go = T.logical_and(go, emit(final_tokens.TOKENS, tokens))
         return (running, running_scores, done_seq, done_scores, done, done_len, improvable, T.all(hits), new_len,
-                cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw) + o.values()
+                cache, mask, scores, length_penalty, early_stopping, prompt_len, streamed, go, raw,
+                spent(pending)) + o.values()
 
     @_named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *OPTS)
     def beam_search(states, mask, prompt, num_beams, num_return, length_penalty, early_stopping, *opts):
@@ -374,7 +410,7 @@ def build_generation(pb, model, defaults: dict):
         mask = rows_mask(mask, K)
         running = start_rows(prompt, K)
         prompt_len = T.size(running, 1)
-        cache = cond(T.gt(prompt_len, 1), prefill_prompt, keep_cache, cache, running, mask)
+        cache, pending = start_prompt(cache, running, mask, prompt_len)
         running_scores = T.expand(T.where(T.gt(T.arange(0, K), 0), NEG, 0.0), [B, K])
         done_seq = T.full([B, K, prompt_len], o.fill, dtype="i64")
         done_scores = T.full([B, K], NEG)
@@ -386,7 +422,7 @@ def build_generation(pb, model, defaults: dict):
         go = final_tokens.emit_prompt(prompt)
         out = while_loop(beam_continue, beam_step, running, running_scores, done_seq, done_scores, done, done_len,
                          improvable, all_hit, prompt_len, cache, mask, scores, length_penalty, early_stopping,
-                         prompt_len, T.full([B], prompt_len, dtype="i64"), go, scores, *o.values())
+                         prompt_len, T.full([B], prompt_len, dtype="i64"), go, scores, pending, *o.values())
         done_seq, done_scores, done_len, scores, streamed, raw = out[2], out[3], out[5], out[11], out[15], out[17]
         final_tokens.emit_beam_rest(done_seq, done_len, streamed)
         width = T.add(T.item(T.max(T.slice(done_len, 1, 0, num_return))), 1)

@@ -5,7 +5,8 @@ function, and the generation library's `generate` over them.
         -> the final hidden states [rows, n, width] of tokens at cache slots [start, end)
 
 is the network (models/gpt2.py, llama.py); this adds init_cache, prefill,
-decode_step and forward (the logits of every position) to the ProgramBuilder, and
+prefill_logits (the prompt's last position's logits, the first token's), decode_step
+and forward (the logits of every position) to the ProgramBuilder, and
 generate (pycompiler/generation/). `mask` is the attention mask over every cache
 slot (1 token, 0 left padding), as generation/model.py describes it.
 """
@@ -39,6 +40,14 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
         return cache
 
     @pb.function
+    def prefill_logits(cache: KVCache, tokens: Tensor, mask: Tensor) -> Tensor:
+        """Runs tokens [rows, n] at slots [0, n) in one pass (the cache filled as prefill
+        fills it); returns the logits [rows, vocab] of the last position only."""
+        n = T.size(tokens, 1)
+        x = hidden(cache, tokens, mask, 0, n, causal_mask(mask, 0, n, sliding_window))
+        return logits(T.reshape(T.slice(x, 1, T.sub(n, 1), n), [T.size(x, 0), width]))
+
+    @pb.function
     def decode_step(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
         """Logits [rows, vocab] for tokens [rows, 1] at cache slot `position`."""
         x = hidden(cache, tokens, mask, position, T.add(position, 1), step_mask(mask, position, sliding_window))
@@ -57,5 +66,5 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
 
     ids = TokenIds(eos=eos, pad=pad, vocab_size=vocab_size)
     build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step, reorder=reorder,
-                                     ids=ids, max_positions=max_positions), generation)
+                                     ids=ids, max_positions=max_positions, prefill_logits=prefill_logits), generation)
     return pb

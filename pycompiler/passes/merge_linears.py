@@ -29,6 +29,7 @@ from typing import MutableMapping
 import numpy as np
 
 from .. import ir
+from .dce import stmt_uses
 
 
 def _param_template(s) -> tuple[str, tuple] | None:
@@ -103,9 +104,14 @@ class MergeLinears:
         """The first set of 2+ mergeable linears of `f`: (linear statements, their weight
         templates, their bias templates or None, the param index expressions)."""
         params = {s.targets[0]: (i, _param_template(s)) for i, s in enumerate(f.body) if _param_template(s)}
+        # A linear nothing reads is left for dce: fuse leaves the linear it folded into a
+        # linear_act in place until then, and merging it would bring its columns back
+        # (Qwen's gate_proj computed twice, once in gate+up and once in the linear_act).
+        used = {n for s in f.body for n in stmt_uses(s)}
         groups = defaultdict(list)
         for i, s in enumerate(f.body):
             if not (isinstance(s, ir.Assign) and s.callee == "linear" and not s.kwargs and len(s.args) in (2, 3)
+                    and s.targets[0] in used
                     and len(s.targets) == 1 and isinstance(s.args[0], ir.Name) and isinstance(s.args[1], ir.Name)
                     and s.args[1].id in params):
                 continue

@@ -277,6 +277,68 @@ TEST_CASE("erf within 2 ulp of libm's in double, exact gelu close to its formula
   CHECK(ey[std::find_if(xs.begin(), xs.end(), [](float v) { return v == 0.0f && std::signbit(v); }) - xs.begin()] == 0.0f);
 }
 
+TEST_CASE("tanh gelu within a few ulp of its formula in double, the same bits on every variant and thread count",
+          "[kernels][threads][gelu]") {
+  VariantGuard guard;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Dense over [-12, 12] (past about -10 the value underflows to 0 in float), the powers of
+  // two from denormals up (x^3 overflows from about 7e12), and the special values.
+  std::vector<float> xs;
+  for (int i = -1200000; i <= 1200000; i += 3) xs.push_back(float(i) * 1e-5f);
+  for (int e = -149; e <= 127; ++e)
+    for (float m : {1.0f, 1.3f, 1.9f}) {
+      xs.push_back(std::ldexp(m, e));
+      xs.push_back(-std::ldexp(m, e));
+    }
+  for (float v : {0.0f, -0.0f, inf, -inf, nan, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+    xs.push_back(v);
+  Tensor x = Tensor::empty(DType::f32, {int64_t(xs.size())});
+  std::memcpy(x.data<float>(), xs.data(), xs.size() * sizeof(float));
+  const std::vector<vm::Value> args = {Value(x), Value::from_str("tanh")};
+  Tensor first;
+  bool have_first = false;
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    INFO(variant);
+    const Tensor y = run_op("gelu", args, 1);
+    for (int threads : {2, 3}) CHECK(same_bits(y, run_op("gelu", args, threads)));
+    if (!have_first) first = y, have_first = true;
+    else CHECK(same_bits(first, y));  // no fused multiply-add: one answer everywhere
+  }
+  const float* gy = first.data<float>();
+  double worst = 0.0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    INFO("x " << v << " gelu " << gy[i]);
+    if (std::isnan(v) || v == -double(inf)) {  // -inf * (1 + tanh(-inf)) = -inf * 0, NaN as in torch
+      CHECK(std::isnan(gy[i]));
+      continue;
+    }
+    if (v == double(inf)) {
+      CHECK(gy[i] == inf);
+      continue;
+    }
+    // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), in double without cancellation
+    const double u = std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v);
+    const double g = std::isinf(u) ? (u > 0 ? v : -0.0) : v / (1.0 + std::exp(-2.0 * u));
+    CHECK(std::signbit(gy[i]) == std::signbit(g));
+    // Near float's bottom exp(-2u) overflows float before the quotient underflows (x
+    // about -10: x / inf = -0, torch's tanh is -1 there too), and results are denormal.
+    if (std::fabs(g) < 1e-36) {
+      CHECK(std::fabs(gy[i] - g) <= 1e-36);
+      continue;
+    }
+    // exp(-2u) carries the rounding of its argument -2u (a few roundings of x^3, the sum and
+    // the products: relative 3 eps) as a relative error 3 eps |2u|, which grows for x << 0
+    // (|2u| up to 88 before it overflows); torch's float formula is coarser there (1 +
+    // tanh(u) cancels to whole ulps of 1).
+    const double err = ulps(gy[i], g) / (4.0 + 6.0 * std::fabs(2.0 * u));
+    worst = std::max(worst, err);
+    CHECK(err <= 1.0);
+  }
+  WARN("tanh gelu: worst " << worst << " of the bound 4 + 6 |2u| ulp");
+}
+
 TEST_CASE("linear through the library GEMM: the same on any thread count, close to the reference", "[kernels][threads]") {
   if (ops::library_gemm_name().empty()) {
     WARN("this build has no library GEMM (oneDNN)");

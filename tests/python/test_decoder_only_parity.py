@@ -44,6 +44,23 @@ def test_forward_logits(case):
     np.testing.assert_allclose(got[real], ref[real], atol=ATOL, rtol=0)
 
 
+def test_prefill_logits_is_the_last_position_of_forward_and_fills_the_cache(case):
+    """generate's first step takes prefill_logits' logits (no decode step): they are
+    forward's at the last position, and the cache it leaves is prefill's."""
+    name, prog, model = case
+    ids, mask = _prompts(name, model, [7, 3, 5])
+    rows, n = ids.shape
+    full_mask = np.concatenate([mask, np.ones((rows, 1), mask.dtype)], axis=1)
+    a, b = prog.run("init_cache", rows, n + 1), prog.run("init_cache", rows, n + 1)
+    last = prog.run("prefill_logits", a, ids, full_mask)
+    np.testing.assert_allclose(last, prog.run("forward", ids, mask)[:, -1], atol=ATOL, rtol=0)
+    prog.run("prefill", b, ids, full_mask)
+    nxt = np.argmax(last, -1)[:, None]
+    # the same hidden() over the same shapes: the same cache bits
+    np.testing.assert_array_equal(prog.run("decode_step", a, nxt, full_mask, n),
+                                  prog.run("decode_step", b, nxt, full_mask, n))
+
+
 @pytest.mark.parametrize("lengths", [[6], [7, 3, 5]], ids=["batch1", "batch3"])
 def test_greedy_and_step_logits(case, lengths):
     name, prog, model = case

@@ -100,3 +100,30 @@ def test_merged_program_is_bit_for_bit_in_the_vm(tmp_path, rng, threads):
         x = rng.standard_normal((rows, D)).astype(np.float32)
         for got, want in zip(b.run("main", x), a.run("main", x)):
             np.testing.assert_array_equal(got, want)
+
+
+GATED = """# tensorvm ir 1
+def mlp(x: Tensor) -> Tensor:
+    gate_weight = param("m.gate.weight")
+    gate = linear(x, gate_weight)
+    act = silu(gate)
+    up_weight = param("m.up.weight")
+    up = linear(x, up_weight)
+    h = mul(act, up)
+    return h
+"""
+
+
+def test_a_linear_fused_into_linear_act_is_not_merged_back(rng):
+    """fuse turns silu(gate) into linear_act and leaves the gate linear for dce: merging
+    that dead linear with up_proj would compute the gate's columns twice (Qwen's MLP)."""
+    from tensorvm.pycompiler.passes import default_passes
+
+    w = {"m.gate.weight": rng.standard_normal((N, D)).astype(np.float32),
+         "m.up.weight": rng.standard_normal((N, D)).astype(np.float32)}
+    out, _ = PassManager(default_passes(w)).run(check(GATED))
+    text = str(out)
+    assert "merged" not in text and 'linear_act(x, gate_weight, None, "silu")' in text and "linear(x, up_weight)" in text
+    x = rng.standard_normal((3, D)).astype(np.float32)
+    np.testing.assert_array_equal(Replayer(text=GATED, weights=w).run("mlp", x),
+                                  Replayer(text=str(out), weights=w).run("mlp", x))
