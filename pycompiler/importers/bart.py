@@ -6,9 +6,8 @@ from functools import partial
 
 from ..models import bart
 from ..models.bart import BartSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation, eos_ids,
-                     generation_options, start_and_pad, stored_weights)
-from .m2m100 import linear_weights, meta  # the same: every linear and the output matrix; one vocabulary
+from .common import Architecture, UnsupportedConfig, canonical_name, stored_weights
+from .m2m100 import linear_weights, meta, spec_fields  # the same: one vocabulary, every linear and the head
 
 # model_type -> (pre_norm, layernorm_embedding, position_offset)
 _LAYOUT = {"bart": (False, True, 2), "mbart": (True, True, 2), "pegasus": (True, False, 0)}
@@ -16,21 +15,9 @@ _LAYOUT = {"bart": (False, True, 2), "mbart": (True, True, 2), "pegasus": (True,
 
 def spec_from_config(model_type: str, config, gen) -> BartSpec:
     """The computation a BART-family config and generation config describe, or UnsupportedConfig."""
-    act = checked_activation(config.activation_function)
-    check_heads(config, config.d_model)
-    eos = eos_ids(config, gen, config.vocab_size)
-    # transformers' default for an encoder-decoder: 20 tokens after the decoder start
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
-                              default_max_length=min(20 + 1, config.max_position_embeddings))
-    decoder_start, pad = start_and_pad(config, gen)
     pre_norm, layernorm_embedding, offset = _LAYOUT[model_type]
-    return BartSpec(
-        d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
-        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
-        vocab_size=config.vocab_size, activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
-        max_position_embeddings=config.max_position_embeddings, pre_norm=pre_norm,
-        layernorm_embedding=layernorm_embedding, position_offset=offset, generation=opts)
+    return BartSpec(**spec_fields(config, gen), pre_norm=pre_norm, layernorm_embedding=layernorm_embedding,
+                    position_offset=offset)
 
 
 def weights(spec: BartSpec, state: dict) -> dict:

@@ -9,19 +9,26 @@ from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical
                      eos_ids, generation_options, start_and_pad, stored_weights)
 
 
-def spec_from_config(config, gen) -> M2M100Spec:
+def spec_fields(config, gen) -> dict:
+    """The spec fields M2M100 shares with the BART family (importers/bart.py), from a
+    config with one vocabulary, or UnsupportedConfig."""
     act = checked_activation(config.activation_function)
     check_heads(config, config.d_model)
     eos = eos_ids(config, gen, config.vocab_size)
+    # transformers' default for an encoder-decoder: 20 tokens after the decoder start
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_position_embeddings))
     decoder_start, pad = start_and_pad(config, gen)
-    return M2M100Spec(
+    return dict(
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
         vocab_size=config.vocab_size, activation=act, scale_embedding=bool(config.scale_embedding),
         pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
         max_position_embeddings=config.max_position_embeddings, generation=opts)
+
+
+def spec_from_config(config, gen) -> M2M100Spec:
+    return M2M100Spec(**spec_fields(config, gen))
 
 
 def from_model(spec: M2M100Spec, model) -> None:
