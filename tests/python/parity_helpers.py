@@ -103,6 +103,19 @@ def logits_tol(logits) -> float:
     return 1e-4 * max(1.0, float(np.abs(logits[np.isfinite(logits)]).max()))
 
 
+def assert_encoder_states(prog, model, ids, mask, atol=None) -> None:
+    """An encoder-decoder program's encode equals the transformers model's encoder at the
+    real (unmasked) positions, within atol (default: logits_tol of the reference)."""
+    import torch
+
+    with torch.no_grad():
+        ref = model.get_encoder()(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
+    got = prog.run("encode", ids, mask)
+    real = mask == 1
+    tol = logits_tol(ref.numpy()) if atol is None else atol
+    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=tol, rtol=0)
+
+
 def assert_step_logits(prog, ids, mask, seq, want, prefilled: int) -> None:
     """An encoder-decoder program's logits of decoder tokens seq [rows, n] equal
     transformers' teacher-forced `want` [rows, n, vocab]: one decode_step at a time, as a

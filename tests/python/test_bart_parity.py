@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tensorvm
-from parity_helpers import assert_step_logits, logits_tol
+from parity_helpers import assert_encoder_states, assert_step_logits
 from tensorvm import _C
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -74,11 +74,7 @@ def _end_tokens(model, ids, mask):
 def test_encoder_states(case):
     prog, model = case
     ids, mask = _batch(model)
-    with torch.no_grad():
-        ref = model.get_encoder()(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
-    got = prog.run("encode", ids, mask)
-    real = mask == 1
-    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=logits_tol(ref.numpy()), rtol=0)
+    assert_encoder_states(prog, model, ids, mask)
 
 
 def test_decode_step_and_prefill_logits(case):

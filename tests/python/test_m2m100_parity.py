@@ -10,6 +10,7 @@ import torch
 
 import tensorvm
 from decoder_only_helpers import checkpoint
+from parity_helpers import assert_encoder_states
 
 NAME = "m2m100-odd"
 
@@ -40,11 +41,7 @@ def _hf(model, ids, mask, **kw):
 def test_encoder_states(case):
     prog, model = case
     ids, mask = _batch()
-    with torch.no_grad():
-        ref = model.get_encoder()(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
-    got = prog.run("encode", ids, mask)
-    real = mask == 1
-    np.testing.assert_allclose(got[real], ref.numpy()[real], atol=1e-4, rtol=0)
+    assert_encoder_states(prog, model, ids, mask, atol=1e-4)
 
 
 @pytest.mark.parametrize("options", [{}, {"num_beams": 3, "num_return_sequences": 2},
