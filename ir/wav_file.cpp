@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
+
+#include "ir/regular_file.h"
 
 namespace ir {
 
@@ -19,17 +20,21 @@ uint16_t u16(const unsigned char* p) { return uint16_t(p[0] | p[1] << 8); }
   throw std::runtime_error(fmt::format("{}: {}", what, msg));
 }
 
-}  // namespace
+// An hour of 16 kHz mono float samples is 230 MB: the cap leaves room for about nine,
+// and keeps a huge or endless file (--wav /dev/zero is refused anyway: not a regular
+// file) from being read into memory whole.
+constexpr uint64_t kMaxWavBytes = uint64_t(2) << 30;
 
-WavAudio parse_wav(const std::vector<unsigned char>& b, const std::string& what, int want_rate) {
+WavAudio parse_bytes(std::string_view b, const std::string& what, int want_rate) {
   if (b.size() < 12 || std::memcmp(b.data(), "RIFF", 4) != 0 || std::memcmp(b.data() + 8, "WAVE", 4) != 0)
     bad(what, "not a WAV file (no RIFF/WAVE header)");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(b.data());
   int format = -1, channels = 0, bits = 0, rate = 0;
   const unsigned char* data = nullptr;
   size_t data_size = 0;
   for (size_t at = 12; at + 8 <= b.size();) {
-    const uint32_t size = u32(b.data() + at + 4);
-    const unsigned char* body = b.data() + at + 8;
+    const uint32_t size = u32(bytes + at + 4);
+    const unsigned char* body = bytes + at + 8;
     const size_t room = b.size() - at - 8;
     if (std::memcmp(b.data() + at, "fmt ", 4) == 0) {
       if (size < 16 || room < 16) bad(what, "the fmt chunk is truncated");
@@ -71,11 +76,14 @@ WavAudio parse_wav(const std::vector<unsigned char>& b, const std::string& what,
   return out;
 }
 
+}  // namespace
+
+WavAudio parse_wav(const std::vector<unsigned char>& bytes, const std::string& what, int want_rate) {
+  return parse_bytes(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), what, want_rate);
+}
+
 WavAudio read_wav(const std::string& path, int want_rate) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(fmt::format("{}: cannot open", path));
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return parse_wav(bytes, path, want_rate);
+  return parse_bytes(read_regular_file(path, kMaxWavBytes, "a WAV file"), path, want_rate);
 }
 
 }  // namespace ir

@@ -15,7 +15,9 @@ struct WavAudio {
   std::vector<float> samples;  // PCM 16 scaled by 1 / 32768, as soundfile and librosa read it
 };
 
-// Throws std::runtime_error naming `path` (or `what` for in-memory bytes).
+// Throws std::runtime_error naming `path` (or `what` for in-memory bytes). read_wav
+// reads only a regular file of at most 2 GiB (ir/regular_file.h): a FIFO or device
+// (/dev/zero) is refused before any read.
 WavAudio read_wav(const std::string& path, int want_rate = 16000);
 WavAudio parse_wav(const std::vector<unsigned char>& bytes, const std::string& what, int want_rate = 16000);
 

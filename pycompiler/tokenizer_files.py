@@ -81,12 +81,8 @@ def _whisper_prompt(ckpt: Path) -> dict | None:
     no_timestamps_token_id, and transformers' language names (TO_LANGUAGE_CODE, not in
     the checkpoint: [name, code] pairs in its order, the usual name of each code first). None when the config has no lang_to_id / task_to_id (an old or
     English-only checkpoint), or when its ids disagree with tokenizer.json's."""
-    import json
-
-    try:
-        gen = json.loads((ckpt / "generation_config.json").read_text(encoding="utf-8"))
-        tj = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    gen, tj = _read_json(ckpt / "generation_config.json"), _read_json(ckpt / "tokenizer.json")
+    if not isinstance(gen, dict) or not isinstance(tj, dict):
         return None
     lang_to_id, task_to_id = gen.get("lang_to_id"), gen.get("task_to_id")
     if not isinstance(lang_to_id, dict) or not isinstance(task_to_id, dict):
@@ -115,14 +111,10 @@ def _forced_prompt(ckpt: Path, gen: dict) -> list | None:
     positions 1, 2, ... in order, a null id (the language to detect) kept as None. [] when
     there are none or they do not start at position 1 (transformers ignores them); None
     when they skip a position (transformers refuses them)."""
-    import json
-
     forced = gen.get("forced_decoder_ids")
     if forced is None:
-        try:
-            forced = json.loads((ckpt / "config.json").read_text(encoding="utf-8")).get("forced_decoder_ids")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            forced = None
+        config = _read_json(ckpt / "config.json")
+        forced = config.get("forced_decoder_ids") if isinstance(config, dict) else None
     if not isinstance(forced, list) or not forced or not isinstance(forced[0], list) or forced[0][:1] != [1]:
         return []
     out = []
@@ -135,23 +127,15 @@ def _forced_prompt(ckpt: Path, gen: dict) -> list | None:
 
 
 def _tokenizer_class(ckpt: Path) -> str:
-    import json
-
-    try:
-        config = json.loads((ckpt / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return ""
+    config = _read_json(ckpt / "tokenizer_config.json")
     return str(config.get("tokenizer_class") or "") if isinstance(config, dict) else ""
 
 
 def _nllb_language_codes(config_path: Path) -> list:
     """The language codes an NLLB checkpoint's tokenizer adds (its config's extra or
     additional special tokens; else transformers' list, which NllbTokenizer defaults to)."""
-    import json
-
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    config = _read_json(config_path)
+    if not isinstance(config, dict):
         config = {}
     for key in ("extra_special_tokens", "additional_special_tokens"):
         codes = config.get(key)
@@ -165,17 +149,14 @@ def _nllb_language_codes(config_path: Path) -> list:
 def _m2m100_language_codes(config_path: Path) -> list | None:
     """transformers' language code list of the checkpoint's set ("m2m100" or "wmt21"),
     in id order: M2M100Tokenizer numbers __xx__ tokens after vocab.json by it."""
-    import json
-
     try:
         from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
     except ImportError:
         return None
     name = "m2m100"
     if config_path.is_file():
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        config = _read_json(config_path)
+        if not isinstance(config, dict):
             return None
         if not str(config.get("tokenizer_class") or "M2M100").startswith("M2M100"):
             return None  # NLLB's checkpoints are model_type m2m_100 too, with another tokenizer
@@ -190,9 +171,8 @@ def _tokenizer_json_kind(path: Path) -> str | None:
     what in a file of a known kind it does not support)."""
     import json
 
-    try:
-        tj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    tj = _read_json(path)
+    if not isinstance(tj, dict):
         return None
     if (tj.get("model") or {}).get("type") != "BPE":
         return None
@@ -201,6 +181,19 @@ def _tokenizer_json_kind(path: Path) -> str | None:
     if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     return None
+
+
+def _read_json(path: Path):
+    """The JSON in `path`; None when it is missing, unreadable or not JSON, and when it is
+    not a regular file: read_regular_file neither waits on a FIFO nor reads a device."""
+    import json
+
+    from .program_dir import read_regular_file
+
+    try:
+        return json.loads(read_regular_file(path).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
 
 
 def attach_tokenizer(builder, checkpoint_dir, model_type: str) -> None:

@@ -40,6 +40,11 @@ struct DecodeStep {
   size_t start = 0, stop = 0;
 };
 
+// How long a normalizer or decoder chain may make a text: real chains at most triple
+// it (Llama 2's " " -> "▁"), but growing Replace steps compound (eight of "▁" -> 16
+// "▁" would ask for 16^8 times the input), so past this the chain is an error.
+constexpr size_t kMaxGrowth = 16, kGrowthSlack = 4096;
+
 // A normalizer step (sentencepiece style): Prepend, Replace (a plain string) or NFC.
 struct NormalizeStep {
   enum Kind { kPrepend, kReplace, kNfc } kind;
@@ -147,12 +152,27 @@ class ByteBpe final : public Tokenizer {
   std::string normalize(const std::string& chunk) const {
     if (!spm_style_) return nfc_ ? nfc(chunk) : chunk;
     std::string text = chunk;
-    for (const NormalizeStep& n : normalizer_) {
-      if (n.kind == NormalizeStep::kNfc) text = nfc(text);
-      else if (n.kind == NormalizeStep::kReplace) replace_all(text, n.from, n.to);
-      else if (!text.empty()) text.insert(0, n.to);  // Prepend: only to a non-empty text
+    for (size_t k = 0; k < normalizer_.size(); ++k) {
+      const NormalizeStep& n = normalizer_[k];
+      if (n.kind == NormalizeStep::kNfc) {
+        text = nfc(text);
+      } else if (n.kind == NormalizeStep::kReplace) {
+        check_growth("normalizer", k, replaced_size(text, n.from, n.to), chunk.size());
+        replace_all(text, n.from, n.to);
+      } else if (!text.empty()) {  // Prepend: only to a non-empty text
+        check_growth("normalizer", k, text.size() + n.to.size(), chunk.size());
+        text.insert(0, n.to);
+      }
     }
     return text;
+  }
+
+  // Throws when step `k` of a chain would make `size` bytes of a text that was `input` bytes.
+  void check_growth(const char* chain, size_t k, size_t size, size_t input) const {
+    if (size <= kMaxGrowth * input + kGrowthSlack) return;
+    fail("{}: step {} of tokenizer.json's {} would grow a text of {} bytes to {} bytes, past the limit of {} times "
+         "the text plus {} bytes (growing steps compound)",
+         name_, k + 1, chain, input, size, kMaxGrowth, kGrowthSlack);
   }
 
  private:
@@ -281,8 +301,19 @@ class ByteBpe final : public Tokenizer {
       } else if (type == "Fuse") {
         decoder_.push_back({DecodeStep::kFuse, "", ""});
       } else if (type == "Strip") {
-        decoder_.push_back({DecodeStep::kStrip, d.at("content").get<std::string>(), "", d.value("start", size_t(0)),
-                            d.value("stop", size_t(0))});
+        // tokenizers' Strip takes one character and two counts (a Rust char and usizes):
+        // an empty content would match forever, and a negative count is no count.
+        const std::string content = d.at("content").get<std::string>();
+        if (content.empty() || char_len(content, 0) != content.size())
+          fail("sentencepiece BPE: {}: decoder Strip: content must be one character, not \"{}\"", path, content);
+        auto count = [&](const char* key) {
+          if (!d.contains(key)) return size_t(0);
+          if (!d[key].is_number_unsigned())
+            fail("sentencepiece BPE: {}: decoder Strip: {} must be a count (0 or more), not {}", path, key,
+                 d[key].dump());
+          return d[key].get<size_t>();
+        };
+        decoder_.push_back({DecodeStep::kStrip, content, "", count("start"), count("stop")});
       } else {
         fail("sentencepiece BPE: {}: decoder {} is not supported (Replace, ByteFallback, Fuse, Strip)", path, type);
       }
@@ -311,8 +342,17 @@ class ByteBpe final : public Tokenizer {
         fail("{}: decode: token id {} is outside the vocabulary ({} tokens)", name_, id, id_to_token_.size());
       tokens.push_back(it->second);
     }
-    for (const DecodeStep& step : decoder_) {
+    size_t input = 0;
+    for (const std::string& t : tokens) input += t.size();
+    for (size_t k = 0; k < decoder_.size(); ++k) {
+      const DecodeStep& step = decoder_[k];
       if (step.kind == DecodeStep::kReplace) {
+        size_t size = 0;
+        for (const std::string& t : tokens) {
+          const size_t r = replaced_size(t, step.from, step.to);
+          size = r > SIZE_MAX - size ? SIZE_MAX : size + r;
+        }
+        check_growth("decoder", k, size, input);
         for (std::string& t : tokens) replace_all(t, step.from, step.to);
       } else if (step.kind == DecodeStep::kFuse) {
         std::string all;

@@ -4,6 +4,7 @@
 
 #include "text/converted_spm.h"
 #include "text/spm_files.h"
+#include "text/spm_linear.h"
 #include "text/util.h"
 
 namespace text {
@@ -61,7 +62,8 @@ class Nllb final : public ConvertedSpm {
       : ConvertedSpm(files, "nllb tokenizer", "nllb-spm",
                      [&codes](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
                        return fairseq_vocab(sp, config, codes);
-                     }) {
+                     }),
+        linear_(*sp_) {
     space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
     legacy_ = config_.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)
@@ -87,6 +89,7 @@ class Nllb final : public ConvertedSpm {
   }
 
  private:
+  LinearSpmEncoder linear_;
   std::unordered_map<std::string, int64_t> languages_;
   int64_t space_id_ = 0, src_lang_id_ = 0;
   bool legacy_ = false;
@@ -106,8 +109,7 @@ class Nllb final : public ConvertedSpm {
   // whitespace at the end of the stretch is kept, as a lone "▁" piece.
   void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
     std::vector<std::string> pieces;
-    const auto status = sp_->Encode(chunk, &pieces);
-    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    linear_.encode(chunk, pieces);
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
       auto it = v_.ids.find(p);
@@ -125,8 +127,7 @@ class Nllb final : public ConvertedSpm {
     if (last < 0x80 && last != ' ' && last != '\t' && last != '\n' && last != '\r' && last != '\v' && last != '\f')
       return false;
     std::vector<std::string> probe;
-    const auto status = sp_->Encode(chunk + "X", &probe);
-    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    linear_.encode(chunk + "X", probe);
     std::string joined;
     for (const std::string& p : probe) joined += p;
     return joined.size() >= 4 && joined.compare(joined.size() - 4, 4, "\u2581X") == 0;

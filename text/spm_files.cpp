@@ -20,7 +20,8 @@ nlohmann::json load_tokenizer_config(const FileMap& files, std::string_view who)
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path, std::string_view who) {
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
+  // Read here, not by the library's Load: it opens any name and reads it to the end.
+  const auto status = sp->LoadFromSerializedProto(read_text_file(path));
   if (!status.ok()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, status.ToString());
   return sp;
 }

@@ -6,59 +6,11 @@
 
 #include <sentencepiece_processor.h>
 
+#include "text/protobuf_wire.h"
 #include "text/util.h"
 
 namespace text {
 namespace {
-
-// Just enough of the protobuf wire format to read a ModelProto's pieces and model type
-// and a SentencePieceText's pieces (the installed library ships no generated headers).
-class Wire {
- public:
-  explicit Wire(std::string_view b) : b_(b) {}
-  bool next(uint32_t& field, uint32_t& type) {
-    if (pos_ >= b_.size()) return false;
-    const uint64_t key = varint();
-    field = uint32_t(key >> 3), type = uint32_t(key & 7);
-    return true;
-  }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= b_.size()) fail("sentencepiece model: truncated protobuf");
-      const auto c = static_cast<unsigned char>(b_[pos_++]);
-      v |= uint64_t(c & 0x7f) << shift;
-      if (!(c & 0x80)) return v;
-    }
-    fail("sentencepiece model: bad protobuf varint");
-  }
-  std::string_view bytes() {
-    const uint64_t n = varint();
-    if (n > b_.size() - pos_) fail("sentencepiece model: truncated protobuf");
-    std::string_view s = b_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  float fixed32() {
-    if (b_.size() - pos_ < 4) fail("sentencepiece model: truncated protobuf");
-    float f;
-    std::memcpy(&f, b_.data() + pos_, 4);
-    pos_ += 4;
-    return f;
-  }
-  void skip(uint32_t type) {
-    if (type == 0) varint();
-    else if (type == 1) pos_ += 8;
-    else if (type == 2) bytes();
-    else if (type == 5) pos_ += 4;
-    else fail("sentencepiece model: unsupported protobuf wire type {}", type);
-    if (pos_ > b_.size()) fail("sentencepiece model: truncated protobuf");
-  }
-
- private:
-  std::string_view b_;
-  size_t pos_ = 0;
-};
 
 enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
@@ -71,7 +23,7 @@ size_t utf8_len(std::string_view s, size_t i) {
 }  // namespace
 
 UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp, Mode mode)
-    : sp_(sp), mode_(mode) {
+    : sp_(sp), mode_(mode), linear_(sp) {
   const std::string proto = sp.serialized_model_proto();
   Wire w(proto);
   uint32_t field, type;
@@ -125,30 +77,12 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
 
 void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& out) const {
   out.clear();
-  if (!usable_) {
-    const auto status = sp_.Encode(text, &out);
-    if (!status.ok()) fail("sentencepiece: encode: {}", status.ToString());
-    return;
-  }
+  if (!usable_) return linear_.encode(text, out);
   // The normalised text: the library's own pieces, joined.
-  const std::string spt = sp_.EncodeAsSerializedProto(text);
+  linear_.encode(text, out);
   std::string norm;
-  {
-    Wire w(spt);
-    uint32_t f, t;
-    while (w.next(f, t)) {
-      if (f != 2 || t != 2) {
-        w.skip(t);
-        continue;
-      }
-      Wire p(w.bytes());
-      uint32_t pf, pt;
-      while (p.next(pf, pt)) {
-        if (pf == 1 && pt == 2) norm += p.bytes();
-        else p.skip(pt);
-      }
-    }
-  }
+  for (const std::string& p : out) norm += p;
+  out.clear();
   if (norm.empty()) return;
   if (mode_ == Mode::kSentencepiece) return search<float>(norm, out);
   // Each word ("▁" and what follows up to the next "▁") on its own, as tokenizers'

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/spm_linear.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
@@ -25,7 +27,7 @@ class UnigramSegmenter {
   // differently (". .." or ".. .").
   enum class Mode { kSentencepiece, kTokenizers };
   explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp, Mode mode = Mode::kSentencepiece);
-  // False for a BPE, word or char model (encode then calls the library's Encode as it is).
+  // False for a BPE, word or char model (encode then gives the library's Encode, in linear time).
   bool usable() const { return usable_; }
   // The pieces of `text`, as sentencepiece's Encode(text) gives them.
   void encode(std::string_view text, std::vector<std::string>& pieces) const;
@@ -33,6 +35,7 @@ class UnigramSegmenter {
  private:
   const sentencepiece::SentencePieceProcessor& sp_;
   Mode mode_;
+  LinearSpmEncoder linear_;  // the library's pieces, which give the normalised text
   template <typename Score>
   void search(std::string_view norm, std::vector<std::string>& out) const;
   struct Piece {

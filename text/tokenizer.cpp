@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/regular_file.h"
 #include "text/byte_bpe.h"
 #include "text/m2m100.h"
 #include "text/marian.h"
@@ -33,7 +34,7 @@ nlohmann::json tokenizer_entry(const std::string& dir) {
 }
 
 // A file a program names must stay inside its directory: loading a program never
-// reads files elsewhere.
+// reads files elsewhere, not even through a symlink.
 std::string inside(const std::string& dir, const std::string& rel, const std::string& meta_path) {
   if (rel.empty() || rel[0] == '/' || rel.find('\\') != std::string::npos)
     fail("{}: tokenizer file '{}' must be a relative path inside the program directory", meta_path, rel);
@@ -45,7 +46,13 @@ std::string inside(const std::string& dir, const std::string& rel, const std::st
       fail("{}: tokenizer file '{}' must be a relative path inside the program directory", meta_path, rel);
     start = end + 1;
   }
-  return dir + "/" + rel;
+  const std::string path = dir + "/" + rel;
+  try {
+    ir::check_inside(dir, path);
+  } catch (const ir::FileError& e) {
+    fail("{}: tokenizer file '{}': {}", meta_path, rel, e.what());
+  }
+  return path;
 }
 
 }  // namespace

@@ -2,18 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
+#include "ir/regular_file.h"
 
 namespace text {
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read {}", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail("cannot read {}", path);
-  return ss.str();
+  // Real tokenizer files are up to a few tens of MB (Gemma's tokenizer.json: 33 MB).
+  constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(128) << 20;
+  try {
+    return ir::read_regular_file(path, kMaxTokenizerFileBytes, "a file a tokenizer reads");
+  } catch (const ir::FileError& e) {
+    throw Error(e.what());
+  }
 }
 
 namespace {
@@ -63,6 +63,15 @@ std::string_view py_lstrip(std::string_view s) {
 std::string_view py_rstrip(std::string_view s) { return s.substr(0, trailing_space_start(s)); }
 
 std::string_view py_strip(std::string_view s) { return py_rstrip(py_lstrip(s)); }
+
+size_t replaced_size(std::string_view s, std::string_view from, std::string_view to) {
+  if (from.empty() || to.size() <= from.size()) return s.size();  // no growth: no overflow either
+  size_t hits = 0;
+  for (size_t hit = 0; (hit = s.find(from, hit)) != std::string_view::npos; hit += from.size()) ++hits;
+  const size_t extra = to.size() - from.size();
+  if (hits > (SIZE_MAX - s.size()) / extra) return SIZE_MAX;
+  return s.size() + hits * extra;
+}
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty()) return;

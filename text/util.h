@@ -17,6 +17,8 @@ template <typename... A>
   throw Error(fmt::format(f, std::forward<A>(a)...));
 }
 
+// A file of a program's tokenizer (or its meta.json): a regular file of at most 128 MiB,
+// read without blocking (ir/regular_file.h); anything else is an Error naming it.
 std::string read_text_file(const std::string& path);
 
 // str.strip(), str.lstrip(), str.rstrip() as Python does them: Unicode whitespace,
@@ -26,6 +28,9 @@ std::string_view py_lstrip(std::string_view s);
 std::string_view py_rstrip(std::string_view s);
 
 void replace_all(std::string& s, std::string_view from, std::string_view to);
+// The size of `s` after replace_all(s, from, to) when that grows it (else s.size()),
+// counted without building it and saturating at SIZE_MAX: a caller checks it first.
+size_t replaced_size(std::string_view s, std::string_view from, std::string_view to);
 
 // transformers' clean_up_tokenization (tokenizer_config.json's clean_up_tokenization_spaces):
 // no space before punctuation and contractions.

@@ -8,11 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -21,6 +18,7 @@
 #include "ir/names.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/regular_file.h"
 #include "ir/safetensors.h"
 #include "ops/select.h"
 #include "vm/program.h"
@@ -30,31 +28,18 @@ namespace vm {
 
 namespace {
 
-// Reads a regular file. Opened non-blocking and checked with fstat before any read,
-// so a FIFO or device under a program's file name is an error instead of a hang.
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail("cannot open {}: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{} is not a regular file", path);
+// The caps on a program directory's text files: far above any real program (a large
+// model's program.py is a few MB), low enough that a huge file is an error, not a
+// minutes-long read and parse.
+constexpr uint64_t kMaxProgramTextBytes = uint64_t(1) << 30;
+constexpr uint64_t kMaxMetaBytes = uint64_t(64) << 20;
+
+std::string read_file(const std::string& path, uint64_t max_bytes, std::string_view what) {
+  try {
+    return ir::read_regular_file(path, max_bytes, what);
+  } catch (const ir::FileError& e) {
+    throw Error(e.what());
   }
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("cannot read {}: {}", path, std::strerror(err));
-    }
-    if (n == 0) break;
-    out.append(buf, size_t(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 // Exists at all (a regular file or not: read_file and the weights reader refuse the rest).
@@ -627,11 +612,11 @@ std::shared_ptr<const Program> Program::load(const std::string& dir, const LoadO
   const std::string meta_path = dir + "/meta.json";
   std::string meta = "{}";
   if (file_exists(meta_path)) {
-    meta = read_file(meta_path);
+    meta = read_file(meta_path, kMaxMetaBytes, "meta.json");
     check_meta(meta_path, meta);
   }
   const std::string weights_path = dir + "/weights.safetensors";
-  auto p = from_text(read_file(text_path), file_exists(weights_path) ? weights_path : "", text_path, options);
+  auto p = from_text(read_file(text_path, kMaxProgramTextBytes, "program.py"), file_exists(weights_path) ? weights_path : "", text_path, options);
   const_cast<Program&>(*p).meta_json_ = std::move(meta);
   return p;
 }

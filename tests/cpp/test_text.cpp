@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #ifdef TENSORVM_HAVE_TEXT
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <fstream>
@@ -99,6 +100,87 @@ TEST_CASE("byte-level BPE: words by the regex, merges by rank, special tokens wh
   CHECK_THAT(error_of([&] { tok->encode("c"); }), Catch::Contains("no token for the byte character 'c'"));
   CHECK_THAT(error_of([&] { tok->encode("a\xff"); }), Catch::Contains("not valid UTF-8"));
   CHECK_THAT(error_of([&] { tok->decode({99}); }), Catch::Contains("token id 99 is outside the vocabulary"));
+}
+
+namespace {
+
+// tokenizer.json of a sentencepiece-style BPE ("▁" for spaces) with the normalizer and
+// decoder steps given.
+std::string spm_bpe_json(const std::string& normalizers, const std::string& decoders) {
+  return R"({"normalizer": {"type": "Sequence", "normalizers": [)" + normalizers +
+         R"(]}, "pre_tokenizer": null, "post_processor": null,
+             "decoder": {"type": "Sequence", "decoders": [)" + decoders + R"(]},
+             "model": {"type": "BPE", "vocab": {"<unk>": 0, "\u2581": 1, "a": 2}, "merges": [], "unk_token": "<unk>"}})";
+}
+const char* kSpmBpeEntry = R"(, "tokenizer": {"kind": "sentencepiece", "files": {"tokenizer": "tokenizer.json"}})";
+const char* kSpaceToMarker = R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})";
+// "▁" -> 16 "▁": three of them make a text 4096 times longer.
+std::string marker_times_16() {
+  std::string many;
+  for (int i = 0; i < 16; ++i) many += "\\u2581";
+  return R"({"type": "Replace", "pattern": {"String": "\u2581"}, "content": ")" + many + R"("})";
+}
+
+}  // namespace
+
+TEST_CASE("a tokenizer file may be a symlink inside the program directory, not out of it", "[text]") {
+  // A well-formed tokenizer.json outside the program: loading must still refuse it.
+  char tmpl[] = "/tmp/tensorvm_text_outside_XXXXXX";
+  const std::string outside = ::mkdtemp(tmpl);
+  std::ofstream(outside + "/tokenizer.json") << kTinyBpe;
+  {
+    TempProgram p(kBpeEntry);
+    REQUIRE(::symlink((outside + "/tokenizer.json").c_str(), (p.dir + "/tokenizer.json").c_str()) == 0);
+    const std::string err = error_of([&] { text::load_tokenizer(p.dir); });
+    CHECK_THAT(err, Catch::Contains("tokenizer.json") && Catch::Contains("outside the program directory"));
+  }
+  {
+    TempProgram p(kBpeEntry, kTinyBpe);  // tokenizer.json -> real.json, both inside
+    REQUIRE(std::rename((p.dir + "/tokenizer.json").c_str(), (p.dir + "/real.json").c_str()) == 0);
+    REQUIRE(::symlink("real.json", (p.dir + "/tokenizer.json").c_str()) == 0);
+    CHECK(text::load_tokenizer(p.dir)->encode("aaa b") == std::vector<int64_t>{3, 0, 4});
+    std::remove((p.dir + "/real.json").c_str());
+  }
+  std::remove((outside + "/tokenizer.json").c_str());
+  ::rmdir(outside.c_str());
+}
+
+TEST_CASE("a tokenizer file over the size cap is an error, not a read", "[text]") {
+  TempProgram p(kBpeEntry, kTinyBpe);
+  // Sparse: 200 MiB that take no disk and, refused by size, are never read.
+  REQUIRE(::truncate((p.dir + "/tokenizer.json").c_str(), off_t(200) << 20) == 0);
+  CHECK_THAT(error_of([&] { text::load_tokenizer(p.dir); }),
+             Catch::Contains("tokenizer.json: 209715200 bytes, over the 128 MiB limit"));
+}
+
+TEST_CASE("sentencepiece BPE: a Strip step must strip one character a counted number of times", "[text]") {
+  // An empty content matched forever: decode never returned.
+  for (const char* strip : {R"({"type": "Strip", "content": "", "start": -1, "stop": 0})",
+                            R"({"type": "Strip", "content": "", "start": 1, "stop": 0})",
+                            R"({"type": "Strip", "content": "ab", "start": 1, "stop": 0})"}) {
+    TempProgram p(kSpmBpeEntry, spm_bpe_json(kSpaceToMarker, strip));
+    CHECK_THAT(error_of([&] { text::load_tokenizer(p.dir); }), Catch::Contains("decoder Strip: content must be one character"));
+  }
+  TempProgram p(kSpmBpeEntry, spm_bpe_json(kSpaceToMarker, R"({"type": "Strip", "content": " ", "start": -1, "stop": 0})"));
+  CHECK_THAT(error_of([&] { text::load_tokenizer(p.dir); }), Catch::Contains("decoder Strip: start must be a count"));
+  TempProgram ok(kSpmBpeEntry,
+                 spm_bpe_json(kSpaceToMarker, R"({"type": "Strip", "content": "\u2581", "start": 1, "stop": 0})"));
+  CHECK(text::load_tokenizer(ok.dir)->decode({1, 2, 1, 2}) == "aa");
+}
+
+TEST_CASE("sentencepiece BPE: Replace steps that compound are an error past 16 times the text", "[text]") {
+  const std::string grow = marker_times_16();
+  TempProgram p(kSpmBpeEntry, spm_bpe_json(std::string(kSpaceToMarker) + ", " + grow + ", " + grow + ", " + grow, ""));
+  const auto tok = text::load_tokenizer(p.dir);
+  // 100 spaces: 300 bytes of "▁", then 4800 (within 16 x 100 + 4096), then 76800 (not).
+  CHECK_THAT(error_of([&] { tok->encode(std::string(100, ' ')); }),
+             Catch::Contains("step 3 of tokenizer.json's normalizer would grow a text of 100 bytes to 76800 bytes"));
+  CHECK(tok->encode("a").size() == 1);
+  TempProgram d(kSpmBpeEntry, spm_bpe_json(kSpaceToMarker, grow + ", " + grow + ", " + grow));
+  const auto dec = text::load_tokenizer(d.dir);
+  CHECK_THAT(error_of([&] { dec->decode(std::vector<int64_t>(100, 1)); }),
+             Catch::Contains("step 2 of tokenizer.json's decoder would grow a text of 300 bytes to 76800 bytes"));
+  CHECK(dec->decode({2}) == "a");
 }
 
 #endif  // TENSORVM_HAVE_TEXT

@@ -65,6 +65,13 @@ def test_encode_matches_marian_tokenizer(marian):
         assert tok.encode(line) == hf(line)["input_ids"], line
 
 
+def test_long_runs_of_unknown_characters(marian):
+    """Encoded as MarianTokenizer encodes them, through the byte-fallback twin of the model."""
+    _, hf, tok = marian
+    for line in tf.long_unknown_lines():
+        assert tok.encode(line) == hf(line)["input_ids"]
+
+
 def test_moses_normalisation_is_not_applied(marian):
     """transformers' MarianTokenizer sets up sacremoses' punctuation normaliser but never
     calls it when encoding (its `normalize` is unused), so neither do we."""

@@ -46,6 +46,13 @@ def test_t5_encode_matches_transformers(t5):
         tok.encode("a", src_lang="fr")
 
 
+def test_t5_long_runs_of_unknown_characters(t5):
+    """The normalised text from the byte-fallback twin, then one search per word."""
+    _, hf, tok = t5
+    for line in tf.long_unknown_lines():
+        assert tok.encode(line) == hf(line)["input_ids"]
+
+
 def test_t5_decode_matches_transformers(t5):
     """Decoding, with clean_up_tokenization_spaces too (transformers 5 applies it to a
     Unigram model, not to a BPE one)."""

@@ -60,6 +60,14 @@ def tricky_lines(n: int, seed: int, specials: tuple = ()) -> list[str]:
     return lines[:n]
 
 
+def long_unknown_lines() -> list[str]:
+    """Lines with runs of thousands of characters the trained models do not know (Cyrillic):
+    sentencepiece makes each run one unknown piece, which its Encode used to build in
+    quadratic time (text/spm_linear.cpp)."""
+    run = "жщю" * 3000
+    return [run, f"Hello {run} world {run[:5000]}!", "the cat sat " * 2000 + run, f"{run}  {run} 12 {run}."]
+
+
 def _train_spm(lines: list[str], prefix: Path, vocab_size: int, model_type: str = "unigram") -> Path:
     import sentencepiece as spm
 
