@@ -27,7 +27,8 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, std::
 // Throws unless `path`, with every symlink on the way resolved, lies inside `dir` (also
 // resolved): a program's file may be a symlink to another file of the program, never to
 // one elsewhere (vocab.json -> /etc/passwd). A path that does not resolve (a missing
-// file, a dangling link) passes, for the read that follows to report.
+// file, a dangling link) passes, for the read that follows to report. It guards against
+// what a directory holds, not against one changed between this check and the read.
 void check_inside(const std::string& dir, const std::string& path);
 
 }  // namespace ir
