@@ -336,48 +336,6 @@ def _listed_ops(path: Path) -> list[str]:
     return [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
 
 
-@pytest.mark.skipif(not shutil.which("cmake") or not shutil.which("ninja"), reason="needs cmake and ninja")
-def test_selective_compiled_program_links_only_the_ops_it_calls(built, tmp_path):
-    """`tensorvm compile --selective`: the runtime is built from the source tree with only
-    the ops the generated code binds (ops.txt). The compiled command line then registers
-    exactly those ops, and gives the bits the same project's selective tensorvm-run gives
-    (the same kernels) and the tokens of the full runtime. The build stays in
-    build/aot-selective-test (TENSORVM_AOT_SELECTIVE_BUILD_DIR), so a rerun only rebuilds
-    what changed; ccache shares the runtime's objects with test_selective_build."""
-    out = Path(os.environ.get("TENSORVM_AOT_SELECTIVE_BUILD_DIR", ROOT / "build" / "aot-selective-test"))
-    # --source: a pip-installed package (CI) runs from no source tree
-    assert cli_main(["compile", str(built["program"]), "-o", str(out / "src"), "--name", "compiled", "--selective",
-                     "--source", str(ROOT)]) == 0
-    listed = _listed_ops(out / "src" / "ops.txt")
-    bound = re.findall(r'^  aot::Op \w+\{"(\w+)"\};', (out / "src" / "compiled.cpp").read_text(), re.M)
-    assert listed == sorted(bound) and "linear" in listed and "conv1d" not in listed
-    assert f'TENSORVM_SOURCE_DIR "{ROOT}"' in (out / "src" / "CMakeLists.txt").read_text()
-    launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
-    for cmd in (["cmake", "-S", out / "src", "-B", out / "build", "-G", "Ninja", *launcher],
-                ["cmake", "--build", out / "build", "--target", "compiled-run", "tensorvm-run"]):
-        res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=1800)
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        assert "warning" not in res.stdout.lower(), res.stdout[-3000:]
-    compiled, small = out / "build" / "compiled-run", out / "build" / "tensorvm" / "tensorvm-run"
-    code, printed, err = _run_cli(compiled, "--ops")
-    assert code == 0 and sorted(printed.split()) == listed, err
-
-    try:
-        full = get_tensorvm_run()
-    except NotInstalledError as e:
-        pytest.skip(str(e))
-    for beams in (1, 4):
-        saved = {}
-        for label, exe in (("compiled", compiled), ("selective", small), ("full", full)):
-            saved[label] = tmp_path / f"{beams}-{label}.npz"
-            code, _, err = _run_cli(exe, built["program"], "generate", "--ids", "5 17 9 33 0; 30 8 0", "--arg",
-                                    "max_new_tokens=12", "--arg", f"num_beams={beams}", "--outputs", saved[label])
-            assert code == 0, f"{label}: {err}"
-        assert saved["compiled"].read_bytes() == saved["selective"].read_bytes(), f"num_beams={beams}"
-        with np.load(saved["compiled"]) as a, np.load(saved["full"]) as b:
-            np.testing.assert_array_equal(a["arr_0"], b["arr_0"], err_msg=f"num_beams={beams}")
-
-
 def test_compile_options_for_the_runtime(built, tmp_path, capsys):
     """Without --selective the project links the installed runtime (and ops.txt is still
     written, for -DTENSORVM_SOURCE_DIR at configure time); --source and --kernel-variants

@@ -175,33 +175,81 @@ def test_errors_are_the_same_and_clear(both):
             "use the verb translate")
 
 
-def test_selective_runtime_with_the_text_library(programs):
-    """`tensorvm compile --selective` sizes the runtime for a device, without the text
-    library; configured with -DTENSORVM_TEXT=ON it has it, and the compiled command line
-    on only the program's ops translates as tensorvm-run does. The build stays in
-    build/aot-text-selective-test (TENSORVM_AOT_TEXT_SELECTIVE_BUILD_DIR) for reruns."""
+@pytest.fixture(scope="module")
+def selective(programs):
+    """The text Marian compiled `--selective` and built once, configured with
+    -DTENSORVM_TEXT=ON: the compiled command line and the project's tensorvm-run, both on
+    one runtime built from the source tree with only the program's ops. One build serves
+    the two tests below (CI builds the runtime from source once per run). It stays in
+    build/aot-selective-test (TENSORVM_AOT_SELECTIVE_BUILD_DIR), so a rerun only rebuilds
+    what changed."""
     import os
     import shutil
 
     from tensorvm.pycompiler.cli import main as cli_main
 
-    if not shutil.which("ninja"):
-        pytest.skip("needs ninja")
+    if not shutil.which("cmake") or not shutil.which("ninja"):
+        pytest.skip("needs cmake and ninja")
     _, run, prog = programs("marian")
     root = Path(__file__).resolve().parents[2]
-    out = Path(os.environ.get("TENSORVM_AOT_TEXT_SELECTIVE_BUILD_DIR", root / "build" / "aot-text-selective-test"))
+    out = Path(os.environ.get("TENSORVM_AOT_SELECTIVE_BUILD_DIR", root / "build" / "aot-selective-test"))
+    # --source: a pip-installed package (CI) runs from no source tree
     assert cli_main(["compile", str(prog), "-o", str(out / "src"), "--name", "compiled", "--selective",
                      "--source", str(root)]) == 0
+    assert f'TENSORVM_SOURCE_DIR "{root}"' in (out / "src" / "CMakeLists.txt").read_text()
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     for cmd in (["cmake", "-S", out / "src", "-B", out / "build", "-G", "Ninja", "-DTENSORVM_TEXT=ON", *launcher],
-                ["cmake", "--build", out / "build", "--target", "compiled-run"]):
+                ["cmake", "--build", out / "build", "--target", "compiled-run", "tensorvm-run"]):
         res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=1800)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert "warning" not in res.stdout.lower(), res.stdout[-3000:]
+    return {"run": run, "program": prog, "src": out / "src", "compiled": out / "build" / "compiled-run",
+            "tensorvm-run": out / "build" / "tensorvm" / "tensorvm-run"}
+
+
+def _listed_ops(path: Path) -> list[str]:
+    return [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+
+
+def test_selective_compiled_program_links_only_the_ops_it_calls(selective, tmp_path):
+    """`tensorvm compile --selective`: the runtime is built from the source tree with only
+    the ops the generated code binds (ops.txt). The compiled command line then registers
+    exactly those ops, and gives the bits the same project's selective tensorvm-run gives
+    (the same kernels) and the tokens of the full runtime."""
+    import re
+
+    listed = _listed_ops(selective["src"] / "ops.txt")
+    bound = re.findall(r'^  aot::Op \w+\{"(\w+)"\};', (selective["src"] / "compiled.cpp").read_text(), re.M)
+    assert listed == sorted(bound) and "linear" in listed and "conv1d" not in listed
+    res = subprocess.run([str(selective["compiled"]), "--ops"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and sorted(res.stdout.split()) == listed, res.stderr
+
+    try:
+        full = get_tensorvm_run()
+    except NotInstalledError as e:
+        pytest.skip(str(e))
+    for beams in (1, 4):
+        saved = {}
+        for label, exe in (("compiled", selective["compiled"]), ("selective", selective["tensorvm-run"]),
+                           ("full", full)):
+            saved[label] = tmp_path / f"{beams}-{label}.npz"
+            res = subprocess.run([str(exe), str(selective["program"]), "generate", "--ids", "5 17 9 33 0; 30 8 0",
+                                  "--arg", "max_new_tokens=12", "--arg", f"num_beams={beams}", "--outputs",
+                                  str(saved[label])], capture_output=True, text=True, timeout=600)
+            assert res.returncode == 0, f"{label}: {res.stderr}"
+        assert saved["compiled"].read_bytes() == saved["selective"].read_bytes(), f"num_beams={beams}"
+        with np.load(saved["compiled"]) as a, np.load(saved["full"]) as b:
+            np.testing.assert_array_equal(a["arr_0"], b["arr_0"], err_msg=f"num_beams={beams}")
+
+
+def test_selective_runtime_with_the_text_library(selective):
+    """`tensorvm compile --selective` sizes the runtime for a device, without the text
+    library; configured with -DTENSORVM_TEXT=ON it has it, and the compiled command line
+    on only the program's ops translates as tensorvm-run does."""
     text = "\n".join(LINES)
     for options in ([], ["--arg", "num_beams=3"]):
-        want = run("translate", "--text", text, *options)[1]
-        got = subprocess.run([str(out / "build" / "compiled-run"), str(prog), "translate", "--text", text, *options],
-                             capture_output=True, timeout=600)
+        want = selective["run"]("translate", "--text", text, *options)[1]
+        got = subprocess.run([str(selective["compiled"]), str(selective["program"]), "translate", "--text", text,
+                              *options], capture_output=True, timeout=600)
         assert got.returncode == 0 and want[0] == 0, got.stderr.decode() + want[2]
         assert got.stdout == want[1], options
