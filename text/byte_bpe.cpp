@@ -178,8 +178,10 @@ class ByteBpe final : public Tokenizer {
   void load(const nlohmann::json& j, const std::string& path) {
     const auto& model = j.at("model");
     if (model.value("type", "") != "BPE") fail("{}: {}: the model is not BPE", name_, path);
+    // transformers 5's GPT2Tokenizer writes "" for the prefix and suffix: as tokenizers
+    // reads them, "" (and a dropout of 0) change nothing, so they count as absent.
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
-      if (model.contains(key) && !model[key].is_null())
+      if (model.contains(key) && !model[key].is_null() && model[key] != "" && model[key] != 0)
         fail("{}: {}: model.{} is not supported", name_, path, key);
     byte_fallback_ = model.value("byte_fallback", false);
     fuse_unk_ = model.value("fuse_unk", false);
