@@ -55,3 +55,34 @@ def saved_model_fields(ckpt: Path) -> dict:
     """tokenizer.json's model section without its vocabulary and merges."""
     model = json.loads((Path(ckpt) / "tokenizer.json").read_text(encoding="utf-8"))["model"]
     return {k: v for k, v in model.items() if k not in ("vocab", "merges")}
+
+
+def train_spm(work: Path, name: str, model_type: str, vocab_size: int, byte_fallback: bool, **ids) -> Path:
+    """A sentencepiece model trained here on the corpus (seeded, one thread): work/name.model.
+    `ids`: unk_id, bos_id, eos_id, pad_id (-1: none), as the family numbers them."""
+    import sentencepiece as spm
+
+    work.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus_lines()), model_prefix=str(work / name), vocab_size=vocab_size,
+        model_type=model_type, byte_fallback=byte_fallback, character_coverage=0.9995, num_threads=1,
+        seed_sentencepiece_size=100000, minloglevel=2, **ids)
+    return work / f"{name}.model"
+
+
+def make_llama2(out_dir: Path, class_name: str = "LlamaTokenizer", byte_fallback: bool = True, **options) -> Path:
+    """tokenizer.json + tokenizer_config.json as transformers 5's LlamaTokenizer saves them
+    from a Llama 2 style tokenizer.model (a BPE sentencepiece model, <unk> <s> </s> first,
+    with or without byte pieces): no normalizer, a Metaspace pre-tokenizer (prepend_scheme
+    "first"; "always" with legacy=True, "never" with add_prefix_space=False). `options`:
+    legacy, add_prefix_space, add_bos_token..."""
+    import shutil
+
+    import transformers
+
+    out_dir = Path(out_dir)
+    model = train_spm(out_dir / "_spm", "tokenizer", "bpe", 2000, byte_fallback, unk_id=0, bos_id=1, eos_id=2,
+                      pad_id=-1)
+    getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
+    shutil.rmtree(out_dir / "_spm")  # as a checkpoint saved by transformers 5: no tokenizer.model
+    return out_dir

@@ -24,6 +24,12 @@ CASES = {
     "gpt2": (h5.make_gpt2, "gpt2", {"class_name": "GPT2Tokenizer"}),
     "gpt2-fast": (h5.make_gpt2, "gpt2", {"class_name": "GPT2TokenizerFast"}),
     "gpt2-prefix-space-bos": (h5.make_gpt2, "gpt2", {"add_prefix_space": True, "add_bos_token": True}),
+    # Llama 2: a sentencepiece BPE converted by transformers 5 (Metaspace, no normalizer, no unk_token)
+    "llama2": (h5.make_llama2, "llama", {"add_bos_token": True}),
+    "llama2-fast-no-byte-fallback": (h5.make_llama2, "llama", {"class_name": "LlamaTokenizerFast",
+                                                               "byte_fallback": False}),
+    "llama2-legacy": (h5.make_llama2, "llama", {"legacy": True}),
+    "llama2-no-prefix-space": (h5.make_llama2, "llama", {"add_prefix_space": False}),
 }
 
 
@@ -78,3 +84,51 @@ def test_gpt2_empty_prefix_and_suffix_are_absent(tmp_path):
     prog = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gpt2")
     with pytest.raises(ValueError, match="model.continuing_subword_prefix is not supported"):
         _C.Tokenizer.load(str(prog))
+
+
+def test_import_refuses_a_tokenizer_it_cannot_read(tmp_path, capsys):
+    """A checkpoint whose tokenizer the text library cannot read exactly is refused at
+    import with the library's reason (not a program silently without a tokenizer);
+    --no-tokenizer imports the model alone, and says so."""
+    import json
+
+    from tensorvm.pycompiler import cli
+
+    tok_dir = tf.make_byte_bpe_tokenizer(tmp_path / "tok", "gpt2")
+    ckpt = tf.tiny_gpt2_checkpoint(tok_dir, tmp_path / "ckpt")
+    tj = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
+    tj["normalizer"] = {"type": "Lowercase"}
+    (ckpt / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
+    assert cli.main(["import-hf", str(ckpt), "-o", str(tmp_path / "a.tvm")]) == 1
+    err = capsys.readouterr().err
+    assert "its tokenizer cannot be carried" in err and "normalizer Lowercase is not supported" in err, err
+    assert "--no-tokenizer" in err and not (tmp_path / "a.tvm").exists()
+    assert cli.main(["import-hf", str(ckpt), "-o", str(tmp_path / "b.tvm"), "--no-tokenizer"]) == 0
+    assert "no tokenizer: --no-tokenizer" in capsys.readouterr().out
+    assert "tokenizer" not in json.loads((tmp_path / "b.tvm" / "meta.json").read_text())
+
+
+@pytest.mark.parametrize("files, reason", [
+    ({"tokenizer.json": {"model": {"type": "WordPiece"}, "normalizer": None, "pre_tokenizer": None}},
+     "tokenizer.json is of a kind the text library does not read (model WordPiece"),
+    ({"tokenizer.model": None}, "read from tokenizer.json, which the checkpoint lacks (it has tokenizer.model)"),
+])
+def test_attach_refuses_files_of_another_kind(tmp_path, files, reason):
+    """Tokenizer files of a kind the library does not read (before: dropped, "the
+    checkpoint has no tokenizer files") refuse the import, naming what they are."""
+    import json
+    from types import SimpleNamespace
+
+    from tensorvm.pycompiler.importers import UnsupportedConfig
+    from tensorvm.pycompiler.tokenizer_attach import attach_tokenizer, why_no_tokenizer
+
+    for name, content in files.items():
+        (tmp_path / name).write_text(json.dumps(content) if content else "x", encoding="utf-8")
+    builder = SimpleNamespace(meta={}, extra_files=None)
+    with pytest.raises(UnsupportedConfig, match="its tokenizer cannot be carried: .*" + reason.replace("(", r"\(")
+                       .replace(")", r"\)")):
+        attach_tokenizer(builder, tmp_path, "llama")
+    attach_tokenizer(builder, tmp_path, "llama", tokenizer=False)
+    assert builder.meta == {}
+    assert why_no_tokenizer(tmp_path / "none", "llama") == "the checkpoint has no tokenizer files"
+    assert why_no_tokenizer(tmp_path, "mbart").startswith("mbart's tokenizer is not read yet")
