@@ -111,7 +111,10 @@ class Nllb final : public ConvertedSpm {
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
       auto it = v_.ids.find(p);
-      const int64_t id = it == v_.ids.end() ? unk_id_ : it->second;
+      // A byte piece (<0xE2>, an spm model with byte_fallback) is <unk>: the converted
+      // tokenizer.json has no byte fallback, so tokenizers gives <unk> for the character.
+      const bool byte_piece = p.size() == 6 && p.compare(0, 3, "<0x") == 0 && sp_->IsByte(sp_->PieceToId(p));
+      const int64_t id = it == v_.ids.end() || byte_piece ? unk_id_ : it->second;
       if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
       ids.push_back(id);
     }

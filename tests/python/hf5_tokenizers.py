@@ -86,3 +86,24 @@ def make_llama2(out_dir: Path, class_name: str = "LlamaTokenizer", byte_fallback
     getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
     shutil.rmtree(out_dir / "_spm")  # as a checkpoint saved by transformers 5: no tokenizer.model
     return out_dir
+
+
+def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokenizer", **options) -> Path:
+    """An NLLB checkpoint's tokenizer files: sentencepiece.bpe.model (a BPE sentencepiece
+    model as NLLB's, <unk> <s> </s> first, with or without byte pieces) and the
+    tokenizer.json / tokenizer_config.json transformers 5's NllbTokenizer saves from it
+    (byte_fallback false there: a character outside the vocabulary is <unk>)."""
+    import shutil
+
+    import transformers
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    out_dir = Path(out_dir)
+    model = train_spm(out_dir / "_spm", "sentencepiece.bpe", "bpe", 2000, byte_fallback, unk_id=0, bos_id=1, eos_id=2,
+                      pad_id=-1)
+    options = {"src_lang": "fra_Latn", "tgt_lang": "eng_Latn",
+               "additional_special_tokens": list(FAIRSEQ_LANGUAGE_CODES), **options}
+    getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
+    shutil.copy(model, out_dir / model.name)
+    shutil.rmtree(out_dir / "_spm")
+    return out_dir

@@ -30,6 +30,9 @@ CASES = {
                                                                "byte_fallback": False}),
     "llama2-legacy": (h5.make_llama2, "llama", {"legacy": True}),
     "llama2-no-prefix-space": (h5.make_llama2, "llama", {"add_prefix_space": False}),
+    # NLLB: tokenizer.json converted from sentencepiece.bpe.model, which the library segments with
+    "nllb-byte-fallback": (h5.make_nllb, "m2m_100", {"byte_fallback": True}),
+    "nllb-fast": (h5.make_nllb, "m2m_100", {"byte_fallback": False, "class_name": "NllbTokenizerFast"}),
 }
 
 
