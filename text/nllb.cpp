@@ -101,13 +101,29 @@ class Nllb final : public ConvertedSpm {
     return ids;
   }
 
-  // transformers runs the converted model (tokenizers: the spm's normalizer, spaces
-  // collapsed, Metaspace split), which differs from sentencepiece's Encode in one way:
-  // whitespace at the end of the stretch is kept, as a lone "▁" piece.
+  // With tokenizer.json: one word of its pre-tokenizer, already normalised as tokenizers
+  // does, segmented by the model without its normaliser.
+  void encode_word(const std::string& word, std::vector<int64_t>& ids) const override {
+    std::vector<std::string> pieces;
+    const auto status = raw_sp_->Encode(word, &pieces);
+    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    append_pieces(pieces, ids);
+  }
+
+  // Without tokenizer.json: the converted model as transformers would build it runs
+  // the spm's normalizer, collapses spaces and splits on Metaspace, which differs from
+  // sentencepiece's Encode in one way: whitespace at the end of the stretch is kept, as
+  // a lone "▁" piece.
   void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
     std::vector<std::string> pieces;
     const auto status = sp_->Encode(chunk, &pieces);
     if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
+    append_pieces(pieces, ids);
+    if (ends_in_space(chunk)) ids.push_back(space_id_);
+  }
+
+  // The pieces' ids; unknown ones <unk>, one per run (fuse_unk).
+  void append_pieces(const std::vector<std::string>& pieces, std::vector<int64_t>& ids) const {
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
       auto it = v_.ids.find(p);
@@ -118,7 +134,6 @@ class Nllb final : public ConvertedSpm {
       if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
       ids.push_back(id);
     }
-    if (ends_in_space(chunk)) ids.push_back(space_id_);
   }
 
   // Whether the normalised chunk ends in whitespace (the spm's normaliser decides: it

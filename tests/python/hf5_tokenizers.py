@@ -107,3 +107,22 @@ def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokeniz
     shutil.copy(model, out_dir / model.name)
     shutil.rmtree(out_dir / "_spm")
     return out_dir
+
+
+def make_t5(out_dir: Path, class_name: str = "T5Tokenizer", byte_fallback: bool = False, t5_ids: bool = True,
+            **options) -> Path:
+    """A T5 checkpoint's tokenizer files: spiece.model (a unigram sentencepiece model,
+    <pad> </s> <unk> first as T5's, or sentencepiece's default <unk> <s> </s> when not
+    `t5_ids`) and the tokenizer.json / tokenizer_config.json transformers 5's T5Tokenizer
+    saves from it (Precompiled normalizer, WhitespaceSplit + Metaspace, unk_id)."""
+    import shutil
+
+    import transformers
+
+    out_dir = Path(out_dir)
+    ids = dict(pad_id=0, eos_id=1, unk_id=2, bos_id=-1) if t5_ids else dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)
+    model = train_spm(out_dir / "_spm", "spiece", "unigram", 2000, byte_fallback, **ids)
+    getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
+    shutil.copy(model, out_dir / model.name)
+    shutil.rmtree(out_dir / "_spm")
+    return out_dir
