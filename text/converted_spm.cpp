@@ -72,6 +72,9 @@ ConvertedSpm::ConvertedSpm(const std::map<std::string, std::string>& files, std:
   config_ = load_tokenizer_config(files, who_);
   if (without_json && !files.count("tokenizer")) {
     v_ = without_json(*sp_, config_);
+    std::string charsmap;
+    raw_sp_ = load_spm_unnormalized(spm_path, who_, &charsmap);
+    steps_.emplace(ConvertedSteps::nllb(std::move(charsmap), who_));
   } else {
     const std::string& path = named_file(files, "tokenizer", who_);
     const auto tj = nlohmann::json::parse(read_text_file(path), nullptr, false);
@@ -100,10 +103,6 @@ void ConvertedSpm::encode_text(std::string_view input, std::vector<int64_t>& ids
     at_start = false;
     if (const AddedToken* t = v_.added.find(chunk)) {
       ids.push_back(t->id);
-      continue;
-    }
-    if (!steps_) {
-      encode_chunk(chunk, ids);
       continue;
     }
     words.clear();

@@ -57,15 +57,14 @@ class ConvertedSpm : public Tokenizer {
   ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind,
                const VocabWithoutJson& without_json = nullptr);
   // `input`'s ids (after checking it is UTF-8), appended to `ids`: added tokens, and
-  // between them the words of tokenizer.json's normalizer and pre-tokenizer (each to
-  // encode_word), or without tokenizer.json whole stretches of text (to encode_chunk).
+  // between them the words of tokenizer.json's normalizer and pre-tokenizer (without
+  // tokenizer.json, the steps transformers' converter would write), each to encode_word.
   void encode_text(std::string_view input, std::vector<int64_t>& ids) const;
-  virtual void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const = 0;
   virtual void encode_word(const std::string& word, std::vector<int64_t>& ids) const = 0;
 
   std::string who_, kind_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  // With tokenizer.json: its steps, and the model without its normaliser to segment the words.
+  // The normalizer and pre-tokenizer, and the model without its normaliser to segment the words.
   std::optional<ConvertedSteps> steps_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> raw_sp_;
   ConvertedVocab v_;

@@ -29,6 +29,19 @@ ConvertedSteps::ConvertedSteps(const nlohmann::json& tj, const std::string& who,
   }
 }
 
+ConvertedSteps ConvertedSteps::nllb(std::string charsmap, const std::string& who) {
+  nlohmann::json spec = {{"normalizer", {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}}},
+                         {"pre_tokenizer",
+                          {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}, {"split", true}}}};
+  spec["normalizer"]["normalizers"].push_back(
+      {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
+  ConvertedSteps steps(spec, who, "sentencepiece.bpe.model");
+  if (!charsmap.empty())  // first, before the Replace
+    steps.normalizers_.insert(steps.normalizers_.begin(),
+                              Normalizer{std::make_unique<PrecompiledCharsmap>(std::move(charsmap), who), nullptr, "", ""});
+  return steps;
+}
+
 void ConvertedSteps::add_normalizer(const nlohmann::json& n, const std::string& who, const std::string& path) {
   const std::string type = n.value("type", "?");
   if (type == "Sequence") {

@@ -23,6 +23,10 @@ class ConvertedSteps {
  public:
   // `tj`: the whole tokenizer.json; Error naming `who` and `path` for a step it does not run.
   ConvertedSteps(const nlohmann::json& tj, const std::string& who, const std::string& path);
+  // The steps transformers' NLLB converter writes for a sentencepiece model whose
+  // precompiled_charsmap is `charsmap`: Precompiled, Replace(" {2,}", " "),
+  // Metaspace(always, split) (for checkpoints without tokenizer.json).
+  static ConvertedSteps nllb(std::string charsmap, const std::string& who);
   // The words of a stretch of text between added tokens (normalised, pre-tokenized),
   // appended to `words`; `at_start`: the stretch begins the input.
   void words(std::string_view text, bool at_start, std::vector<std::string>& words) const;

@@ -62,7 +62,6 @@ class Nllb final : public ConvertedSpm {
                      [&codes](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
                        return fairseq_vocab(sp, config, codes);
                      }) {
-    space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
     legacy_ = config_.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)
       if (const AddedToken* t = v_.added.find(c)) languages_[c] = t->id;
@@ -88,7 +87,7 @@ class Nllb final : public ConvertedSpm {
 
  private:
   std::unordered_map<std::string, int64_t> languages_;
-  int64_t space_id_ = 0, src_lang_id_ = 0;
+  int64_t src_lang_id_ = 0;
   bool legacy_ = false;
 
   // [lang] text </s>, or text </s> [lang] with legacy_behaviour.
@@ -101,29 +100,12 @@ class Nllb final : public ConvertedSpm {
     return ids;
   }
 
-  // With tokenizer.json: one word of its pre-tokenizer, already normalised as tokenizers
-  // does, segmented by the model without its normaliser.
+  // One word of the pre-tokenizer, already normalised as tokenizers does, segmented by
+  // the model without its normaliser; unknown pieces <unk>, one per run (fuse_unk).
   void encode_word(const std::string& word, std::vector<int64_t>& ids) const override {
     std::vector<std::string> pieces;
     const auto status = raw_sp_->Encode(word, &pieces);
     if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
-    append_pieces(pieces, ids);
-  }
-
-  // Without tokenizer.json: the converted model as transformers would build it runs
-  // the spm's normalizer, collapses spaces and splits on Metaspace, which differs from
-  // sentencepiece's Encode in one way: whitespace at the end of the stretch is kept, as
-  // a lone "▁" piece.
-  void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
-    std::vector<std::string> pieces;
-    const auto status = sp_->Encode(chunk, &pieces);
-    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
-    append_pieces(pieces, ids);
-    if (ends_in_space(chunk)) ids.push_back(space_id_);
-  }
-
-  // The pieces' ids; unknown ones <unk>, one per run (fuse_unk).
-  void append_pieces(const std::vector<std::string>& pieces, std::vector<int64_t>& ids) const {
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
       auto it = v_.ids.find(p);
@@ -134,20 +116,6 @@ class Nllb final : public ConvertedSpm {
       if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
       ids.push_back(id);
     }
-  }
-
-  // Whether the normalised chunk ends in whitespace (the spm's normaliser decides: it
-  // turns tabs, no-break spaces... into spaces and drops zero-width characters).
-  bool ends_in_space(const std::string& chunk) const {
-    const auto last = static_cast<unsigned char>(chunk.back());
-    if (last < 0x80 && last != ' ' && last != '\t' && last != '\n' && last != '\r' && last != '\v' && last != '\f')
-      return false;
-    std::vector<std::string> probe;
-    const auto status = sp_->Encode(chunk + "X", &probe);
-    if (!status.ok()) fail("nllb tokenizer: encode: {}", status.ToString());
-    std::string joined;
-    for (const std::string& p : probe) joined += p;
-    return joined.size() >= 4 && joined.compare(joined.size() - 4, 4, "\u2581X") == 0;
   }
 };
 

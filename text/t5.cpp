@@ -26,8 +26,6 @@ class T5 final : public ConvertedSpm {
   // model's <unk> is), for the pieces the model does not have
   int64_t word_unk_;
 
-  void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override { encode_word(chunk, ids); }
-
   // One word of the pre-tokenizer ("▁" and what follows), segmented by the model
   // without its normaliser: the text is tokenizers' normalised text already.
   void encode_word(const std::string& word, std::vector<int64_t>& ids) const override {

@@ -88,11 +88,13 @@ def make_llama2(out_dir: Path, class_name: str = "LlamaTokenizer", byte_fallback
     return out_dir
 
 
-def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokenizer", **options) -> Path:
+def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokenizer", tokenizer_json: bool = True,
+              **options) -> Path:
     """An NLLB checkpoint's tokenizer files: sentencepiece.bpe.model (a BPE sentencepiece
     model as NLLB's, <unk> <s> </s> first, with or without byte pieces) and the
     tokenizer.json / tokenizer_config.json transformers 5's NllbTokenizer saves from it
-    (byte_fallback false there: a character outside the vocabulary is <unk>)."""
+    (byte_fallback false there: a character outside the vocabulary is <unk>). Without
+    `tokenizer_json`, as fairseq-era checkpoints: the config and the spm model only."""
     import shutil
 
     import transformers
@@ -106,6 +108,12 @@ def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokeniz
     getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
     shutil.copy(model, out_dir / model.name)
     shutil.rmtree(out_dir / "_spm")
+    if not tokenizer_json:  # the config lists the added tokens' ids, as the hub's NLLB configs do
+        added = json.loads((out_dir / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+        config = json.loads((out_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+        config["added_tokens_decoder"] = {str(t["id"]): {k: v for k, v in t.items() if k != "id"} for t in added}
+        (out_dir / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+        (out_dir / "tokenizer.json").unlink()
     return out_dir
 
 

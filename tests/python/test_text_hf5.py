@@ -33,6 +33,7 @@ CASES = {
     # NLLB: tokenizer.json converted from sentencepiece.bpe.model, which the library segments with
     "nllb-byte-fallback": (h5.make_nllb, "m2m_100", {"byte_fallback": True}),
     "nllb-fast": (h5.make_nllb, "m2m_100", {"byte_fallback": False, "class_name": "NllbTokenizerFast"}),
+    "nllb-spm-only": (h5.make_nllb, "m2m_100", {"byte_fallback": True, "tokenizer_json": False}),
     # T5: tokenizer.json converted from spiece.model (Precompiled normalizer, WhitespaceSplit + Metaspace)
     "t5": (h5.make_t5, "t5", {}),
     "t5-fast-byte-fallback": (h5.make_t5, "t5", {"class_name": "T5TokenizerFast", "byte_fallback": True}),
