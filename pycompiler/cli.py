@@ -14,7 +14,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize] [--no-tokenizer]
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
     tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
@@ -266,12 +266,15 @@ def cmd_info(args) -> int:
 def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
-    out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize)
+    out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
+                    tokenizer=args.tokenizer)
     from .program_dir import read_meta
+    from .tokenizer_attach import why_no_tokenizer
 
-    tokenizer = read_meta(out).get("tokenizer")
-    print(f"wrote {out} (" + (f"tokenizer: {tokenizer['kind']})" if tokenizer else
-                              "no tokenizer: the checkpoint has no tokenizer files; docs/text.md)"))
+    meta = read_meta(out)
+    tokenizer = meta.get("tokenizer")
+    why = "--no-tokenizer" if not args.tokenizer else why_no_tokenizer(args.checkpoint, meta.get("model_type", ""))
+    print(f"wrote {out} (" + (f"tokenizer: {tokenizer['kind']})" if tokenizer else f"no tokenizer: {why}; docs/text.md)"))
     return 0
 
 
@@ -366,6 +369,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
     h.add_argument("--no-optimize", dest="optimize", action="store_false",
                    help="write the program as traced, without the graph passes (folding, CSE, DCE, fusions)")
+    h.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",
+                   help="leave the checkpoint's tokenizer out (the program takes and gives token ids); without it, "
+                        "a tokenizer the text library cannot read exactly refuses the import")
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
     s = sub.add_parser("selective-build", parents=[common],

@@ -19,7 +19,7 @@ from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights, quantize_linears
 from .passes import optimize_program
 from .quantize import QUANTIZATIONS
-from .tokenizer_files import attach_tokenizer
+from .tokenizer_attach import attach_tokenizer
 
 __all__ = ["import_hf", "UnsupportedConfig"]
 
@@ -34,9 +34,12 @@ def _model_type(path: Path) -> str:
         raise UnsupportedConfig(f"import_hf: {config} is not valid JSON: {e}") from None
 
 
-def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True) -> Path:
+def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True,
+              tokenizer: bool = True) -> Path:
     """Reads a checkpoint directory of a supported architecture and writes a program
-    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`."""
+    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`.
+    The checkpoint's tokenizer comes along (tokenizer_attach.py): a tokenizer the text
+    library cannot read exactly refuses the import, unless not `tokenizer`."""
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise UnsupportedConfig(
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
@@ -68,6 +71,6 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
         "quantize": quantize,
     }
     pb = arch.build(spec, weights, meta)
-    attach_tokenizer(pb, path, config.model_type)
+    attach_tokenizer(pb, path, config.model_type, tokenizer)
     export(pb, out_path, optimize_program if optimize else None)
     return Path(out_path)

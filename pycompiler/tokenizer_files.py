@@ -166,8 +166,9 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
 
 
 def _tokenizer_json_kind(path: Path) -> str | None:
-    """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces and no pre-tokenizer),
-    or None (no tokenizer.json, or one of another kind: the C++ library says at load
+    """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
+    without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
+    tokenizer.json, or one of another kind: the C++ library says at load
     what in a file of a known kind it does not support)."""
     import json
 
@@ -179,6 +180,8 @@ def _tokenizer_json_kind(path: Path) -> str | None:
     if "ByteLevel" in json.dumps(tj.get("pre_tokenizer")):
         return "byte-level-bpe"
     if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
+        return "sentencepiece"
+    if (tj.get("pre_tokenizer") or {}).get("type") == "Metaspace":  # Llama 2 as transformers 5 saves it
         return "sentencepiece"
     return None
 
@@ -195,11 +198,3 @@ def _read_json(path: Path):
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
 
-
-def attach_tokenizer(builder, checkpoint_dir, model_type: str) -> None:
-    """Has `builder` write the checkpoint's tokenizer into its program directory (the
-    files, and meta.json's "tokenizer"); nothing when the checkpoint has none."""
-    files, entry = tokenizer_files(checkpoint_dir, model_type)
-    if entry is not None:
-        builder.meta["tokenizer"] = entry
-        builder.extra_files = files

@@ -11,12 +11,14 @@
 
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "text/added_tokens.h"
+#include "text/metaspace.h"
 #include "text/regex_split.h"
 #include "text/unicode_nfc.h"
 #include "text/util.h"
@@ -78,19 +80,32 @@ class ByteBpe final : public Tokenizer {
     for (int64_t id : prefix_) ids.push_back(id);
     std::vector<std::string_view> words;
     std::string mapped;
+    std::vector<std::string> spm_words;
+    bool at_start = true;  // the next piece begins the input (Metaspace's prepend_scheme "first")
     // As tokenizers: tokens with normalized=false are found in the raw text, the rest of
     // it is normalised, then tokens with normalized=true are found in that (by their
     // normalised content), and what is left is pre-tokenized and merged.
     for (const std::string& chunk : added_.split(std::string(input), Match::kRaw)) {
       if (chunk.empty()) continue;
+      const bool chunk_at_start = at_start;
+      at_start = false;
       if (const AddedToken* t = added_.find(chunk, Match::kRaw)) {
         ids.push_back(t->id);
         continue;
       }
+      bool piece_at_start = chunk_at_start;
       for (const std::string& piece : normalized_added_.split(normalize(chunk))) {
         if (piece.empty()) continue;
+        const bool first = piece_at_start;
+        piece_at_start = false;
         if (const AddedToken* t = normalized_added_.find(piece)) {
           ids.push_back(t->id);
+          continue;
+        }
+        if (spm_style_ && metaspace_) {
+          spm_words.clear();
+          metaspace_->apply(piece, first, spm_words);
+          for (const std::string& w : spm_words) bpe(w, ids);
           continue;
         }
         if (spm_style_) {
@@ -180,6 +195,7 @@ class ByteBpe final : public Tokenizer {
   std::string name_;
   std::string kind_ = "byte-level-bpe";
   std::vector<NormalizeStep> normalizer_;
+  std::optional<Metaspace> metaspace_;  // the pre-tokenizer transformers 5 writes for Llama 2
   std::vector<DecodeStep> decoder_;
   int64_t unk_id_ = -1;
   bool byte_fallback_ = false, fuse_unk_ = false;
@@ -198,8 +214,10 @@ class ByteBpe final : public Tokenizer {
   void load(const nlohmann::json& j, const std::string& path) {
     const auto& model = j.at("model");
     if (model.value("type", "") != "BPE") fail("{}: {}: the model is not BPE", name_, path);
+    // transformers 5's GPT2Tokenizer writes "" for the prefix and suffix: as tokenizers
+    // reads them, "" (and a dropout of 0) change nothing, so they count as absent.
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
-      if (model.contains(key) && !model[key].is_null())
+      if (model.contains(key) && !model[key].is_null() && model[key] != "" && model[key] != 0)
         fail("{}: {}: model.{} is not supported", name_, path, key);
     byte_fallback_ = model.value("byte_fallback", false);
     fuse_unk_ = model.value("fuse_unk", false);
@@ -268,8 +286,12 @@ class ByteBpe final : public Tokenizer {
   }
 
   void load_spm_style(const nlohmann::json& j, const std::string& path) {
-    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
-      fail("sentencepiece BPE: {}: a pre_tokenizer ({}) is not supported", path, j["pre_tokenizer"].value("type", "?"));
+    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) {
+      if (j["pre_tokenizer"].value("type", "") != "Metaspace")
+        fail("sentencepiece BPE: {}: pre_tokenizer {} is not supported (none, or Metaspace)", path,
+             j["pre_tokenizer"].value("type", "?"));
+      metaspace_ = Metaspace::from_json(j["pre_tokenizer"], name_, path);
+    }
     auto normalizer_step = [&](const nlohmann::json& n) {
       const std::string type = n.value("type", "?");
       if (type == "Prepend") {
@@ -498,9 +520,8 @@ class ByteBpe final : public Tokenizer {
           for (size_t k = 0; k < n; ++k) parts.push_back(byte_ids_[static_cast<unsigned char>(word[i + k])]);
           last_unk = false;
         } else {
-          if (unk_id_ < 0)
-            fail("sentencepiece BPE: '{}' is outside the vocabulary, which has no unk token", word.substr(i, n));
-          if (!(fuse_unk_ && last_unk)) parts.push_back(unk_id_);
+          // without an unk token tokenizers drops the character (transformers 5's Llama 2 files have none)
+          if (unk_id_ >= 0 && !(fuse_unk_ && last_unk)) parts.push_back(unk_id_);
           last_unk = true;
         }
       }

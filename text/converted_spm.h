@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/added_tokens.h"
+#include "text/converted_steps.h"
 #include "text/tokenizer.h"
 
 namespace text {
@@ -27,11 +29,12 @@ struct ConvertedVocab {
   AddedTokens added;
   bool fuse_unk = false;
   bool bpe = false;  // model.type BPE (NLLB) rather than Unigram (T5)
+  int64_t model_unk = -1;  // the model's own unk (Unigram's unk_id, BPE's unk_token), -1 if none
   // The id of `token` (an added token or a piece); Error naming `who` and `what` when absent.
   int64_t id_of(const std::string& token, const char* what, std::string_view who) const;
 };
 
-ConvertedVocab load_converted_vocab(const std::string& tokenizer_json, std::string_view who);
+ConvertedVocab load_converted_vocab(const nlohmann::json& tj, const std::string& path, std::string_view who);
 
 // tokenizers' decode with a Metaspace decoder: ids it does not know dropped, special
 // tokens dropped when skipping, "▁" made a space, the first token's leading space removed.
@@ -53,12 +56,17 @@ class ConvertedSpm : public Tokenizer {
   // `without_json`: used when `files` has no tokenizer.json (else one is required).
   ConvertedSpm(const std::map<std::string, std::string>& files, std::string who, std::string kind,
                const VocabWithoutJson& without_json = nullptr);
-  // `input`'s ids (after checking it is UTF-8), appended to `ids`.
+  // `input`'s ids (after checking it is UTF-8), appended to `ids`: added tokens, and
+  // between them the words of tokenizer.json's normalizer and pre-tokenizer (without
+  // tokenizer.json, the steps transformers' converter would write), each to encode_word.
   void encode_text(std::string_view input, std::vector<int64_t>& ids) const;
-  virtual void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const = 0;
+  virtual void encode_word(const std::string& word, std::vector<int64_t>& ids) const = 0;
 
   std::string who_, kind_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  // The normalizer and pre-tokenizer, and the model without its normaliser to segment the words.
+  std::optional<ConvertedSteps> steps_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> raw_sp_;
   ConvertedVocab v_;
   nlohmann::json config_;  // tokenizer_config.json, {} without one
   int64_t unk_id_ = 0, eos_id_ = 0;

@@ -63,8 +63,7 @@ class Nllb final : public ConvertedSpm {
                      [&codes](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
                        return fairseq_vocab(sp, config, codes);
                      }),
-        linear_(*sp_) {
-    space_id_ = v_.ids.count("\u2581") ? v_.ids.at("\u2581") : unk_id_;
+        linear_(*raw_sp_) {
     legacy_ = config_.value("legacy_behaviour", false) == true;
     for (const std::string& c : codes)
       if (const AddedToken* t = v_.added.find(c)) languages_[c] = t->id;
@@ -91,7 +90,7 @@ class Nllb final : public ConvertedSpm {
  private:
   LinearSpmEncoder linear_;
   std::unordered_map<std::string, int64_t> languages_;
-  int64_t space_id_ = 0, src_lang_id_ = 0;
+  int64_t src_lang_id_ = 0;
   bool legacy_ = false;
 
   // [lang] text </s>, or text </s> [lang] with legacy_behaviour.
@@ -104,33 +103,21 @@ class Nllb final : public ConvertedSpm {
     return ids;
   }
 
-  // transformers runs the converted model (tokenizers: the spm's normalizer, spaces
-  // collapsed, Metaspace split), which differs from sentencepiece's Encode in one way:
-  // whitespace at the end of the stretch is kept, as a lone "▁" piece.
-  void encode_chunk(const std::string& chunk, std::vector<int64_t>& ids) const override {
+  // One word of the pre-tokenizer, already normalised as tokenizers does, segmented by
+  // the model without its normaliser; unknown pieces <unk>, one per run (fuse_unk).
+  void encode_word(const std::string& word, std::vector<int64_t>& ids) const override {
     std::vector<std::string> pieces;
-    linear_.encode(chunk, pieces);
+    linear_.encode(word, pieces);  // the model's pieces, without the library's quadratic unknown runs
     const size_t start = ids.size();
     for (const std::string& p : pieces) {
       auto it = v_.ids.find(p);
-      const int64_t id = it == v_.ids.end() ? unk_id_ : it->second;
+      // A byte piece (<0xE2>, an spm model with byte_fallback) is <unk>: the converted
+      // tokenizer.json has no byte fallback, so tokenizers gives <unk> for the character.
+      const bool byte_piece = p.size() == 6 && p.compare(0, 3, "<0x") == 0 && sp_->IsByte(sp_->PieceToId(p));
+      const int64_t id = it == v_.ids.end() || byte_piece ? unk_id_ : it->second;
       if (v_.fuse_unk && id == unk_id_ && ids.size() > start && ids.back() == unk_id_) continue;  // one <unk> per run
       ids.push_back(id);
     }
-    if (ends_in_space(chunk)) ids.push_back(space_id_);
-  }
-
-  // Whether the normalised chunk ends in whitespace (the spm's normaliser decides: it
-  // turns tabs, no-break spaces... into spaces and drops zero-width characters).
-  bool ends_in_space(const std::string& chunk) const {
-    const auto last = static_cast<unsigned char>(chunk.back());
-    if (last < 0x80 && last != ' ' && last != '\t' && last != '\n' && last != '\r' && last != '\v' && last != '\f')
-      return false;
-    std::vector<std::string> probe;
-    linear_.encode(chunk + "X", probe);
-    std::string joined;
-    for (const std::string& p : probe) joined += p;
-    return joined.size() >= 4 && joined.compare(joined.size() - 4, 4, "\u2581X") == 0;
   }
 };
 

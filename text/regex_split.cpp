@@ -15,7 +15,7 @@ Regex::Regex(const std::string& pattern) {
   if (!code_) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    fail("byte-level BPE: the pre-tokenizer regex does not compile at offset {}: {}", off,
+    fail("tokenizer.json: the regex '{}' does not compile at offset {}: {}", pattern, off,
          reinterpret_cast<const char*>(msg));
   }
   pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // faster when available; the interpreter otherwise
@@ -23,9 +23,9 @@ Regex::Regex(const std::string& pattern) {
 
 Regex::~Regex() { pcre2_code_free(code_); }
 
-void Regex::split(std::string_view s, std::vector<std::string_view>& out) const {
+void Regex::matches(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
-  size_t pos = 0, last = 0;
+  size_t pos = 0;
   while (pos <= s.size()) {
     const int rc =
         pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
@@ -37,12 +37,22 @@ void Regex::split(std::string_view s, std::vector<std::string_view>& out) const 
       pos = start + char_len(s, start);
       continue;
     }
+    out.emplace_back(start, end);
+    pos = end;
+  }
+  pcre2_match_data_free(md);
+}
+
+void Regex::split(std::string_view s, std::vector<std::string_view>& out) const {
+  std::vector<std::pair<size_t, size_t>> found;
+  matches(s, found);
+  size_t last = 0;
+  for (const auto& [start, end] : found) {
     if (start > last) out.push_back(s.substr(last, start - last));
     out.push_back(s.substr(start, end - start));
-    last = pos = end;
+    last = end;
   }
   if (last < s.size()) out.push_back(s.substr(last));
-  pcre2_match_data_free(md);
 }
 
 }  // namespace text

@@ -25,6 +25,13 @@ nlohmann::json load_tokenizer_config(const FileMap& files, std::string_view who)
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path, std::string_view who);
 
+// The same model with an identity normaliser (no rewrite rules, no dummy prefix, spaces
+// kept): it segments text normalised elsewhere (text/converted_steps.h) as it is.
+// `charsmap`, when given, receives the model's own precompiled_charsmap.
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm_unnormalized(const std::string& path,
+                                                                             std::string_view who,
+                                                                             std::string* charsmap = nullptr);
+
 // vocab.json: piece -> id.
 std::unordered_map<std::string, int64_t> load_vocab(const std::string& path, std::string_view who);
 

@@ -151,6 +151,15 @@ void UnigramSegmenter::search(std::string_view norm, std::vector<std::string>& o
   }
 }
 
+void UnigramSegmenter::encode_word(std::string_view word, std::vector<std::string>& out) const {
+  out.clear();
+  if (!usable_) {
+    linear_.encode(word, out);  // the library's Encode, without its quadratic unknown runs
+  } else if (!word.empty()) {
+    search<double>(word, out);
+  }
+}
+
 std::string decode_pieces(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& pieces) {
   std::string text;
   const auto status = sp.Decode(pieces, &text);

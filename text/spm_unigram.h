@@ -31,6 +31,9 @@ class UnigramSegmenter {
   bool usable() const { return usable_; }
   // The pieces of `text`, as sentencepiece's Encode(text) gives them.
   void encode(std::string_view text, std::vector<std::string>& pieces) const;
+  // The pieces of one word already normalised elsewhere (text/converted_steps.h), by
+  // tokenizers' rules (kTokenizers); unknown runs keep their text.
+  void encode_word(std::string_view word, std::vector<std::string>& pieces) const;
 
  private:
   const sentencepiece::SentencePieceProcessor& sp_;
