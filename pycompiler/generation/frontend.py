@@ -41,7 +41,8 @@ def _accepted(name: str, value, meta: dict) -> bool:
         return True
     reason = config_fields.refusal(name, value)
     if reason is not None:
-        raise ValueError(f"generate: {name}={value!r} is not supported: {reason}")
+        shown = repr(value) if len(repr(value)) <= 60 else f"<{type(value).__name__}>"
+        raise ValueError(f"generate: {name}={shown} is not supported: {reason}")
     field = config_fields.FIELDS.get(name)
     if field is not None and field.fixed:
         own = meta.get(name, (meta.get("generation") or {}).get(name, _MISSING))
