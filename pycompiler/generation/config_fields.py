@@ -97,9 +97,9 @@ _OTHERS = {
     "pad_token_id": Field(HONOURED, "fills the rows and beams that ended; fixed at import", fixed=True),
     "decoder_start_token_id": Field(HONOURED, "an encoder-decoder's first decoder token; fixed at import (several, "
                                     "one per row, are refused)", fixed=True),
-    "bos_token_id": _not_applicable("generate needs input_ids: transformers reads bos_token_id only to start from no "
-                                    "input, and, as the importer does, as the decoder start token of a checkpoint "
-                                    "that names none"),
+    "bos_token_id": _not_applicable("generate needs input_ids, and transformers reads bos_token_id only to start "
+                                    "from none (the importer takes it as the decoder start token of a checkpoint "
+                                    "that names none, as transformers does)"),
     # assisted generation
     "prompt_lookup_num_tokens": _refused("prompt lookup decoding (assisted generation) is not implemented"),
     "assistant_early_exit": _refused("early-exit assisted generation is not implemented"),

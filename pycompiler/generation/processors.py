@@ -223,13 +223,15 @@ def penalize_repeats(scores, state, o):
     return T.scatter(scores, 1, index, seen)
 
 
+_repetition_value = _plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0), lambda v: T.gt(v, 0.0),
+                           "generate: repetition_penalty must be > 0", as_float=True)
+
+
 def _repetition_penalty(get, defaults, ctx):
     # transformers builds the processor with prompt_ignore_length = the index of the
     # first non-zero of the prompt's attention mask (argmax: 0 for an all-zero row)
     ignore = T.argmax(T.cast(T.ne(ctx.prompt_mask, 0), "i64"), 1)
-    return {**_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0), lambda v: T.gt(v, 0.0),
-                     "generate: repetition_penalty must be > 0", as_float=True)(get, defaults, ctx),
-            "repetition_ignore": ignore}
+    return {**_repetition_value(get, defaults, ctx), "repetition_ignore": ignore}
 
 
 def ngram_match(j, match, seq, n, windows, cur_len):
@@ -504,7 +506,8 @@ register(Processor("bad_words_ids", SB.ban_bad_words,
                             "bad_words_multi_on"),
                    resolve=_bad_words, when=lambda s, o: o.bad_words_on,
                    doc="ban token sequences (one-token entries at every step)"))
-register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0, default=None)),
+register(Processor("min_length", ban_eos,
+                   inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0, default=None)),
                    options=("min_length",), resolve=_min_length,
                    when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))
 register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id", default=None),),

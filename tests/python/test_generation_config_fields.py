@@ -21,7 +21,7 @@ from tensorvm.pycompiler.generation import config_fields
 from tensorvm.pycompiler.generation.config_fields import FIELDS, HONOURED, NOT_APPLICABLE, REFUSED
 from tensorvm.pycompiler.generation.search import generation_config_defaults
 from tensorvm.pycompiler.importers import UnsupportedConfig
-from tensorvm.pycompiler.importers.common import generation_options
+from tensorvm.pycompiler.importers.common import generation_options, start_and_pad
 
 # A value of each refused field that asks for what the program does not compute.
 REFUSED_SAMPLES = {
@@ -100,6 +100,19 @@ def test_import_refuses_an_unclassified_field(monkeypatch):
     _options()  # its default passes
     with pytest.raises(UnsupportedConfig, match="generation_config.top_h = 0.4 is not supported: the field is new"):
         _options(top_h=0.4)
+
+
+def test_decoder_start_token():
+    """transformers starts an encoder-decoder from bos_token_id when no
+    decoder_start_token_id is set; one start id per row is refused, as is none at all."""
+    config = types.SimpleNamespace(decoder_start_token_id=None, bos_token_id=None, pad_token_id=1)
+    gen = transformers.GenerationConfig(bos_token_id=3)
+    assert start_and_pad(config, gen) == (3, 1)
+    gen.decoder_start_token_id = [4, 5]
+    with pytest.raises(UnsupportedConfig, match="several decoder_start_token_ids \\[4, 5\\] are not supported"):
+        start_and_pad(config, gen)
+    with pytest.raises(UnsupportedConfig, match="names no decoder_start_token_id"):
+        start_and_pad(config, transformers.GenerationConfig())
 
 
 def _with_generation_config(tmp_path, name, **fields):
