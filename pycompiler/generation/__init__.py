@@ -7,6 +7,7 @@ functions over a small model interface, and its Python front end.
     end_tokens.py  eos_token_id, one or several end tokens
     search.py      greedy, sampling, beam search and stopping; build_generation(pb, model, defaults)
     inputs.py      generate's keywords and their Python-side checks
+    config_fields.py  every transformers GenerationConfig field: honoured, refused (why) or not applicable
     frontend.py    Program.generate: checks the keywords, runs the program's generate
     final_tokens.py  streaming, program side: what each step makes final, emitted to the host
     streaming.py   streaming, host side: transformers' streamer protocol, the CLI's printout

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import processors
+from . import config_fields
 from .search import generate_inputs
 from .streaming import check_streamer, streamer_callback
 
@@ -31,25 +31,30 @@ INPUTS = {i.name: i for i in generate_inputs()}
 OPTIONS = tuple(INPUTS)
 # Accepted by this wrapper only (they choose what is returned).
 WRAPPER_OPTIONS = ("return_dict_in_generate",)
+_MISSING = object()
 
-# transformers keywords this program does not implement, with the reason (a keyword
-# a registered processor takes is accepted instead).
-_REFUSED = {
-    **{f: f"{f} is fixed at import (the checkpoint's generation_config)" for f in processors.import_fields()},
-    "num_beam_groups": "group beam search is not implemented", "diversity_penalty": "group beam search is not implemented",
-    "constraints": "constrained beam search is not implemented",
-    "force_words_ids": "constrained beam search is not implemented",
-    "penalty_alpha": "contrastive search is not implemented",
-    "eta_cutoff": "eta sampling is not implemented",
-    "encoder_repetition_penalty": "encoder_repetition_penalty is not implemented",
-    "encoder_no_repeat_ngram_size": "encoder_no_repeat_ngram_size is not implemented",
-    "exponential_decay_length_penalty": "exponential_decay_length_penalty is not implemented",
-    "output_attentions": "output_attentions is not implemented", "output_hidden_states": "not implemented",
-    "logits_processor": "custom logits processors cannot run inside the program",
-    "stopping_criteria": "custom stopping criteria cannot run inside the program",
-    "generation_config": "pass the options as keywords",
-}
-_REFUSED = {k: v for k, v in _REFUSED.items() if k not in INPUTS}
+
+def _accepted(name: str, value, meta: dict) -> bool:
+    """Whether keyword `name` reaches the program (True), or changes nothing here and is
+    dropped (False); raises, with the reason, for a keyword that cannot be honoured."""
+    if name in OPTIONS or name in WRAPPER_OPTIONS:
+        return True
+    reason = config_fields.refusal(name, value)
+    if reason is not None:
+        shown = repr(value) if len(repr(value)) <= 60 else f"<{type(value).__name__}>"
+        raise ValueError(f"generate: {name}={shown} is not supported: {reason}")
+    field = config_fields.FIELDS.get(name)
+    if field is not None and field.fixed:
+        own = meta.get(name, (meta.get("generation") or {}).get(name, _MISSING))
+        if value is not None and (own is _MISSING or value != own):
+            theirs = "it has none" if own is _MISSING else f"this program's is {own!r}"
+            raise ValueError(f"generate: {name} is fixed at import (the checkpoint's generation_config): {theirs}, "
+                             f"not {value!r}")
+        return False
+    if field is not None or name in config_fields.CALL_ARGUMENTS:
+        return False  # not applicable, or an off value: transformers computes the same as without it
+    raise TypeError(f"generate: unknown option {name!r}: it is no option of this program nor a field of "
+                    f"transformers' GenerationConfig (this program takes {[*OPTIONS, *WRAPPER_OPTIONS]})")
 
 
 @dataclass
@@ -109,11 +114,8 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     if decoder_only and kwargs.get("decoder_input_ids") is not None:
         raise ValueError("generate: decoder_input_ids is for encoder-decoder models; a decoder-only model's prompt "
                          "is input_ids")
+    kwargs = {name: v for name, v in kwargs.items() if _accepted(name, v, meta)}
     for name in kwargs:
-        if name in _REFUSED:
-            raise ValueError(f"generate: {name} is not supported: {_REFUSED[name]}")
-        if name not in OPTIONS and name not in WRAPPER_OPTIONS:
-            raise TypeError(f"generate: unknown option {name!r} (this program takes {[*OPTIONS, *WRAPPER_OPTIONS]})")
         if name in OPTIONS and name not in params and kwargs[name] is not None:
             raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
                              "re-import the checkpoint with this version of tensorvm")
@@ -124,9 +126,10 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     source = input_ids if input_features is None else input_features
     if input_features is not None and first != "input_features":
         raise ValueError(f"generate: this program's encoder takes {first}, not input_features")
-    as_dict = bool(kwargs.pop("return_dict_in_generate", False)) or bool(kwargs.get("output_scores")) or \
-        bool(kwargs.get("output_logits"))
     defaults = dict(meta.get("generation") or {})
+    as_dict = kwargs.pop("return_dict_in_generate", None)
+    as_dict = bool(defaults.get("return_dict_in_generate") if as_dict is None else as_dict) or \
+        bool(kwargs.get("output_scores")) or bool(kwargs.get("output_logits"))
     defaults.setdefault("max_length", meta.get("max_length", 20))
     defaults.setdefault("num_beams", meta.get("num_beams", 1))
     opts = _check(kwargs, meta)
@@ -167,8 +170,8 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     if beams > 1 and n > beams:
         raise ValueError(f"generate: num_return_sequences ({n}) has to be at most num_beams ({beams})")
     max_pos = meta.get("max_position_embeddings")
-    if opts.get("max_new_tokens") is not None:
-        limit = opts["max_new_tokens"] + prompt_len
+    if value("max_new_tokens") is not None:  # the call's, else the checkpoint's, wins over max_length
+        limit = value("max_new_tokens") + prompt_len
     elif value("max_length") is not None:
         limit = value("max_length")
     else:  # transformers: 20 tokens after the prompt, within the position table
@@ -200,6 +203,6 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     raw = out[3] if len(out) > 3 else None
     return GenerateOutput(
         sequences=sequences,
-        sequences_scores=seq_scores if opts.get("output_scores") else None,
-        scores=tuple(np.asarray(s) for s in steps) if (opts.get("output_scores") and steps is not None) else None,
-        logits=tuple(np.asarray(s) for s in raw) if (opts.get("output_logits") and raw is not None) else None)
+        sequences_scores=seq_scores if value("output_scores") else None,
+        scores=tuple(np.asarray(s) for s in steps) if (value("output_scores") and steps is not None) else None,
+        logits=tuple(np.asarray(s) for s in raw) if (value("output_logits") and raw is not None) else None)

@@ -111,12 +111,15 @@ class Processor:
 @dataclass(frozen=True)
 class Context:
     """What resolve may need besides the inputs: the decoder prompt length (lengths
-    count it), the model's token ids, do_sample (resolved) and the call's end tokens
-    (a bool [vocab] mask, as State.eos)."""
+    count it), the model's token ids, do_sample (resolved), the call's end tokens
+    (a bool [vocab] mask, as State.eos) and the prompt's attention mask [batch, p]
+    (a decoder-only model's attention_mask; ones for an encoder-decoder, whose
+    decoder prompt generate takes without a mask)."""
     prompt_len: Any
     ids: TokenIds
     sample: Any
     eos: Any = None
+    prompt_mask: Any = None
 
 
 _REGISTRY: list = []
@@ -204,11 +207,31 @@ def _plain(name: str, default_of: Callable, check: Optional[Callable] = None, me
 
 def penalize_repeats(scores, state, o):
     """RepetitionPenaltyLogitsProcessor: tokens already in the row are divided by the
-    penalty when positive, multiplied when negative."""
-    seen = T.gather(scores, 1, state.seq)
+    penalty when positive, multiplied when negative. A row's left padding is not
+    penalized (transformers' prompt_ignore_length): its positions are pointed at the
+    row's last token instead, which is penalized anyway, so the gather and scatter keep
+    their [rows, cur_len] shape and a duplicate writes the same value."""
+    seq = state.seq
+    ignore = o.repetition_ignore  # [batch]: each sentence's leading padding
+    ignore = T.repeat_interleave(ignore, T.floordiv(T.size(seq, 0), T.size(ignore, 0)), 0)
+    last = T.slice(seq, 1, T.sub(state.cur_len, 1), state.cur_len)
+    padding = T.lt(T.unsqueeze(T.arange(0, T.size(seq, 1)), 0), T.unsqueeze(ignore, 1))
+    index = T.where(padding, last, seq)
+    seen = T.gather(scores, 1, index)
     rep = o.repetition_penalty
     seen = T.where(T.lt(seen, 0.0), T.mul(seen, rep), T.div(seen, rep))
-    return T.scatter(scores, 1, state.seq, seen)
+    return T.scatter(scores, 1, index, seen)
+
+
+_repetition_value = _plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0), lambda v: T.gt(v, 0.0),
+                           "generate: repetition_penalty must be > 0", as_float=True)
+
+
+def _repetition_penalty(get, defaults, ctx):
+    # transformers builds the processor with prompt_ignore_length = the index of the
+    # first non-zero of the prompt's attention mask (argmax: 0 for an all-zero row)
+    ignore = T.argmax(T.cast(T.ne(ctx.prompt_mask, 0), "i64"), 1)
+    return {**_repetition_value(get, defaults, ctx), "repetition_ignore": ignore}
 
 
 def ngram_match(j, match, seq, n, windows, cur_len):
@@ -341,7 +364,8 @@ def length_as_given(new_tokens, prompt_len, length):
 def _min_length(get, defaults, ctx):
     # min_new_tokens (given, or the checkpoint's) wins; lengths count the prompt
     # (transformers' _prepare_generated_length)
-    min_new = T.if_none(get("min_new_tokens"), defaults.get("min_new_tokens", -1))
+    checkpoint_new = defaults.get("min_new_tokens")
+    min_new = T.if_none(get("min_new_tokens"), -1 if checkpoint_new is None else checkpoint_new)
     given = T.if_none(get("min_length"), defaults.get("min_length", 0))
     return {"min_length": cond(T.ge(min_new, 0), length_from_new_tokens, length_as_given, min_new, ctx.prompt_len,
                                given)}
@@ -466,9 +490,8 @@ register(Processor("sequence_bias", SB.add_sequence_bias,
                    resolve=_sequence_bias, when=lambda s, o: o.sequence_bias_on,
                    doc="bias a token that completes a sequence (before the other processors, as transformers)"))
 register(Processor("repetition_penalty", penalize_repeats,
-                   inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0", default=1.0),), options=("repetition_penalty",),
-                   resolve=_plain("repetition_penalty", lambda d: d.get("repetition_penalty", 1.0),
-                                  lambda v: T.gt(v, 0.0), "generate: repetition_penalty must be > 0", as_float=True),
+                   inputs=(float_input("repetition_penalty", lambda v: v > 0, "> 0", default=1.0),),
+                   options=("repetition_penalty", "repetition_ignore"), resolve=_repetition_penalty,
                    when=lambda s, o: T.ne(o.repetition_penalty, 1.0), doc="penalize tokens already in the row"))
 register(Processor("no_repeat_ngram_size", ban_ngrams, inputs=(int_input("no_repeat_ngram_size", 0, default=0),),
                    options=("no_repeat_ngram_size",),
@@ -483,7 +506,8 @@ register(Processor("bad_words_ids", SB.ban_bad_words,
                             "bad_words_multi_on"),
                    resolve=_bad_words, when=lambda s, o: o.bad_words_on,
                    doc="ban token sequences (one-token entries at every step)"))
-register(Processor("min_length", ban_eos, inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0)),
+register(Processor("min_length", ban_eos,
+                   inputs=(int_input("min_length", 0, default=0), int_input("min_new_tokens", 0, default=None)),
                    options=("min_length",), resolve=_min_length,
                    when=lambda s, o: T.lt(s.cur_len, o.min_length), doc="ban EOS while the row is shorter"))
 register(Processor("forced_bos_token_id", force_bos, inputs=(token_input("forced_bos_token_id", default=None),),

@@ -29,8 +29,9 @@ NEG = -1.0e9  # transformers' "very large negative" for beams that must not be c
 
 # The search's own generate inputs, before and after the processors' inputs.
 SEARCH_HEAD = (
-    int_input("max_length", 1, "length limit counting the decoder prompt"),
-    int_input("max_new_tokens", 1, "new tokens (max_length = prompt length + max_new_tokens; wins)"),
+    int_input("max_length", 1, "length limit counting the decoder prompt", None),
+    int_input("max_new_tokens", 1, "new tokens (max_length = prompt length + max_new_tokens; the call's or the "
+              "checkpoint's wins over max_length)", None),
     int_input("num_beams", 1, "1: greedy search or sampling; > 1: beam search or beam sampling", 1),
     bool_input("do_sample", "sample instead of taking the best", False),
     int_input("num_return_sequences", 1, "rows per input", 1),
@@ -39,9 +40,9 @@ SEARCH_HEAD = (
     choice_input("early_stopping", (True, False, "never"), "when a sentence's beam search is done", False),
 )
 SEARCH_TAIL = (
-    bool_input("output_scores", "also return the per-step scores"),
+    bool_input("output_scores", "also return the per-step scores", False),
     seed_input("seed"),
-    bool_input("output_logits", "also return the per-step raw logits"),
+    bool_input("output_logits", "also return the per-step raw logits", False),
     end_tokens.EOS_INPUT,
 )
 PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batch, p]")
@@ -479,8 +480,10 @@ def build_generation(pb, model, defaults: dict):
             T.check(T.eq(T.size(prompt, 0), batch), f"generate: decoder_input_ids must have one row per {first_input} row")
             T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
         prompt_len = T.size(prompt, 1)
-        # lengths count the prompt; max_new_tokens wins over max_length
-        new = T.if_none(get("max_new_tokens"), -1)
+        # lengths count the prompt; max_new_tokens, the call's or else the checkpoint's,
+        # wins over max_length (transformers' _prepare_generated_length)
+        checkpoint_new = defaults.get("max_new_tokens")
+        new = T.if_none(get("max_new_tokens"), -1 if checkpoint_new is None else checkpoint_new)
         T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), "generate: max_new_tokens must be greater than 0")
         limit = cond(T.gt(new, 0), P.length_from_new_tokens, P.length_as_given, new, prompt_len,
                      T.if_none(get("max_length"), default_limit(prompt_len)))
@@ -502,12 +505,13 @@ def build_generation(pb, model, defaults: dict):
         # transformers fills finished beams with `pad_token_id or eos_token_id[0]`
         fill = pad if pad else end_tokens.first(eos)
         values = {}
-        ctx = P.Context(prompt_len=prompt_len, ids=ids, sample=sample, eos=eos_mask)
+        ctx = P.Context(prompt_len=prompt_len, ids=ids, sample=sample, eos=eos_mask,
+                        prompt_mask=attention_mask if decoder_only else T.full_like(prompt, 1))
         for p, _ in procs:
             if p.resolve is not None:
                 values.update(p.resolve(get, defaults, ctx))
-        out_scores = T.if_none(get("output_scores"), False)
-        out_logits = T.if_none(get("output_logits"), False)
+        out_scores = T.if_none(get("output_scores"), bool(defaults.get("output_scores")))
+        out_logits = T.if_none(get("output_logits"), bool(defaults.get("output_logits")))
         generator = T.rng(T.if_none(get("seed"), 0))
         if decoder_only:
             # every position a row may reach: the prompt's mask, then the tokens to come

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..generation.processors import import_fields
+from ..generation import config_fields
 from ..generation.search import generate_inputs, generation_config_defaults
 
 
@@ -32,24 +32,21 @@ class Architecture:
     from_model: Optional[Callable] = None  # (spec, loaded model): what the state dict lacks (buffers)
 
 
-# generation_config fields that change results, with the value that means "off".
-# A checkpoint asking for one that `generate` does not implement is refused; a field
-# the generation library registers (an input or an import-time field of a
-# processor, pycompiler/generation/processors.py) is read instead, so registering a
-# processor is enough to accept it.
-_GENERATION_OFF = {
-    "encoder_no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0,
-    "exponential_decay_length_penalty": None, "sequence_bias": None, "guidance_scale": None,
-    "diversity_penalty": 0.0, "num_beam_groups": 1, "constraints": None, "force_words_ids": None,
-    "eta_cutoff": 0.0, "top_h": None,
-    "penalty_alpha": None, "watermarking_config": None, "remove_invalid_values": False, "low_memory": False,
-    "stop_strings": None, "max_time": None,
-}
-
-
-def _unsupported_fields() -> dict:
-    known = {i.name for i in generate_inputs()} | set(import_fields())
-    return {k: v for k, v in _GENERATION_OFF.items() if k not in known}
+def _refuse_unhonoured(gen, transformers) -> None:
+    """UnsupportedConfig for a generation_config value the program cannot honour (the
+    table of generation/config_fields.py gives the reason), or for a field this
+    version does not classify (a newer transformers') set to other than its default."""
+    blank = transformers.GenerationConfig().to_dict()
+    for name, value in gen.to_dict().items():
+        if name in config_fields.FIELDS:
+            reason = config_fields.refusal(name, value)
+        elif name in blank and value != blank[name]:
+            reason = (f"the field is new to this tensorvm (transformers {transformers.__version__}); "
+                      "generation/config_fields.py does not classify it")
+        else:  # a model's own entry (Whisper's lang_to_id), read by its importer if at all
+            continue
+        if reason is not None:
+            raise UnsupportedConfig(f"import_hf: generation_config.{name} = {value!r} is not supported: {reason}")
 
 
 def _transformers():
@@ -132,8 +129,12 @@ def check_heads(config, width: int, fields=("encoder_attention_heads", "decoder_
 def start_and_pad(config, gen) -> tuple:
     """An encoder-decoder's decoder_start_token_id and pad_token_id (generation_config over config)."""
     start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
+    if start is None:  # transformers' fallback (_prepare_special_tokens)
+        start = gen.bos_token_id if gen.bos_token_id is not None else config.bos_token_id
+    if start is None:
+        raise UnsupportedConfig("import_hf: the checkpoint names no decoder_start_token_id (nor bos_token_id)")
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    return int(start), int(pad)
+    return single_id(start, "decoder_start_token_id"), int(pad)
 
 
 def eos_ids(config, gen, vocab_size: int):
@@ -160,10 +161,7 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     tokens after the prompt, as transformers does for decoder-only models). `eos` is
     not needed any more (the program drops bad words equal to an end token, as
     transformers does, for the call's end tokens)."""
-    for field, off in _unsupported_fields().items():
-        value = getattr(gen, field, off)
-        if value not in (off, None) and value != off:
-            raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not supported yet")
+    _refuse_unhonoured(gen, _transformers()[1])
     forced_eos = single_id(getattr(gen, "forced_eos_token_id", None), "forced_eos_token_id")
     # every generate input that is a generation_config field, from the generation
     # library's registry (transformers' global default where the checkpoint has none)
@@ -180,10 +178,9 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
         if value is not default and inputs[field].config_form is not None:  # token sequences, sequence_bias
             value = inputs[field].config_form(getattr(gen, field))
         opts[field] = value.tolist() if hasattr(value, "tolist") else value
-    if getattr(gen, "min_new_tokens", None) is not None:
-        opts["min_new_tokens"] = int(gen.min_new_tokens)  # counted after the prompt at run time
-    max_length = getattr(gen, "max_length", None)
-    opts.update(max_length=default_max_length if max_length is None else int(max_length))
+    if opts["max_length"] is None:
+        opts["max_length"] = default_max_length
+    opts["return_dict_in_generate"] = bool(getattr(gen, "return_dict_in_generate", None))  # Program.generate's
     return opts
 
 

@@ -201,8 +201,8 @@ def test_generated_code_keeps_the_program_shape(built):
                                       ("t5-gated-untied", "5 6 7 1; 8 9 1")])
 def test_other_architectures_are_bit_identical(tmp_path_factory, name, ids):
     """GPT-2 (decoder-only, left-padded prompts; generate only), M2M100 and T5 (encoder-decoders,
-    T5 with its relative position bias: encode and decode_step too): generate beam, greedy and
-    sampling, 2 threads."""
+    T5 with its relative position bias: encode and decode_step too): generate beam, greedy,
+    sampling and greedy with repetition_penalty (GPT-2: its left padding is unpenalized), 2 threads."""
     from decoder_only_helpers import checkpoint
 
     from tensorvm.pycompiler.import_hf import import_hf
@@ -213,12 +213,13 @@ def test_other_architectures_are_bit_identical(tmp_path_factory, name, ids):
     assert "warning" not in b["log"].lower(), b["log"]
     res = subprocess.run([str(b["build"] / "compare"), str(b["program"]), "--ids", ids, "--threads", "2",
                           *[a for g in ("max_new_tokens=6", "max_new_tokens=6,num_beams=1",
-                                        "max_new_tokens=6,num_beams=1,do_sample=True,seed=11,top_k=0")
+                                        "max_new_tokens=6,num_beams=1,do_sample=True,seed=11,top_k=0",
+                                        "max_new_tokens=6,num_beams=1,repetition_penalty=0.6")
                             for a in ("--generate", g)]],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
-    assert len(gen) == 3 and all("identical" in line for line in gen)
+    assert len(gen) == 4 and all("identical" in line for line in gen)
     assert ("decode_step: " in res.stdout) == (name != "gpt2-odd")
 
 

@@ -8,9 +8,10 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 import tensorvm
-from decoder_only_helpers import checkpoint, left_padded
+from decoder_only_helpers import checkpoint, hf_model, left_padded
 from tensorvm.pycompiler.importers import ARCHITECTURES, UnsupportedConfig
 from tensorvm.pycompiler.locations import get_tensorvm_run
 
@@ -84,3 +85,24 @@ def test_tensorvm_run_pads_prompts_on_the_left(tmp_path):
     ids, mask = left_padded([[5, 6, 7, 8], [9, 10]], pad=prog.meta["pad_token_id"])
     want = prog.generate(ids, mask, max_new_tokens=4)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["arr_0"], want)
+
+
+def test_tensorvm_run_repetition_penalty_skips_left_padding(tmp_path):
+    """The C++ front end: tensorvm-run pads with pad_token_id (gpt2-odd's is its end
+    token) and the program's processor leaves that padding unpenalized, as transformers'
+    prompt_ignore_length does: the same tokens and per-step scores."""
+    tensorvm.import_hf(checkpoint("gpt2-odd"), tmp_path / "g.tvm")
+    prog = tensorvm.load(tmp_path / "g.tvm")
+    res = subprocess.run([get_tensorvm_run(), str(tmp_path / "g.tvm"), "generate", "--ids", "5 6 7 8 11 12; 9 10",
+                          "--arg", "max_new_tokens=6", "--arg", "num_beams=1", "--arg", "repetition_penalty=0.6",
+                          "--arg", "output_scores=True", "--outputs", str(tmp_path / "out.npz")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    ids, mask = left_padded([[5, 6, 7, 8, 11, 12], [9, 10]], pad=prog.meta["pad_token_id"])
+    with torch.no_grad():
+        want = hf_model("gpt2-odd").generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                                             max_new_tokens=6, num_beams=1, do_sample=False, repetition_penalty=0.6,
+                                             output_scores=True, return_dict_in_generate=True)
+    got = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(got["arr_0"], want.sequences.numpy())
+    np.testing.assert_allclose(got["arr_2"], torch.stack(want.scores).numpy(), atol=1e-4, rtol=0)

@@ -88,6 +88,47 @@ def test_beam_search(case, lengths):
     np.testing.assert_allclose(out.sequences_scores, ref.sequences_scores.numpy(), atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("penalty", [1.8, 0.6])
+def test_repetition_penalty_skips_left_padding(case, penalty):
+    """transformers builds RepetitionPenaltyLogitsProcessor with prompt_ignore_length =
+    each row's leading padding (from attention_mask), so padding tokens are not
+    penalized. Padding with the end token shows it: a penalty below 1 on a padded row
+    would boost EOS and end the row early. Greedy, beam search, and the first step's
+    scores with sampled rows (num_return_sequences rows per sentence)."""
+    name, prog, model = case
+    eos = model.generation_config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    rng = np.random.default_rng(21)
+    ids, mask = left_padded(random_prompts(rng, model.config.vocab_size, [3, 7, 5], avoid=(eos,)), pad=eos)
+    for kw in (dict(max_new_tokens=8), dict(max_new_tokens=6, num_beams=3, num_return_sequences=2),
+               dict(max_new_tokens=1, do_sample=True, num_return_sequences=2, top_k=0)):
+        with torch.no_grad():
+            ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                                 repetition_penalty=penalty, output_scores=True, return_dict_in_generate=True,
+                                 **{"do_sample": False, **kw})
+        out = prog.generate(ids, mask, repetition_penalty=penalty, output_scores=True, **kw)
+        if not kw.get("do_sample"):
+            np.testing.assert_array_equal(out.sequences, ref.sequences.numpy(), err_msg=str(kw))
+        got, want = out.scores[0], ref.scores[0].numpy()
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+        np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], atol=ATOL, rtol=0,
+                                   err_msg=str(kw))
+
+
+def test_repetition_penalty_issue_26_reproducer(tmp_path):
+    """The peer suite's case: row 0's token 2 (the end token, its padding) keeps its raw logit."""
+    tensorvm.import_hf(checkpoint("gpt2-odd"), tmp_path / "m.tvm")
+    prog, model = tensorvm.load(tmp_path / "m.tvm"), hf_model("gpt2-odd")
+    ids, mask = np.array([[2, 2, 50, 60, 70], [10, 20, 30, 40, 50]]), np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    with torch.no_grad():
+        ref = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), repetition_penalty=1.8,
+                             max_new_tokens=1, do_sample=False, output_scores=True, output_logits=True,
+                             return_dict_in_generate=True)
+    out = prog.generate(ids, mask, repetition_penalty=1.8, max_new_tokens=1, output_scores=True, output_logits=True)
+    assert ref.scores[0][0, 2] == ref.logits[0][0, 2]  # transformers leaves it unpenalized
+    np.testing.assert_allclose(out.scores[0], ref.scores[0].numpy(), atol=ATOL, rtol=0)
+
+
 def test_default_length_is_twenty_new_tokens(case):
     name, prog, model = case
     ids, mask = _prompts(name, model, [4, 9], seed=3)
