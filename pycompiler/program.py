@@ -4,6 +4,7 @@ program_dir.py's job; this module only runs what it reads."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,7 +20,11 @@ DETECT_LANGUAGE = -1
 
 
 class Program:
-    """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python."""
+    """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python.
+
+    One Program may be shared by any number of threads: each `run` (and `generate`,
+    `translate`, ...) checks a C++ Session out of the program's pool for that call
+    only (docs/python.md, "Threads")."""
 
     def __init__(self, path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bool = False,
                  arena_bytes: int = 0):
@@ -42,9 +47,14 @@ class Program:
         self.arena_bytes = arena_bytes
         self._module: Optional[ir.Module] = None
         self._vm_program = None
-        self._session = None
+        self._init_sessions()
         self._replayer = None
         self._tokenizer = None
+
+    def _init_sessions(self) -> None:
+        self._pool = None
+        self._local = threading.local()  # .session: the calling thread's own
+        self._lock = threading.RLock()  # loads the program and makes the pool once
 
     @classmethod
     def from_bytes(cls, program_text, weights=None, meta=None, num_threads: int = 1,
@@ -75,7 +85,8 @@ class Program:
         self.max_instructions = max_instructions
         self.copy_weights = True
         self.arena_bytes = 0
-        self._module = self._session = self._replayer = None
+        self._module = self._replayer = None
+        self._init_sessions()
         # Loaded now, so bad bytes fail here rather than at the first run.
         self._vm_program = _C.Program.from_memory(self.ir, weights, meta_text)
         self.meta = json.loads(self._vm_program.meta_json)
@@ -87,7 +98,9 @@ class Program:
     @property
     def module(self) -> ir.Module:
         if self._module is None:
-            self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE) if self.path else "program.py")
+            with self._lock:  # threads starting at once parse it once
+                if self._module is None:
+                    self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE) if self.path else "program.py")
         return self._module
 
     @property
@@ -99,20 +112,33 @@ class Program:
 
     @property
     def session(self):
-        """The C++ session, created on first use."""
-        if self._session is None:
-            if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
-                raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
-            if self._vm_program is None:
-                self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
-            self._session = _C.Session(self._vm_program, self.num_threads, max_instructions=self.max_instructions,
-                                       arena_bytes=self.arena_bytes)
-        return self._session
+        """A C++ Session of the calling thread's own, made on its first use: for direct
+        use (`memory_stats`, `instructions_executed`, a profiler). `run` does not use it."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = _C.Session(self._vm(), self.num_threads,
+                                                       max_instructions=self.max_instructions,
+                                                       arena_bytes=self.arena_bytes)
+        return session
 
     def _vm(self):
+        """The C++ Program, loaded on first use."""
         if self._vm_program is None:
-            self.session  # loads it
+            if not hasattr(_C, "Program") or not hasattr(_C, "Session"):
+                raise NotImplementedError("this build of tensorvm has no VM bindings (tensorvm._C.Program/Session)")
+            with self._lock:
+                if self._vm_program is None:
+                    self._vm_program = _C.Program.load(str(self.path), copy_weights=self.copy_weights)
         return self._vm_program
+
+    def _sessions(self):
+        """The program's SessionPool (vm/session_pool.h), made on first use."""
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = _C.SessionPool(self._vm(), self.num_threads, max_instructions=self.max_instructions,
+                                                arena_bytes=self.arena_bytes)
+        return self._pool
 
     def memory(self, function: str, *inputs: Any) -> dict:
         """Runs `function` on `inputs` in the C++ VM under a measuring arena
@@ -130,12 +156,10 @@ class Program:
     def run(self, function: str, *inputs: Any, on_emit=None) -> Any:
         """Runs `function` in the C++ VM; returns a value, a tuple of values, or None.
         `on_emit(channel, value)` receives the program's emits (docs/ir.md, emit);
-        returning False from it answers "stop"."""
+        returning False from it answers "stop". Safe from any thread, and from inside
+        an on_emit of another run: each call runs on a Session of its own."""
         fn = self.module.function(function)
-        args = coerce_inputs(fn, inputs)
-        if on_emit is None:
-            return shape_result(fn, self.session.run(function, args))
-        return shape_result(fn, self.session.run(function, args, on_emit))
+        return shape_result(fn, self._sessions().run(function, coerce_inputs(fn, inputs), on_emit))
 
     def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:
         """transformers-style `generate` over the program's `generate` function, in the

@@ -15,6 +15,7 @@ namespace vm {
 namespace {
 
 constexpr int kInlineSlots = 32;
+constexpr int kInlineOutputs = 4;
 
 }  // namespace
 
@@ -130,9 +131,9 @@ class Interpreter {
       }
       case Instr::Kind::Emit: {
         bool go = true;
-        if (s_.on_emit_) {
+        if (*s_.emit_) {
           const Value& channel = read(fn, frame, args[0]);
-          go = s_.on_emit_(channel.as_str(), read(fn, frame, args[1]));
+          go = (*s_.emit_)(channel.as_str(), read(fn, frame, args[1]));
         }
         frame[fn.index_pool[ins.outs]] = Value::from_bool(go);
         return;
@@ -199,8 +200,16 @@ class Interpreter {
       }
       slots[i] = &v;
     }
-    Value outs[4];
+    // An op declares any number of results (vm::register_op sets no limit): the usual
+    // few on the stack, more on the heap.
     const size_t nout = ins.op->outputs.size();
+    Value inline_outs[kInlineOutputs];
+    std::vector<Value> heap_outs;
+    Value* outs = inline_outs;
+    if (nout > size_t(kInlineOutputs)) {
+      heap_outs.resize(nout);
+      outs = heap_outs.data();
+    }
     ins.kernel(ctx_, ops::Args(*ins.op, slots, int(n)), outs);
     deliver(fn, ins, frame, outs, nout);
   }
@@ -260,6 +269,23 @@ void Session::set_num_threads(int n) {
 }
 
 std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs) {
+  return run(name, std::move(inputs), on_emit_);
+}
+
+std::vector<Value> Session::run(const std::string& name, std::vector<Value> inputs, const EmitCallback& on_emit) {
+  // Two runs at once would share one register stack: refused before either touches it.
+  if (running_.exchange(true, std::memory_order_acquire))
+    fail("Session::run({}): this Session is already running a function (on another thread, or in a callback of "
+         "its own run); a Session serves one run at a time: use one per thread, or a vm::SessionPool",
+         name);
+  struct Running {
+    Session& s;
+    ~Running() {
+      s.emit_ = nullptr;
+      s.running_.store(false, std::memory_order_release);
+    }
+  } running{*this};
+  emit_ = &on_emit;
   const Function& fn = program_->function(name);
   check_inputs(name, fn.param_names, fn.param_types, inputs);
   const size_t nret = fn.num_returns();
@@ -318,13 +344,7 @@ std::vector<Value> run(Session& session, const std::string& function, std::vecto
 
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs,
                        EmitCallback on_emit) {
-  struct Restore {
-    Session& s;
-    EmitCallback saved;
-    ~Restore() { s.set_on_emit(std::move(saved)); }
-  } restore{session, session.on_emit()};
-  session.set_on_emit(std::move(on_emit));
-  return session.run(function, std::move(inputs));
+  return session.run(function, std::move(inputs), on_emit);
 }
 
 EmitCallback token_stream(TokenCallback on_tokens) {

@@ -1,8 +1,11 @@
 // A Session is one caller's execution state over a shared Program: the register
-// stack, the buffer pool and the thread count. One thread uses a Session at a time;
-// run many Sessions on one Program for concurrency.
+// stack, the buffer pool and the thread count. It serves one run at a time: a second
+// run while one is under way (from another thread, or from a callback of its own run)
+// is a vm::Error, not a corrupted stack. Run many Sessions on one Program for
+// concurrency; vm::SessionPool (vm/session_pool.h) hands them out.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -79,6 +82,10 @@ class Session {
 
   const Program& program() const { return *program_; }
   std::vector<Value> run(const std::string& function, std::vector<Value> inputs);
+  // With `on_emit` (empty: none) in place of the session's own callback, for this run
+  // only; the session's own is never touched, so a refused second run cannot disturb
+  // the callback of the run under way.
+  std::vector<Value> run(const std::string& function, std::vector<Value> inputs, const EmitCallback& on_emit);
   // By parameter name; parameters not given are None, which only `Any` parameters
   // accept (programs use them for options with defaults inside the program).
   std::vector<Value> run_named(const std::string& function, const std::vector<std::pair<std::string, Value>>& named);
@@ -110,16 +117,18 @@ class Session {
   Hook* hook_ = nullptr;
   std::unique_ptr<Profiler> profiler_;
   EmitCallback on_emit_;
+  const EmitCallback* emit_ = nullptr;  // the callback of the run under way
   uint64_t instructions_ = 0;
   uint64_t budget_end_ = UINT64_MAX;  // instructions_ value at which the current run stops
+  std::atomic<bool> running_{false};
 };
 
 // The embedding API: run `function` of the session's program on `inputs`.
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs);
 std::vector<Value> run_named(Session& session, const std::string& function,
                              const std::vector<std::pair<std::string, Value>>& named);
-// run() with `on_emit` installed for this run only (the session's own callback is
-// put back afterwards, also when the run fails).
+// run() with `on_emit` in place of the session's own callback for this run only
+// (Session::run).
 std::vector<Value> run(Session& session, const std::string& function, std::vector<Value> inputs,
                        EmitCallback on_emit);
 

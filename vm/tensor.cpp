@@ -76,6 +76,7 @@ Ref<Buffer> Buffer::external(void* data, size_t bytes, std::shared_ptr<void> kee
 }
 
 void Buffer::destroy() {
+  weight_ = false;  // a weight copied into a pool block leaves it as a plain block
   if (arena_) {
     // As for a pool below: the arena may go with its last reference.
     Ref<Arena> arena = std::move(arena_);

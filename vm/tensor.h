@@ -65,6 +65,11 @@ class Buffer : public RefCounted {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   static Ref<Buffer> external(void* data, size_t bytes, std::shared_ptr<void> keepalive);
+  // A program's weight (marked by the loader, before the program is shared): a host
+  // must not hand it out writeable, since every run and every Session reads it, and
+  // a mapped one is read-only memory (Python returns such arrays read-only).
+  bool is_weight() const { return weight_; }
+  void mark_weight() { weight_ = true; }
 
  protected:
   void destroy() override;
@@ -82,6 +87,7 @@ class Buffer : public RefCounted {
   Ref<Arena> arena_;      // carved buffers hold their arena while alive
   size_t arena_offset_ = 0;
   uint32_t arena_region_ = 0;
+  bool weight_ = false;
 };
 
 // Recycles buffers by size so a steady decode loop stops calling malloc: every step

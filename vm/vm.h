@@ -8,5 +8,6 @@
 #include "vm/memory_report.h"
 #include "vm/program.h"
 #include "vm/session.h"
+#include "vm/session_pool.h"
 #include "vm/tensor.h"
 #include "vm/value.h"

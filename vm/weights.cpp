@@ -5,7 +5,9 @@
 
 namespace vm {
 
-Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+namespace {
+
+Value read_weight(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
   Shape shape(e.shape.begin(), e.shape.end());
   auto wrap = [&](DType dt) {
     const size_t es = dtype_size(dt);
@@ -49,6 +51,14 @@ Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsF
     return t;
   }
   fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
+}
+
+}  // namespace
+
+Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+  Value v = read_weight(e, file);
+  v.as_tensor().buffer()->mark_weight();
+  return v;
 }
 
 std::vector<std::pair<size_t, const ir::TensorEntry*>> indexed_weights(const ir::WeightsFile& file,

@@ -14,7 +14,8 @@
 namespace vm {
 
 // A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
-// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16.
+// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16; its
+// buffer is marked a weight (Buffer::is_weight), so hosts hand it out read-only.
 Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file);
 
 // The entries a name template ("layers.{}.fc1.weight") names with "{}" replaced by a

@@ -88,7 +88,7 @@ class TensorVM(DecoderEngine):
         import tensorvm
 
         self.prog = tensorvm.load(self._program_dir(cache_dir), num_threads=threads)
-        self.prog.session  # noqa: B018 (maps the weights and makes the session now, not in the first timed call)
+        self.prog._vm()  # maps the weights now, not in the first timed call
 
     def generate(self, ids, new_tokens):
         ids = ids[None, :]

@@ -71,7 +71,12 @@ py::array from_tensor(const vm::Tensor& t0) {
   // The capsule owns a tensor copy, hence a reference on the buffer.
   auto* owner = new vm::Tensor(t);
   py::capsule cap(owner, [](void* p) { delete static_cast<vm::Tensor*>(p); });
-  return py::array(numpy_dtype(t.dtype()), shape, {}, t.raw(), cap);
+  py::array arr(numpy_dtype(t.dtype()), shape, {}, t.raw(), cap);
+  // A weight (or a view of one) is shared by every run, and mapped read-only: writing
+  // through the array would change the program or fault. The capsule base has no
+  // buffer to write through, so numpy refuses to make it writeable again.
+  if (t.buffer()->is_weight()) arr.attr("flags").attr("writeable") = false;
+  return arr;
 }
 
 vm::Value to_value(const py::handle& obj) {

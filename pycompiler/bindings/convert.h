@@ -1,6 +1,7 @@
 // numpy/Python <-> vm::Value. Tensors cross without copies when dtype and layout
 // allow: a numpy input is wrapped (the array kept alive by the buffer), a tensor
-// output becomes an array that holds a reference to the tensor's buffer.
+// output becomes an array that holds a reference to the tensor's buffer (read-only
+// when that buffer is a program's weight).
 #pragma once
 
 #include <pybind11/numpy.h>

@@ -12,10 +12,12 @@ using namespace tvm_py;
 
 namespace {
 
-// Runs with the GIL released; `on_emit` (None for none) is called with the GIL held
-// for each emit as on_emit(channel, value) and answers "continue" unless it returns
-// False. An exception it raises ends the run and is raised again, as it was.
-py::list run_session(vm::Session& s, const std::string& fn, const py::list& args, const py::object& on_emit) {
+// Runs `run(inputs, callback)` with the GIL released; `on_emit` (None for none) is
+// called with the GIL held for each emit as on_emit(channel, value) and answers
+// "continue" unless it returns False. An exception it raises ends the run and is raised
+// again, as it was.
+template <typename Run>
+py::list run_released(const py::list& args, const py::object& on_emit, Run&& run) {
   std::vector<vm::Value> in;
   for (auto a : args) in.push_back(to_value(a));
   std::vector<vm::Value> out;
@@ -35,7 +37,7 @@ py::list run_session(vm::Session& s, const std::string& fn, const py::list& args
   }
   try {
     py::gil_scoped_release nogil;
-    out = vm::run(s, fn, std::move(in), std::move(cb));
+    out = run(std::move(in), std::move(cb));
   } catch (const vm::Error&) {
     if (raised) {
       raised->restore();
@@ -46,6 +48,18 @@ py::list run_session(vm::Session& s, const std::string& fn, const py::list& args
   py::list result;
   for (const vm::Value& v : out) result.append(from_value(v));
   return result;
+}
+
+py::list run_session(vm::Session& s, const std::string& fn, const py::list& args, const py::object& on_emit) {
+  return run_released(args, on_emit, [&](std::vector<vm::Value> in, vm::EmitCallback cb) {
+    return vm::run(s, fn, std::move(in), std::move(cb));
+  });
+}
+
+py::list run_pooled(vm::SessionPool& pool, const std::string& fn, const py::list& args, const py::object& on_emit) {
+  return run_released(args, on_emit, [&](std::vector<vm::Value> in, vm::EmitCallback cb) {
+    return pool.run(fn, std::move(in), std::move(cb));
+  });
 }
 
 py::dict function_info(const vm::Function& f) {
@@ -73,13 +87,16 @@ vm::Ref<vm::Arena> make_arena(size_t arena_bytes, const py::object& buffer) {
   if (info.ndim < 1 || info.strides.back() != info.itemsize ||
       size_t(info.size * info.itemsize) != size_t(info.shape[0]) * size_t(info.strides[0]))
     throw vm::Error("Session: arena_buffer must be a writable contiguous buffer");
-  // The arena holds the Python object until it goes, which may be on a thread without
-  // the GIL (a tensor viewed from Python dies last): the deleter takes it.
-  auto owner = std::shared_ptr<void>(new py::object(buffer), [](void* p) {
+  // The arena holds the buffer export (which holds the object) until it goes, so the
+  // memory cannot move under it: resizing a bytearray meanwhile raises BufferError. The
+  // arena may go on a thread without the GIL (a tensor viewed from Python dies last):
+  // the deleter takes it to release the export.
+  vm::ArenaRegion region{info.ptr, size_t(info.size * info.itemsize), 0, "buffer"};
+  auto owner = std::shared_ptr<void>(new py::buffer_info(std::move(info)), [](void* p) {
     py::gil_scoped_acquire gil;
-    delete static_cast<py::object*>(p);
+    delete static_cast<py::buffer_info*>(p);
   });
-  return vm::Arena::over({vm::ArenaRegion{info.ptr, size_t(info.size * info.itemsize), 0, "buffer"}}, std::move(owner));
+  return vm::Arena::over({std::move(region)}, std::move(owner));
 }
 
 py::dict memory_stats(vm::Session& s) {
@@ -203,6 +220,22 @@ void bind_program(py::module_& m) {
            py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.")
       .def_property_readonly("profiler", &vm::Session::profiler, py::return_value_policy::reference_internal,
                              "The session's own Profiler (Session(..., profile=True)), else None.");
+
+  py::class_<vm::SessionPool>(m, "SessionPool")
+      .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions, size_t arena_bytes) {
+             vm::SessionOptions o;
+             o.num_threads = num_threads;
+             o.max_instructions = max_instructions;
+             return std::make_unique<vm::SessionPool>(p, o, arena_bytes);
+           }),
+           py::arg("program"), py::arg("num_threads") = 1, py::arg("max_instructions") = 0, py::arg("arena_bytes") = 0,
+           "Sessions for one Program shared by threads (vm/session_pool.h): each run checks one out, runs with "
+           "the GIL released and gives it back. arena_bytes: each Session gets an arena of its own of that size.")
+      .def("run", &run_pooled, py::arg("function"), py::arg("args"), py::arg("on_emit") = py::none(),
+           "As Session.run, on a Session of the pool's for this run only.")
+      .def_property_readonly("sessions_made", &vm::SessionPool::sessions_made,
+                             "Sessions made so far: the most runs that were under way at once.")
+      .def_property_readonly("idle", &vm::SessionPool::idle, "Sessions checked in now.");
 
   m.def("measure_memory",
         [](std::shared_ptr<vm::Program> p, const std::string& function, const py::list& args, int num_threads) {

@@ -142,6 +142,30 @@ TEST_CASE("re-registering with replace publishes a new definition; old programs 
   CHECK(vm::run(s2, "f", {Value(vec({3}))})[0].as_tensor().data<float>()[0] == 3.0f);
 }
 
+TEST_CASE("an op with many outputs delivers each of them", "[custom_ops]") {
+  // Eight results: the interpreter collected them in a fixed array of four, so a kernel
+  // declaring more wrote past it (issue 25).
+  constexpr int kOutputs = 8;
+  vm::CustomOp op;
+  op.name = "test_many_outputs";
+  op.params = {ops::p_int("base")};
+  op.outputs.assign(kOutputs, "int");
+  op.kernel = [](ops::OpContext&, const ops::Args& args, Value* outs) {
+    for (int i = 0; i < kOutputs; ++i) outs[i] = Value::from_int(args.i64(0) + i);
+  };
+  vm::register_op(op);
+  auto p = program(R"(def f(b: int) -> tuple[int, int, int, int, int, int, int, int]:
+    a0, a1, a2, a3, a4, a5, a6, a7 = test_many_outputs(b)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+)");
+  vm::Session s(p);
+  for (int run = 0; run < 3; ++run) {
+    const auto out = vm::run(s, "f", {Value::from_int(100 * run)});
+    REQUIRE(out.size() == size_t(kOutputs));
+    for (int i = 0; i < kOutputs; ++i) CHECK(out[size_t(i)].as_int() == 100 * run + i);
+  }
+}
+
 TEST_CASE("registration errors", "[custom_ops]") {
   auto reg = [](vm::CustomOp op) { return error_of([&] { vm::register_op(std::move(op)); }); };
   CHECK(reg(affine_op("relu")).find("'relu' is already registered") != std::string::npos);

@@ -2,7 +2,7 @@
 generation measured by program.memory / `tensorvm inspect --memory` runs in an arena of
 exactly that size with the pool's bits (greedy and beam 4), a smaller arena fails with
 the error naming the instruction and the session still runs what fits, and a caller's
-buffer of any alignment serves as the arena."""
+buffer of any alignment serves as the arena, held (not resizable) while anything uses it."""
 import json
 
 import numpy as np
@@ -91,6 +91,26 @@ def test_caller_buffer_of_any_alignment(marian, skew):
         _C.Session(marian._vm(), arena_bytes=1024, arena_buffer=view)
     with pytest.raises((BufferError, ValueError, TypeError)):
         _C.Session(marian._vm(), arena_buffer=b"read-only bytes" * 100)
+
+
+def test_caller_buffer_is_held_while_the_session_lives(marian):
+    # The buffer export lives as long as the arena: a bytearray cannot be resized under
+    # a Session (or a result) carved from it, which was a use-after-free.
+    named = _inputs(marian, 1, 4)
+    need = marian.memory("generate", *_positional(marian, named))["arena_bytes"]
+    buf = bytearray(need + 128)
+    session = _C.Session(marian._vm(), arena_buffer=buf)
+    for resize in (lambda: buf.extend(b"x" * (1 << 20)), buf.clear, lambda: buf.__delitem__(slice(0, 64))):
+        with pytest.raises(BufferError):
+            resize()
+    got = session.run_named("generate", named)
+    assert _same(got, marian.session.run_named("generate", named))
+    del session
+    with pytest.raises(BufferError):  # the returned tensors were carved from it too
+        buf.clear()
+    del got
+    buf.clear()  # nothing holds it now
+    assert len(buf) == 0
 
 
 def test_inspect_memory_cli(marian, capsys):
