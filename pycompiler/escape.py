@@ -19,7 +19,7 @@ cannot skip it (render).
 Program-derived identifiers cannot collide with the generated code's own names, nor with
 macros: each is `KIND_BODY` (KIND: v value, f function, w weight, op op, t a temporary of
 the emitter), and no name of the templates, the emitter or the headers they include has
-that form (tests/python/test_aot_escape.py checks the headers' macros). The literals of
+that form (tests/python/test_escape.py checks the headers' macros). The literals of
 namespace lit are named so too (i int, f float, s string, l list).
 """
 from __future__ import annotations
@@ -42,12 +42,15 @@ volatile wchar_t while xor xor_eq final override
 """.split())
 
 # Names a namespace of the generated code cannot take: the runtime's own top-level
-# namespaces and the C++ library's (the generated code names them inside its namespace),
-# `main` (NAME_run.cpp defines it), the macros GCC and Clang predefine in their GNU modes
-# (CMake's default), and CMake's reserved target names (the library's target is NAME).
+# namespaces and the C++ library's, and the global names the generated code uses (it
+# names them inside its namespace), `main` (NAME_run.cpp defines it), the macros GCC and
+# Clang predefine in their GNU modes (CMake's default), and CMake's reserved target names
+# (the library's target is NAME), and the C library's lowercase macros. Other global
+# names of the C library (`time`, `exit`) fail the C++ build, with the compiler naming
+# them; another macro fails it at NAME.h's #error.
 TAKEN_NAMESPACES = frozenset("""
-std vm ir ops text cli simd fmt Eigen nlohmann sentencepiece dnnl pybind11 main
-linux unix i386
+std vm ir ops text cli simd fmt Eigen nlohmann sentencepiece dnnl pybind11 main size_t int64_t uint64_t INT64_MIN
+linux unix i386 stdin stdout stderr errno assert offsetof alloca
 all clean help install test package package_source edit_cache rebuild_cache list_install_components
 ALL_BUILD ZERO_CHECK RUN_TESTS INSTALL PACKAGE
 """.split())
@@ -124,13 +127,16 @@ def cpp_ident(kind: str, name: str, limit: int = 0) -> str:
 def cpp_namespace(name: str) -> str:
     """--name: the C++ namespace, the CMake library and target names and the file names.
     Written as given, so it must be safe in all of them: a C++ identifier of ASCII letters,
-    digits and single underscores, starting with a letter, that is no keyword and no
-    name the generated code or its build already uses."""
+    digits and single underscores, starting with a letter, with a lowercase letter (no
+    macro's form), that is no keyword and no name the generated code or its build uses."""
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or "__" in name:
         raise EscapeError(f"--name {name!r}: a name must be ASCII letters, digits and single underscores, "
                           "starting with a letter (it names the C++ namespace, the CMake targets and the files)")
     if name in CPP_KEYWORDS:
         raise EscapeError(f"--name {name!r}: a C++ keyword cannot name the namespace")
+    if not any("a" <= ch <= "z" for ch in name):
+        raise EscapeError(f"--name {name!r}: a name without a lowercase letter is how the C library names its macros "
+                          "(EOF, NULL, SIZE_MAX); use lowercase")
     if name in TAKEN_NAMESPACES or name.lower().startswith("tensorvm"):
         raise EscapeError(f"--name {name!r}: taken by the runtime, C++ or CMake; choose another")
     return name

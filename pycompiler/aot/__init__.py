@@ -27,10 +27,11 @@ _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 def _namespace(path: Path, name: Optional[str]) -> str:
     """--name as given (checked), else one made from the directory's name: its letters,
-    digits and single underscores, under `p_` where that alone would be refused."""
+    digits and single underscores (64 at most: the files' names hold it), under `p_` where
+    that alone would be refused."""
     if name is not None:
         return cpp_namespace(name)
-    n = re.sub(r"[^A-Za-z0-9]+", "_", path.name.removesuffix(".tvm")).strip("_") or "program"
+    n = re.sub(r"[^A-Za-z0-9]+", "_", path.name.removesuffix(".tvm"))[:64].strip("_") or "program"
     try:
         return cpp_namespace(n)
     except EscapeError:

@@ -23,7 +23,8 @@ PREFIXED = re.compile(r"(v|f|w|op|t|i|s|l)_[A-Za-z0-9_]*")
 CMAKE_COMMANDS = {"cmake_minimum_required", "project", "set", "if", "else", "endif", "add_subdirectory",
                   "find_package", "add_library", "target_include_directories", "target_link_libraries",
                   "target_compile_options", "add_executable", "target_link_options"}
-CPP_DIRECTIVE = re.compile(r'#(pragma once|include <[a-z_/.]+>|include "vm/[a-z_/]+\.h"|include "([A-Za-z0-9_]+)\.h")')
+CPP_DIRECTIVE = re.compile(r'#(?:pragma once|include <[a-z_/.]+>|include "vm/[a-z_/]+\.h"|endif|include "(\w+)\.h"'
+                           r'|ifdef (\w+)|error "the namespace (\w+) is a macro[^"\n]*")')
 
 
 class Violation(AssertionError):
@@ -102,7 +103,7 @@ def check_cpp(fname: str, data: str, ns: str, allowed: set[bytes]) -> dict:
         start_of_line, at_line_start = at_line_start, False
         if kind == "directive":
             d = CPP_DIRECTIVE.fullmatch(tok)
-            if not start_of_line or not d or (d.group(2) and d.group(2) != ns):
+            if not start_of_line or not d or any(g not in (None, ns) for g in d.groups()):
                 _fail(fname, line, "a preprocessor line the templates do not write", tok)
         elif kind in ("line_comment", "block_comment"):
             seen["comments"] += 1

@@ -61,7 +61,7 @@ def test_cpp_ident_is_one_to_one_under_its_kind():
 
 @pytest.mark.parametrize("name", ["a\nb", "a\rb", "a*/b", "a\\b", 'a"b', "a${X}", "a$(id)", "a@VAR@", "é", "mod el", "",
                                   "1x", "_x", "a__b", "x-run", "int", "delete", "class", "std", "vm", "main", "linux",
-                                  "tensorvm", "TensorVM_x", "test", "install", "ALL_BUILD"])
+                                  "tensorvm", "TensorVM_x", "test", "install", "ALL_BUILD", "EOF", "T5", "stdin", "size_t"])
 def test_namespace_refuses_what_it_cannot_write_as_given(name):
     with pytest.raises(EscapeError, match="--name"):
         cpp_namespace(name)
@@ -90,3 +90,22 @@ def test_render_fills_each_placeholder_once_through_its_function():
         render("@A:raw@", a="x")
     with pytest.raises(EscapeError, match="not used: b"):
         render("@A:cpp_string@", a="x", b="y")
+
+
+def test_no_macro_of_the_generated_codes_headers_has_a_program_names_form(tmp_path):
+    """Program names are KIND_NAME because no macro has that form (a macro would replace
+    the name): checked on the headers the generated code includes, in CMake's GNU mode."""
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not shutil.which("c++"):
+        pytest.skip("no C++ compiler")
+    (tmp_path / "x.cpp").write_text('#include "vm/aot.h"\n#include "vm/cli/aot_cli.h"\n'
+                                    "#include <array>\n#include <limits>\n#include <utility>\n")
+    res = subprocess.run(["c++", "-std=gnu++17", "-dM", "-E", f"-I{root}", "-I/usr/include/eigen3", "x.cpp"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    macros = re.findall(r"^#define (\w+)", res.stdout, re.M)
+    assert len(macros) > 500 and "linux" in macros  # (GNU mode: `linux` and `unix` are macros)
+    assert not [m for m in macros if re.match(r"(v|f|w|op|t|i|s|l)_", m)]

@@ -12,6 +12,10 @@
 
 #include "vm/aot.h"
 
+#ifdef @NS:namespace@
+#error "the namespace @NS:namespace@ is a macro of the headers above: compile the program with another --name"
+#endif
+
 namespace @NS:namespace@ {
 
 struct Ops;
