@@ -1,4 +1,4 @@
-"""How input text reaches generated files (`tensorvm compile`, `selective-build`): one function per place.
+"""How input text reaches generated C++ and CMake (compile, selective-build): one function per place.
 
 Every string that comes from the input (a program's function, value and weight names,
 its literals and IR text, the program directory's path, --name, --source) reaches
@@ -41,13 +41,13 @@ switch template this thread_local throw true try typedef typeid typename union u
 volatile wchar_t while xor xor_eq final override
 """.split())
 
-# Names a namespace of the generated code cannot take: the runtime's own top-level
-# namespaces and the C++ library's, and the global names the generated code uses (it
-# names them inside its namespace), `main` (NAME_run.cpp defines it), the macros GCC and
-# Clang predefine in their GNU modes (CMake's default), and CMake's reserved target names
-# (the library's target is NAME), and the C library's lowercase macros. Other global
-# names of the C library (`time`, `exit`) fail the C++ build, with the compiler naming
-# them; another macro fails it at NAME.h's #error.
+# Names a namespace of the generated code cannot take: the top-level namespaces of the
+# runtime and of the C++ library and the global names the generated code uses (it names
+# them inside its namespace); `main` (NAME_run.cpp defines it); the macros GCC and Clang
+# predefine in their GNU modes (CMake's default) and the C library's lowercase ones; and
+# CMake's reserved target names (the library's target is NAME). Other global names of the
+# C library (`time`, `exit`) fail the C++ build, the compiler naming them, and any other
+# macro stops it at NAME.h's #error.
 TAKEN_NAMESPACES = frozenset("""
 std vm ir ops text cli simd fmt Eigen nlohmann sentencepiece dnnl pybind11 main size_t int64_t uint64_t INT64_MIN
 linux unix i386 stdin stdout stderr errno assert offsetof alloca

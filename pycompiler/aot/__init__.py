@@ -18,7 +18,7 @@ from .. import ir
 from ..registry import real_ops
 from ..selective import OPS_FILE, builtin_ops, check_kernel_variants, device_runtime_settings, find_source_tree
 from .cpp import CompileError, FunctionWriter, Literals, WeightNames
-from ..escape import EscapeError, cpp_comment, cpp_ident, cpp_namespace, cpp_string, render
+from ..escape import EscapeError, cmake_quoted, cpp_comment, cpp_ident, cpp_namespace, cpp_string, render
 
 __all__ = ["CompileError", "compile_program", "runtime_cmake_args"]
 
@@ -54,6 +54,10 @@ def compile_program(program, out_dir, name: Optional[str] = None, selective: boo
         raise CompileError("compile: --source and --kernel-variants choose the runtime a --selective build compiles")
     check_kernel_variants(kernel_variants)
     tree = str(find_source_tree(source)) if selective else ""
+    try:
+        cmake_quoted(tree)
+    except EscapeError as e:
+        raise CompileError(f"--source: {e}") from None
     src = Path(program.path if isinstance(program, Program) else program)
     ns = _namespace(src, name)
     prog = program if isinstance(program, Program) else load(program)  # the C++ loader checks it first

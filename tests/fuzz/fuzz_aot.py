@@ -346,6 +346,8 @@ def main(argv=None) -> int:
 def _atheris(atheris, runner: Runner, args) -> int:
     def one(data: bytes) -> None:
         runner.one(Draw(fdp=atheris.FuzzedDataProvider(data)), "atheris")
+        if runner.stats["cases"] % 1000 == 0:  # (libFuzzer ends the process: no summary at the end)
+            print(f"fuzz_aot: {json.dumps(runner.stats)}", file=sys.stderr, flush=True)
 
     Path(args.corpus).mkdir(parents=True, exist_ok=True)
     Path(args.artifacts).mkdir(parents=True, exist_ok=True)
@@ -357,7 +359,7 @@ def _atheris(atheris, runner: Runner, args) -> int:
     try:
         atheris.Fuzz()
     finally:
-        print(f"fuzz_aot: {json.dumps(runner.stats)}")
+        print(f"fuzz_aot: {json.dumps(runner.stats)}", file=sys.stderr)
     return 0
 
 
