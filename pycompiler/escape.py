@@ -47,7 +47,7 @@ volatile wchar_t while xor xor_eq final override
 # predefine in their GNU modes (CMake's default) and the C library's lowercase ones; and
 # CMake's reserved target names (the library's target is NAME). Other global names of the
 # C library (`time`, `exit`) fail the C++ build, the compiler naming them, and any other
-# macro stops it at NAME.h's #error.
+# macro fails it with NAME.h's #error first.
 TAKEN_NAMESPACES = frozenset("""
 std vm ir ops text cli simd fmt Eigen nlohmann sentencepiece dnnl pybind11 main size_t int64_t uint64_t INT64_MIN
 linux unix i386 stdin stdout stderr errno assert offsetof alloca

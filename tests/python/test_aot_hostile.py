@@ -283,3 +283,18 @@ def test_hostile_names_build_and_nothing_runs(tmp_path):
         assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
         assert a.stdout == b.stdout and a.stdout
     _no_touched_files(tmp_path)
+
+
+def test_a_namespace_that_is_some_other_macro_stops_at_the_header(tmp_path):
+    """A --name of no macro form that a header defines all the same (glibc's M_PIf): the
+    build's first error names it, before the errors of its expansion."""
+    if not shutil.which("c++"):
+        pytest.skip("no C++ compiler")
+    text = HEADER + "def g(x: Tensor) -> Tensor:\n    return x\n"
+    for fname, t in program_files(parse(text), text, META, Path("/p.tvm"), "M_PIf").items():
+        (tmp_path / fname).write_text(t)
+    res = subprocess.run(["c++", "-std=gnu++17", "-fsyntax-only", f"-I{ROOT}", "-I/usr/include/eigen3", "M_PIf.cpp"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    errors = [line for line in res.stderr.splitlines() if "error" in line]
+    assert res.returncode != 0 and errors, res.stderr[-3000:]
+    assert "the namespace M_PIf is a macro of the headers above" in errors[0], errors[0]
