@@ -120,8 +120,8 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
     for f in module.functions:
         bodies.extend(writer.write(f))
         bodies.append("")
-    # (lines as the IR's lexer counts them: splitlines() also splits at U+2028, U+0085 and
-    # others, which a string literal may hold, and would shift every later line in errors)
+    # (lines as the IR's lexer counts them: splitlines() also splits at U+2028, U+2029 and
+    # U+0085, which a string literal may hold, and would shift every later line in errors)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -298,3 +298,15 @@ def test_a_namespace_that_is_some_other_macro_stops_at_the_header(tmp_path):
     errors = [line for line in res.stderr.splitlines() if "error" in line]
     assert res.returncode != 0 and errors, res.stderr[-3000:]
     assert "the namespace M_PIf is a macro of the headers above" in errors[0], errors[0]
+
+
+def test_ir_lines_are_the_lexers(tmp_path):
+    """The IR compiled in for errors has the lines the IR's lexer counts: a string literal
+    may hold U+2028 or U+0085 raw, which str.splitlines() would split at."""
+    text = HEADER + "def g(x: Tensor) -> Tensor:\n    e = emit(\"a\u2028b\u0085c\", x)\n    return x\n"
+    prog = tmp_path / "p.tvm"
+    _write_program(prog, text)
+    assert cli_main(["compile", str(prog), "-o", str(tmp_path / "out"), "--name", "p"]) == 0
+    cpp = (tmp_path / "out" / "p.cpp").read_text()
+    assert f'kSource{{"program.py", kLines, {text.count(chr(10))}}}' in cpp
+    assert '    "    return x",\n};' in cpp
