@@ -135,6 +135,7 @@ def cmd_optimize(args) -> int:
 
 
 def cmd_compile(args) -> int:
+    import shlex
     from pathlib import Path
 
     from .aot import compile_program
@@ -149,10 +150,11 @@ def cmd_compile(args) -> int:
     runtime = (f"a runtime built from the source tree with only its {len(ops)} ops" if args.selective else
                "the installed runtime")
     configure = "-G Ninja" if args.selective else '-Dtensorvm_DIR="$(tensorvm --cmake-dir)"'
+    src, build = shlex.quote(args.output), shlex.quote(args.output + "-build")  # a command to paste
     print(f"wrote {args.output}: {', '.join(files)}\n"
           # the build directory outside the output, which a recompile replaces as a whole
-          f"build: cmake -S {args.output} -B {args.output}-build {configure} && "
-          f"cmake --build {args.output}-build   (library {lib}, command line {lib}-run, with {runtime})")
+          f"build: cmake -S {src} -B {build} {configure} && "
+          f"cmake --build {build}   (library {lib}, command line {lib}-run, with {runtime})")
     return 0
 
 
@@ -339,8 +341,8 @@ def _parser() -> argparse.ArgumentParser:
                        "that builds against the installed runtime (docs/aot.md)", parents=[common])
     k.add_argument("program", help="program directory")
     k.add_argument("-o", "--output", required=True, help="directory to write the C++ and its CMakeLists.txt into")
-    k.add_argument("--name", default=None, help="the C++ namespace, library and file names (default: from the program's "
-                   "directory name)")
+    k.add_argument("--name", default=None, help="the C++ namespace, library and file names: ASCII letters, digits and "
+                   "single underscores, starting with a letter (default: from the program's directory name)")
     k.add_argument("--selective", action="store_true", help="build the runtime from the tensorvm source tree with only "
                    "the ops the program calls, sized for a device (default: link the installed runtime)")
     k.add_argument("--source", help="with --selective: the tensorvm source tree (default: the one this package runs from)")

@@ -16,9 +16,9 @@ from typing import Optional, Sequence
 
 from .. import ir
 from ..registry import real_ops
-from ..selective import (OPS_FILE, builtin_ops, check_kernel_variants, cmake_path, device_runtime_settings,
-                         find_source_tree)
-from .cpp import CompileError, FunctionWriter, Literals, WeightNames, cpp_name, cpp_string
+from ..selective import OPS_FILE, builtin_ops, check_kernel_variants, device_runtime_settings, find_source_tree
+from .cpp import CompileError, FunctionWriter, Literals, WeightNames
+from ..escape import EscapeError, cmake_quoted, cpp_comment, cpp_ident, cpp_namespace, cpp_string, render
 
 __all__ = ["CompileError", "compile_program", "runtime_cmake_args"]
 
@@ -26,10 +26,16 @@ _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def _namespace(path: Path, name: Optional[str]) -> str:
-    n = name or re.sub(r"[^A-Za-z0-9_]", "_", path.name.removesuffix(".tvm")) or "program"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
-        n = "p_" + n
-    return cpp_name(n)
+    """--name as given (checked), else one made from the directory's name: its letters,
+    digits and single underscores (64 at most: the files' names hold it), under `p_` where
+    that alone would be refused."""
+    if name is not None:
+        return cpp_namespace(name)
+    n = re.sub(r"[^A-Za-z0-9]+", "_", path.name.removesuffix(".tvm"))[:64].strip("_") or "program"
+    try:
+        return cpp_namespace(n)
+    except EscapeError:
+        return cpp_namespace("p_" + n)
 
 
 def compile_program(program, out_dir, name: Optional[str] = None, selective: bool = False, source=None,
@@ -47,33 +53,22 @@ def compile_program(program, out_dir, name: Optional[str] = None, selective: boo
     if (source or kernel_variants) and not selective:
         raise CompileError("compile: --source and --kernel-variants choose the runtime a --selective build compiles")
     check_kernel_variants(kernel_variants)
-    tree = cmake_path(find_source_tree(source)) if selective else ""
+    tree = str(find_source_tree(source)) if selective else ""
+    try:
+        cmake_quoted(tree)
+    except EscapeError as e:
+        raise CompileError(f"--source: {e}") from None
+    src = Path(program.path if isinstance(program, Program) else program)
+    ns = _namespace(src, name)
     prog = program if isinstance(program, Program) else load(program)  # the C++ loader checks it first
     prog.session  # noqa: B018  binds every call: a program that would not load does not compile
-    src = Path(prog.path)
-    ns = _namespace(src, name)
-    code, used_ops = program_cpp(prog.module, prog.ir, ns, json.dumps(prog.meta, indent=2), str(src))
-    builtin = builtin_ops()
-    app_ops = sorted(op for op in used_ops if op not in builtin)
-    ops = sorted(op for op in used_ops if op in builtin)
-    files = {
-        f"{ns}.h": _render("program.h", ns=ns, source=str(src)),
-        f"{ns}.cpp": code,
-        f"{ns}_run.cpp": _render("program_run.cpp", ns=ns, source=str(src)),
-        OPS_FILE: "\n".join([f"# The built-in ops {ns}.cpp calls ({len(ops)} of {len(builtin)}), for "
-                             "-DTENSORVM_SELECTED_OPS.", "# Written by tensorvm compile."]
-                            + [f"# {op}: the app's own op (vm::register_op), not built in" for op in app_ops]
-                            + ops) + "\n",
-        "CMakeLists.txt": _render("CMakeLists.txt", ns=ns, source=str(src), source_tree=tree,
-                                  device_runtime="\n".join("  " + line for line in device_runtime_settings(
-                                      f"${{CMAKE_CURRENT_LIST_DIR}}/{OPS_FILE}", kernel_variants))),
-    }
+    files = program_files(prog.module, prog.ir, prog.meta, src, ns, tree, kernel_variants)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         for fname, text in files.items():
-            (tmp / fname).write_text(text)
+            (tmp / fname).write_text(text, encoding="utf-8")
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             out.rename(old / out.name)
@@ -87,31 +82,51 @@ def compile_program(program, out_dir, name: Optional[str] = None, selective: boo
     return {fname: out / fname for fname in files}
 
 
-def _render(template: str, **values) -> str:
-    text = (_TEMPLATES / template).read_text()
-    for k, v in values.items():
-        text = text.replace("@" + k.upper() + "@", v)
-    return text
+def program_files(module: ir.Module, text: str, meta: dict, source: Path, ns: str, source_tree: str = "",
+                  kernel_variants: Sequence[str] = ()) -> dict[str, str]:
+    """The files of the generated project, by name: the program (its IR `module` and
+    `text`, its meta.json and its directory `source`) as namespace `ns`; `source_tree`
+    non-empty: a --selective build from it with `kernel_variants`."""
+    code, used_ops = program_cpp(module, text, ns, json.dumps(meta, indent=2), str(source))
+    builtin = builtin_ops()
+    app_ops = sorted(op for op in used_ops if op not in builtin)
+    ops = sorted(op for op in used_ops if op in builtin)
+    return {
+        f"{ns}.h": _render("program.h", ns=ns, source=str(source)),
+        f"{ns}.cpp": code,
+        f"{ns}_run.cpp": _render("program_run.cpp", ns=ns, source=str(source), run_name=f"{ns}-run"),
+        OPS_FILE: "\n".join([f"# The built-in ops {ns}.cpp calls ({len(ops)} of {len(builtin)}), for "
+                             "-DTENSORVM_SELECTED_OPS.", "# Written by tensorvm compile."]
+                            + [f"# {op}: the app's own op (vm::register_op), not built in" for op in app_ops]
+                            + ops) + "\n",
+        "CMakeLists.txt": _render("CMakeLists.txt", ns=ns, source=str(source), source_tree=source_tree,
+                                  code={"device_runtime": "\n".join("  " + line for line in device_runtime_settings(
+                                      f"${{CMAKE_CURRENT_LIST_DIR}}/{OPS_FILE}", kernel_variants))}),
+    }
+
+
+def _render(template: str, code: Optional[dict[str, str]] = None, **values: str) -> str:
+    return render((_TEMPLATES / template).read_text(), code, **values)
 
 
 def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: str) -> tuple[str, list[str]]:
     """The C++ of the program, and the ops it calls."""
+    ns = cpp_namespace(ns)
     ops = real_ops()
     lits, weights, used_ops = Literals(), WeightNames(), {}
-    fn_names = {}
-    for f in module.functions:
-        n = cpp_name(f.name)
-        while n in fn_names.values():
-            n += "_"
-        fn_names[f.name] = n
+    fn_names = {f.name: cpp_ident("f", f.name) for f in module.functions}
     writer = FunctionWriter(module, ops, lits, weights, fn_names, used_ops)
     bodies = []
     for f in module.functions:
         bodies.extend(writer.write(f))
         bodies.append("")
-    lines = text.splitlines()
+    # (lines as the IR's lexer counts them: splitlines() also splits at U+2028, U+2029 and
+    # U+0085, which a string literal may hold, and would shift every later line in errors)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
 
-    out = [f"// {ns}: {source} compiled to C++ by `tensorvm compile` (docs/aot.md). Generated: edit the IR,",
+    out = [f"// {ns}: {cpp_comment(source)} compiled to C++ by `tensorvm compile` (docs/aot.md). Generated: edit the IR,",
            "// not this file. Each function is the IR function of the same name, line for line; the",
            "// number after `c` in each call is the line of program.py it came from.",
            f'#include "{ns}.h"', "", "#include <array>", "#include <limits>", "#include <utility>", "",
@@ -134,8 +149,8 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
         out += [("      : " if i == 0 else "        ") + init + ("," if i + 1 < len(inits) else " {}")
                 for i, init in enumerate(inits)]
         out += ["  aot::WeightsFile file;  // the mapping the tensors below view"]
-    out += [f"  vm::Value {m};  // {n}" for n, m in weights.singles.items()]
-    out += [f"  aot::WeightsFile::Table {m};  // {n}" for n, m in weights.tables.items()]
+    out += [f"  vm::Value {m};  // {cpp_comment(n)}" for n, m in weights.singles.items()]
+    out += [f"  aot::WeightsFile::Table {m};  // {cpp_comment(n)}" for n, m in weights.tables.items()]
     out += ["};", "", "namespace {", "",
             "struct Ctx : aot::Context {",
             "  const Ops& op;",

@@ -5,62 +5,26 @@ Every op call becomes a direct call of the kernel the interpreter's loader binds
 ops::bind gives them (keywords placed, defaults filled), so compiled code computes the
 same bits as the interpreter. Calls stay calls (a decoder layer is one function called
 per layer), while_loop is a C++ `while` and cond a C++ conditional. Values keep their
-SSA names; a name is dropped after its last use, as the interpreter clears registers.
+SSA names, as v_NAME (functions f_NAME, ops op_NAME, weights w_NAME: escape.py, which
+every string reaching the C++ goes through); a name is dropped after its last use, as
+the interpreter clears registers.
 """
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import ir
 from ..literals import INT64_MIN
 from ..registry import OpSpec
+from ..escape import cpp_comment, cpp_ident, cpp_string
 
 CONTROL = ("while_loop", "cond", "emit", "param")
-
-# Names the generated code uses itself, and C++ keywords: an IR name equal to one of
-# them gets a trailing underscore.
-RESERVED = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
-compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
-default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
-int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
-reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
-this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
-while xor xor_eq main errno assert NULL INFINITY NAN
-c aot vm std lit Value Ctx Ops Weights Program Session run run_named kSource kSignatures kMeta signatures frame
-""".split())
 
 
 class CompileError(ValueError):
     pass
-
-
-def cpp_name(name: str) -> str:
-    if name in RESERVED or name.startswith("_") or "__" in name:
-        return name.strip("_").replace("__", "_") + "_" if name.strip("_") else "v_"
-    return name
-
-
-def cpp_string(s: str) -> str:
-    """A C++ string literal of the UTF-8 bytes of `s` (octal escapes: they stop after 3 digits)."""
-    out = ['"']
-    for b in s.encode("utf-8"):
-        ch = chr(b)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= b < 127 and ch != "?":
-            out.append(ch)
-        else:
-            out.append(f"\\{b:03o}")
-    out.append('"')
-    return "".join(out)
-
-
-def _ident(text: str, limit: int = 40) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:limit]
 
 
 class Literals:
@@ -87,7 +51,8 @@ class Literals:
         if isinstance(v, bool):
             return "lit::" + self._add(("bool", v), "true_" if v else "false_", f"vm::Value::from_bool({'true' if v else 'false'})")
         if isinstance(v, int):
-            return "lit::" + self._add(("int", v), f"i{v}" if v >= 0 else f"im{-v}", f"vm::Value::from_int({cpp_int(v)})")
+            return "lit::" + self._add(("int", v), cpp_ident("i", f"{v}" if v >= 0 else f"m{-v}"),
+                                       f"vm::Value::from_int({cpp_int(v)})")
         if isinstance(v, float):
             if math.isnan(v):
                 init, name = "std::numeric_limits<double>::quiet_NaN()", "f_nan"
@@ -96,15 +61,15 @@ class Literals:
                 name = "f_minf" if v < 0 else "f_inf"
             else:
                 init = repr(v)
-                name = "f" + repr(v).replace("-", "m").replace("+", "").replace(".", "_")
+                name = cpp_ident("f", repr(v).replace("-", "m").replace("+", "").replace(".", "_"))
             return "lit::" + self._add(("float", repr(v)), name, f"vm::Value::from_float({init})")
         if isinstance(v, str):
-            return "lit::" + self._add(("str", v), "s_" + (_ident(v, 24) or "empty"), f"vm::aot::str({cpp_string(v)})")
+            return "lit::" + self._add(("str", v), cpp_ident("s", v, limit=24), f"vm::aot::str({cpp_string(v)})")
         if isinstance(v, (list, tuple)):  # an int list default of an op
             return self.ref(ir.IntList(tuple(v)))
         if isinstance(v, ir.IntList):
             items = [i for i in v.items]
-            name = "l_" + "_".join(str(i) if i >= 0 else f"m{-i}" for i in items)
+            name = cpp_ident("l", "_".join(str(i) if i >= 0 else f"m{-i}" for i in items))
             return "lit::" + self._add(("list", tuple(items)), name, "vm::aot::ints({" + ", ".join(cpp_int(i) for i in items) + "})")
         raise CompileError(f"cannot write {v!r} as a C++ literal")
 
@@ -115,14 +80,15 @@ def cpp_int(v: int) -> str:
 
 @dataclass
 class Names:
-    """The C++ names of one function's values."""
+    """The C++ names of one function's values (v_NAME), and of the emitter's own locals
+    (t_..., fresh): the two never meet."""
     taken: set = field(default_factory=set)
     of: dict = field(default_factory=dict)
 
     def bind(self, name: str) -> str:
-        n = cpp_name(name)
-        while n in self.taken:
-            n += "_"
+        n = cpp_ident("v", name)
+        if n in self.taken:  # SSA: the checker binds each name once
+            raise CompileError(f"'{name}' is bound twice")
         self.taken.add(n)
         self.of[name] = n
         return n
@@ -179,8 +145,8 @@ class FunctionWriter:
 
     def declaration(self, f: ir.Function, names: Optional[Names] = None, unread: frozenset = frozenset()) -> str:
         # A parameter the body never reads is left unnamed (its name in a comment).
-        params = ["Ctx& c"] + [f"vm::Value /*{p.name}*/" if p.name in unread else
-                               f"vm::Value {names.of[p.name] if names else cpp_name(p.name)}" for p in f.params]
+        params = ["Ctx& c"] + [f"vm::Value /*{cpp_comment(p.name)}*/" if p.name in unread else
+                               f"vm::Value {names.of[p.name] if names else cpp_ident('v', p.name)}" for p in f.params]
         return f"{self.returns(f)} {self.fn_names[f.name]}({', '.join(params)})"
 
     @staticmethod
@@ -199,13 +165,13 @@ class FunctionWriter:
         return n if any(isinstance(s, ir.Return) for s in f.body) else n + 1
 
     def write(self, f: ir.Function) -> list[str]:
-        names = Names(taken=set(self.fn_names.values()))
+        names = Names()
         for p in f.params:
             names.bind(p.name)
         consts: set[str] = set()  # names bound to a weight by a literal param(): constants, never dropped
         last = self._last_uses(f)
         unread = frozenset(p.name for p in f.params if not self._reads(f, p.name))
-        out = [f"// {ir.print_signature(f)}", self.declaration(f, names, unread) + " {",
+        out = [f"// {cpp_comment(ir.print_signature(f))}", self.declaration(f, names, unread) + " {",
                f"  aot::Frame frame(c, {f.line}, {self.instructions(f)});"]
         i = 0
         while i < len(f.body):
@@ -269,7 +235,7 @@ class FunctionWriter:
     def _layer_loop(self, run: list, names: Names) -> list[str]:
         first, last = run[0], run[-1]
         g = self.functions[first.callee]
-        index = names.fresh(cpp_name(g.params[-1].name))
+        index = names.fresh(cpp_ident("t", g.params[-1].name))
         y = names.bind(last.targets[0])
         rest = self._call_args(first.args[1:-1], names)
         lo, hi = first.args[-1], last.args[-1] + 1
@@ -277,7 +243,8 @@ class FunctionWriter:
         step = run[1].line - first.line
         base = first.line - step * lo
         line = f"{base} + {index}" if step == 1 else f"{base} + {step} * {index}"
-        return [f"// {first.targets[0]} .. {last.targets[0]}: {first.callee}(previous, ...) for {g.params[-1].name} = {lo}..{hi - 1}",
+        what = f"{first.targets[0]} .. {last.targets[0]}: {first.callee}(previous, ...) for {g.params[-1].name} = {lo}..{hi - 1}"
+        return [f"// {cpp_comment(what)}",
                 f"vm::Value {y} = {self._expr(first.args[0], names)};",
                 f"for (int64_t {index} = {lo}; {index} < {hi}; ++{index})",
                 f"  {y} = {self.fn_names[first.callee]}(aot::at(c, {line}), std::move({y}){rest}, "
@@ -366,11 +333,11 @@ class FunctionWriter:
         op = self.ops.get(c)
         if op is None:
             raise CompileError(f"line {s.line}: unknown op or function '{c}'")
-        self.used_ops.setdefault(c, cpp_name(c))
+        self.used_ops.setdefault(c, cpp_ident("op", c))
         slots = []
         for label, e in bind_slots(op, s):
             text = self.lits.ref(e[1]) if isinstance(e, tuple) and e and e[0] == "default" else self._expr(e, names)
-            slots.append(f"/*{label}=*/{text}" if label else text)
+            slots.append(f"/*{cpp_comment(label)}=*/{text}" if label else text)
         args = "".join(", " + a for a in slots)
         n = len(op.outputs)
         call = f"aot::call(c, {s.line}, c.op.{self.used_ops[c]}{args})" if n == 1 else \
@@ -408,7 +375,7 @@ class FunctionWriter:
         cond_f, body_f = (self.functions[a.id] for a in s.args[:2])
         carried = s.args[2:]
         k = len(carried)
-        v = names.fresh(f"loop_{s.line}")
+        v = names.fresh(f"t_loop_{s.line}")
         items = ", ".join(f"{v}[{i}]" for i in range(k))
         moved = ", ".join(f"std::move({v}[{i}])" for i in range(k))
         at = f"aot::at(c, {s.line})"
@@ -443,8 +410,7 @@ class WeightNames:
         self._names = Names()
 
     def _member(self, name: str) -> str:
-        base = cpp_name(re.sub(r"[^A-Za-z0-9]+", "_", name.replace("{}", "N")).strip("_") or "w")
-        return self._names.fresh("w_" + base if base[0].isdigit() else base)
+        return self._names.fresh(cpp_ident("w", name.replace("{}", "N")))
 
     def single(self, name: str) -> str:
         if name not in self.singles:

@@ -180,12 +180,13 @@ def test_generated_code_keeps_the_program_shape(built):
     ir_text = (built["program"] / "program.py").read_text()
     ir_functions = re.findall(r"^def (\w+)\(", ir_text, re.M)
     for name in ir_functions:  # one C++ function per IR function, with its signature above it
-        assert re.search(rf"^// def {name}\(.*\n\S.* {name}\(Ctx& ", text, re.M), name
+        assert re.search(rf"^// def {name}\(.*\n\S.* f_{name}\(Ctx& ", text, re.M), name
     # the layers (one call per layer in the IR) are a loop over the layer index; while_loop
     # is a C++ while, cond a C++ conditional
     # (each call names its IR line, for errors: the layer's is the first call's line + layer)
-    assert re.search(r"for \(int64_t layer = 0; layer < 2; \+\+layer\)\n +encoder_layer_1 = encoder_layer\("
-                     r"aot::at\(c, \d+ \+ layer\), std::move\(encoder_layer_1\), \w+, vm::Value::from_int\(layer\)\);", text)
+    assert re.search(r"for \(int64_t t_layer = 0; t_layer < 2; \+\+t_layer\)\n +v_encoder_layer_1 = f_encoder_layer\("
+                     r"aot::at\(c, \d+ \+ t_layer\), std::move\(v_encoder_layer_1\), \w+, "
+                     r"vm::Value::from_int\(t_layer\)\);", text)
     assert text.count("while (aot::loop(c, ") == ir_text.count("= while_loop(")
     assert text.count("aot::test(c, ") == ir_text.count("= cond(")
     # each function opens its frame: its def line and the instructions it counts
@@ -309,7 +310,7 @@ def test_names_literals_and_control_flow_of_a_program_without_weights(tmp_path_f
     b = _compile_and_build(tmp, prog)
     assert "warning" not in b["log"].lower(), b["log"]
     text = (b["compiled"] / "compiled.cpp").read_text()
-    assert "auto& [int_, acc, limit_1] = " in text and "vm::Value delete_ = aot::test(c, " in text
+    assert "auto& [v_int, v_acc, v_limit_1] = " in text and "vm::Value v_delete = aot::test(c, " in text
     for args in (["--arg", "limit=3", "--arg", "flag=False"], ["--arg", "limit=2", "--arg", "flag=True"]):
         a = _run_cli(b["build"] / "compiled" / "compiled-run", prog, "main", *args)
         c = _run_cli(interp, prog, "main", *args)

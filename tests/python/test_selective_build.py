@@ -88,6 +88,20 @@ def test_cli_writes_the_list_and_a_cmake_project(marian, tmp_path, capsys):
                      "--source", str(ROOT)]) == 1
 
 
+def test_a_hostile_program_path_stays_in_its_comment(tmp_path):
+    """Issue 25: the programs' paths reach CMakeLists.txt and ops.txt only as comment text
+    (pycompiler/escape.py), so a directory name holding a newline runs nothing."""
+    sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
+    from aot_check import check_cmake
+
+    prog = tmp_path / 'm\nexecute_process(COMMAND touch PWN1)\n# ${X} "q" \\ \u202e.tvm'
+    write_program_dir(prog, TANH, {}, {"format": "tensorvm-ir", "version": 1})
+    out = tmp_path / "sel"
+    assert cli.main(["selective-build", str(prog), "-o", str(out), "--source", str(ROOT)]) == 0
+    check_cmake("CMakeLists.txt", (out / "CMakeLists.txt").read_text(), "", set())
+    assert _listed(out / OPS_FILE) == ["neg", "tanh"]
+
+
 def _run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=1800, **kw)
 

@@ -1,7 +1,7 @@
-// @NS@: @SOURCE@ compiled to C++ by `tensorvm compile` (docs/aot.md).
-//   auto program = @NS@::Program::load("model.tvm");   // binds the ops and the weights by name
-//   @NS@::Session session(program);
-//   auto outputs = @NS@::run(session, "generate", {vm::Value(ids)});
+// @NS:namespace@: @SOURCE:cpp_comment@ compiled to C++ by `tensorvm compile` (docs/aot.md).
+//   auto program = @NS:namespace@::Program::load("model.tvm");   // binds the ops and the weights by name
+//   @NS:namespace@::Session session(program);
+//   auto outputs = @NS:namespace@::run(session, "generate", {vm::Value(ids)});
 // The same interface as vm::Program / vm::Session / vm::run, without a parser or an interpreter.
 #pragma once
 
@@ -12,7 +12,11 @@
 
 #include "vm/aot.h"
 
-namespace @NS@ {
+#ifdef @NS:namespace@
+#error "the namespace @NS:namespace@ is a macro of the headers above: compile the program with another --name"
+#endif
+
+namespace @NS:namespace@ {
 
 struct Ops;
 struct Weights;
@@ -61,4 +65,4 @@ std::vector<vm::Value> run(Session& session, const std::string& function, std::v
 const std::vector<vm::aot::Signature>& signatures();
 const std::string& meta_json();
 
-}  // namespace @NS@
+}  // namespace @NS:namespace@
