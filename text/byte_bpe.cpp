@@ -27,9 +27,11 @@ namespace {
 // GPT-2's pre-tokenizer regex (the ByteLevel pre-tokenizer with use_regex).
 const char* const kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Unsigned arithmetic: a tokenizer.json may give ids anywhere in int64, and a signed
+// product would overflow.
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(p.first * 1000003 ^ p.second);
+    return std::hash<uint64_t>()(uint64_t(p.first) * 1000003u ^ uint64_t(p.second));
   }
 };
 

@@ -101,4 +101,19 @@ TEST_CASE("byte-level BPE: words by the regex, merges by rank, special tokens wh
   CHECK_THAT(error_of([&] { tok->decode({99}); }), Catch::Contains("token id 99 is outside the vocabulary"));
 }
 
+// Found by fuzz_tokenizer_json (tests/fuzz/findings.md): the merge table's hash multiplied
+// the ids as int64, a signed overflow for ids past 2^63 / 1000003 (UBSan stops the
+// sanitizer build's run of this test; the others wrapped silently).
+TEST_CASE("byte-level BPE: merges of ids anywhere in int64", "[text]") {
+  TempProgram p(kBpeEntry, R"({
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"a": 4611686018427387904, "b": -4611686018427387904, "ab": 9223372036854775807},
+              "merges": ["a b"]}
+  })");
+  const auto tok = text::load_tokenizer(p.dir);
+  CHECK(tok->encode("ab") == std::vector<int64_t>{9223372036854775807});
+  CHECK(tok->encode("ba") == std::vector<int64_t>{-4611686018427387904, 4611686018427387904});
+  CHECK(tok->decode({9223372036854775807}) == "ab");
+}
+
 #endif  // TENSORVM_HAVE_TEXT
