@@ -1,5 +1,6 @@
 #include "text/spm_files.h"
 
+#include "text/spm_model_check.h"
 #include "text/util.h"
 
 namespace text {
@@ -19,8 +20,20 @@ nlohmann::json load_tokenizer_config(const FileMap& files, std::string_view who)
 }
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path, std::string_view who) {
+  // Read here and checked before the library parses it: it trusts the normalisation
+  // rules it finds in a model (text/spm_model_check.h).
+  const std::string model = read_text_file(path);
+  const std::string problem = spm_model_problem(model);
+  if (!problem.empty()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, problem);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
+  sentencepiece::util::Status status;
+  try {
+    status = sp->LoadFromSerializedProto(model);
+  } catch (const std::exception& e) {
+    // Its trie builder (darts-clone) throws on a piece it cannot hold, e.g. one that
+    // starts with a NUL byte, where the rest of the library returns a status.
+    fail("{}: cannot load the sentencepiece model {}: {}", who, path, e.what());
+  }
   if (!status.ok()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, status.ToString());
   return sp;
 }
