@@ -198,8 +198,9 @@ class ByteBpe final : public Tokenizer {
     }
     ignore_merges_ = model.value("ignore_merges", false);
     for (const auto& [tok, id] : model.at("vocab").items()) {
-      vocab_[tok] = id.get<int64_t>();
-      id_to_token_[id.get<int64_t>()] = tok;
+      const int64_t v = json_int(id);
+      vocab_[tok] = v;
+      id_to_token_[v] = tok;
     }
     int64_t rank = 0;
     for (const auto& m : model.at("merges")) {
@@ -403,8 +404,8 @@ class ByteBpe final : public Tokenizer {
     const std::string type = p.value("type", "");
     if (type == "ByteLevel") return;  // offsets only
     if (type == "RobertaProcessing") {  // BART, RoBERTa: <s> text </s> (its other fields are offsets only)
-      prefix_.push_back(p.at("cls").at(1).get<int64_t>());
-      suffix_.push_back(p.at("sep").at(1).get<int64_t>());
+      prefix_.push_back(json_int(p.at("cls").at(1)));
+      suffix_.push_back(json_int(p.at("sep").at(1)));
       return;
     }
     const nlohmann::json* proc = &p;
@@ -428,7 +429,7 @@ class ByteBpe final : public Tokenizer {
       }
       const std::string name = piece.at("SpecialToken").at("id").get<std::string>();
       const auto& st = proc->at("special_tokens").at(name);
-      for (const auto& id : st.at("ids")) (seen_sequence ? suffix_ : prefix_).push_back(id.get<int64_t>());
+      for (const auto& id : st.at("ids")) (seen_sequence ? suffix_ : prefix_).push_back(json_int(id));
     }
   }
 

@@ -116,4 +116,17 @@ TEST_CASE("byte-level BPE: merges of ids anywhere in int64", "[text]") {
   CHECK(tok->decode({9223372036854775807}) == "ab");
 }
 
+// Found by fuzz_tokenizer_json (tests/fuzz/findings.md): a float id (2.27e+109 in the
+// vocabulary) went through nlohmann's get<int64_t>, a cast undefined past int64's range
+// (UBSan) that elsewhere gave some id silently; 1.5 became 1.
+TEST_CASE("BPE: an id that is not an integer is refused, naming the file", "[text]") {
+  for (const char* vocab : {R"({"a": 2.27e109, "b": 1})", R"({"a": 1.5, "b": 1})", R"({"a": 18446744073709551615})"}) {
+    INFO(vocab);
+    TempProgram p(kBpeEntry, std::string(R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )") +
+                                 vocab + R"(, "merges": []}})");
+    CHECK_THAT(error_of([&] { text::load_tokenizer(p.dir); }),
+               Catch::Contains("tokenizer.json: [json.exception.type_error.302] an id must be an integer within int64"));
+  }
+}
+
 #endif  // TENSORVM_HAVE_TEXT
