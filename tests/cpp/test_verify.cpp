@@ -29,10 +29,10 @@ std::string manifest(const std::string& output) {
          output + "]}]}";
 }
 
-int verify(const std::string& manifest_text) {
+int verify(const std::string& manifest_text, ir::ArrayData expected = f32_array("expected.0", {2, 3})) {
   const auto program = vm::Program::from_memory(kProgram, nullptr, 0);
-  const cli::BundleArrays arrays = [](const std::string&) {
-    return std::vector<ir::ArrayData>{f32_array("input.x", {1, 2}), f32_array("expected.0", {2, 3})};
+  const cli::BundleArrays arrays = [&](const std::string&) {
+    return std::vector<ir::ArrayData>{f32_array("input.x", {1, 2}), expected};
   };
   return cli::verify_bundle(manifest_text, "p.tvm/bundle.json", arrays, program, {});
 }
@@ -57,4 +57,13 @@ TEST_CASE("verify_bundle reports a manifest field of the wrong type as a vm::Err
     CHECK_THROWS_AS(verify(m), vm::Error);
     CHECK_THROWS_WITH(verify(m), Catch::Contains("verify: p.tvm/bundle.json: [json.exception.type_error"));
   }
+}
+
+// Found by fuzz_bundle (tests/fuzz/findings.md): an expected array of shape
+// [2^32, 2^32, 0] (empty, and valid as a file) made verify multiply its dims past int64
+// (UBSan; the wrapped count happened to be 0). It is a shape mismatch.
+TEST_CASE("verify_bundle compares an empty expected array whose other dims overflow int64") {
+  ir::ArrayData empty = f32_array("expected.0", {});
+  empty.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
+  CHECK(verify(manifest(R"({"index": 0, "compare": "exact"})"), empty) == 1);
 }

@@ -64,8 +64,7 @@ Numbers from_array(const ir::ArrayData& a, const std::string& what) {
   Numbers n;
   n.dtype = a.dtype;
   n.shape = a.shape;
-  int64_t count = 1;
-  for (int64_t d : a.shape) count *= d;
+  const int64_t count = vm::Shape(a.shape.begin(), a.shape.end()).numel();  // checked: [2^32, 2^32, 0] is 0
   const size_t width = a.dtype == "F64" || a.dtype == "I64" ? 8 : a.dtype == "F32" || a.dtype == "I32" ? 4
                        : a.dtype == "I8" || a.dtype == "BOOL"                                      ? 1
                                                                                                    : 0;
