@@ -29,11 +29,10 @@ std::string manifest(const std::string& output) {
          output + "]}]}";
 }
 
-int verify(const std::string& manifest_text, ir::ArrayData expected = f32_array("expected.0", {2, 3})) {
+int verify(const std::string& manifest_text, ir::ArrayData expected = f32_array("expected.0", {2, 3}),
+           ir::ArrayData input = f32_array("input.x", {1, 2})) {
   const auto program = vm::Program::from_memory(kProgram, nullptr, 0);
-  const cli::BundleArrays arrays = [&](const std::string&) {
-    return std::vector<ir::ArrayData>{f32_array("input.x", {1, 2}), expected};
-  };
+  const cli::BundleArrays arrays = [&](const std::string&) { return std::vector<ir::ArrayData>{input, expected}; };
   return cli::verify_bundle(manifest_text, "p.tvm/bundle.json", arrays, program, {});
 }
 
@@ -66,4 +65,14 @@ TEST_CASE("verify_bundle compares an empty expected array whose other dims overf
   ir::ArrayData empty = f32_array("expected.0", {});
   empty.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
   CHECK(verify(manifest(R"({"index": 0, "compare": "exact"})"), empty) == 1);
+}
+
+// Found by fuzz_bundle: an empty input array (no bytes: a null data()) went to memcpy,
+// which must not be given null (UBSan).
+TEST_CASE("verify_bundle runs a case whose input array is empty") {
+  ir::ArrayData empty = f32_array("input.x", {});
+  empty.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
+  ir::ArrayData expected = f32_array("expected.0", {});
+  expected.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
+  CHECK(verify(manifest(R"({"index": 0, "compare": "exact"})"), expected, empty) == 0);
 }
