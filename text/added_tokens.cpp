@@ -39,7 +39,7 @@ void AddedTokens::add_from_config(const nlohmann::json& d) {
 }
 
 void AddedTokens::add_from_tokenizer_json(const nlohmann::json& list) {
-  for (const auto& j : list) add(from_json(j, j.at("id").get<int64_t>()));
+  for (const auto& j : list) add(from_json(j, json_int(j.at("id"))));
 }
 
 const AddedToken* AddedTokens::find(const std::string& content) const {

@@ -29,9 +29,11 @@ namespace {
 // GPT-2's pre-tokenizer regex (the ByteLevel pre-tokenizer with use_regex).
 const char* const kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Unsigned arithmetic: a tokenizer.json may give ids anywhere in int64, and a signed
+// product would overflow.
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(p.first * 1000003 ^ p.second);
+    return std::hash<uint64_t>()(uint64_t(p.first) * 1000003u ^ uint64_t(p.second));
   }
 };
 
@@ -234,8 +236,9 @@ class ByteBpe final : public Tokenizer {
     }
     ignore_merges_ = model.value("ignore_merges", false);
     for (const auto& [tok, id] : model.at("vocab").items()) {
-      vocab_[tok] = id.get<int64_t>();
-      id_to_token_[id.get<int64_t>()] = tok;
+      const int64_t v = json_int(id);
+      vocab_[tok] = v;
+      id_to_token_[v] = tok;
     }
     int64_t rank = 0;
     for (const auto& m : model.at("merges")) {
@@ -463,8 +466,8 @@ class ByteBpe final : public Tokenizer {
     const std::string type = p.value("type", "");
     if (type == "ByteLevel") return;  // offsets only
     if (type == "RobertaProcessing") {  // BART, RoBERTa: <s> text </s> (its other fields are offsets only)
-      prefix_.push_back(p.at("cls").at(1).get<int64_t>());
-      suffix_.push_back(p.at("sep").at(1).get<int64_t>());
+      prefix_.push_back(json_int(p.at("cls").at(1)));
+      suffix_.push_back(json_int(p.at("sep").at(1)));
       return;
     }
     const nlohmann::json* proc = &p;
@@ -488,7 +491,7 @@ class ByteBpe final : public Tokenizer {
       }
       const std::string name = piece.at("SpecialToken").at("id").get<std::string>();
       const auto& st = proc->at("special_tokens").at(name);
-      for (const auto& id : st.at("ids")) (seen_sequence ? suffix_ : prefix_).push_back(id.get<int64_t>());
+      for (const auto& id : st.at("ids")) (seen_sequence ? suffix_ : prefix_).push_back(json_int(id));
     }
   }
 

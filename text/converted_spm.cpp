@@ -14,7 +14,7 @@ ConvertedVocab load_converted_vocab(const nlohmann::json& tj, const std::string&
   try {
     const auto& vocab = tj["model"]["vocab"];
     if (vocab.is_object()) {  // BPE: {piece: id}
-      for (const auto& [piece, id] : vocab.items()) v.ids[piece] = id.get<int64_t>();
+      for (const auto& [piece, id] : vocab.items()) v.ids[piece] = json_int(id);
     } else if (vocab.is_array()) {  // Unigram: [[piece, score], ...] in id order
       for (size_t i = 0; i < vocab.size(); ++i) v.ids.emplace(vocab[i].at(0).get<std::string>(), int64_t(i));
     } else {

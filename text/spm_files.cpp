@@ -1,5 +1,7 @@
 #include "text/spm_files.h"
 
+#include "text/protobuf_wire.h"
+#include "text/spm_model_check.h"
 #include "text/util.h"
 
 namespace text {
@@ -18,62 +20,64 @@ nlohmann::json load_tokenizer_config(const FileMap& files, std::string_view who)
   return config;
 }
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path, std::string_view who) {
+namespace {
+
+// The library trusts the normalisation rules it finds in a model (text/spm_model_check.h),
+// and its trie builder (darts-clone) throws on a piece it cannot hold, e.g. one that
+// starts with a NUL byte, where the rest of the library returns a status.
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_checked(const std::string& model, const std::string& path,
+                                                                    std::string_view who) {
+  const std::string problem = spm_model_problem(model);
+  if (!problem.empty()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, problem);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  // Read here, not by the library's Load: it opens any name and reads it to the end.
-  const auto status = sp->LoadFromSerializedProto(read_text_file(path));
+  sentencepiece::util::Status status;
+  try {
+    status = sp->LoadFromSerializedProto(model);
+  } catch (const std::exception& e) {
+    fail("{}: cannot load the sentencepiece model {}: {}", who, path, e.what());
+  }
   if (!status.ok()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, status.ToString());
   return sp;
+}
+
+}  // namespace
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path, std::string_view who) {
+  // Read here, not by the library's Load: it opens any name and reads it to the end.
+  return load_checked(read_text_file(path), path, who);
 }
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm_unnormalized(const std::string& path,
                                                                              std::string_view who,
                                                                              std::string* charsmap) {
   const std::string proto = read_text_file(path);
-  // Calls f(field number, whole field, payload of a length-delimited one) for each field of `b`.
-  auto each_field = [&](std::string_view b, auto&& f) {
-    size_t pos = 0;
-    auto varint = [&] {
-      uint64_t v = 0;
-      for (int shift = 0; pos < b.size() && shift < 64; shift += 7) {
-        const auto c = static_cast<unsigned char>(b[pos++]);
-        v |= uint64_t(c & 0x7f) << shift;
-        if (!(c & 0x80)) return v;
-      }
-      fail("{}: {} is not a sentencepiece model (bad protobuf)", who, path);
-    };
-    while (pos < b.size()) {
-      const size_t start = pos;
-      const uint64_t key = varint(), type = key & 7;
-      size_t payload = pos, len = 0;
-      if (type == 0) varint();
-      else if (type == 1) pos += 8;
-      else if (type == 5) pos += 4;
-      else if (type == 2) len = varint(), payload = pos, pos += len;
-      else fail("{}: {} is not a sentencepiece model (protobuf wire type {})", who, path, type);
-      if (pos > b.size()) fail("{}: {} is not a sentencepiece model (truncated)", who, path);
-      f(key >> 3, b.substr(start, pos - start), b.substr(payload, len));
-    }
-  };
   // Every top-level field of the ModelProto but normalizer_spec (field 3), copied as it is.
   std::string out;
-  each_field(proto, [&](uint64_t field, std::string_view whole, std::string_view payload) {
+  try {
+  Wire w(proto);
+  uint32_t field = 0, type = 0;
+  for (size_t start = 0; w.next(field, type); start = w.pos()) {
     if (field != 3) {
-      out += whole;
-    } else if (charsmap) {  // NormalizerSpec.precompiled_charsmap is field 2
-      each_field(payload, [&](uint64_t f, std::string_view, std::string_view p) {
-        if (f == 2) *charsmap = std::string(p);
-      });
+      w.skip(type);
+      out.append(proto, start, w.pos() - start);
+    } else if (type != 2) {
+      fail("{}: {} is not a sentencepiece model (normalizer_spec of wire type {})", who, path, type);
+    } else {
+      Wire spec(w.bytes());
+      while (spec.next(field, type)) {  // NormalizerSpec.precompiled_charsmap is field 2
+        if (field == 2 && type == 2 && charsmap) *charsmap = std::string(spec.bytes());
+        else spec.skip(type);
+      }
     }
-  });
+  }
+  } catch (const Error& e) {
+    fail("{}: cannot load the sentencepiece model {}: {}", who, path, e.what());
+  }
   // NormalizerSpec{name: "identity", add_dummy_prefix: false, remove_extra_whitespaces:
   // false, escape_whitespaces: true}
   static const char kIdentity[] = "\x1a\x10\x0a\x08identity\x18\x00\x20\x00\x28\x01";
   out.append(kIdentity, sizeof kIdentity - 1);
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->LoadFromSerializedProto(out);
-  if (!status.ok()) fail("{}: cannot load the sentencepiece model {}: {}", who, path, status.ToString());
-  return sp;
+  return load_checked(out, path, who);
 }
 
 std::unordered_map<std::string, int64_t> load_vocab(const std::string& path, std::string_view who) {

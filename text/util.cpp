@@ -16,6 +16,13 @@ std::string read_text_file(const std::string& path) {
   }
 }
 
+int64_t json_int(const nlohmann::json& j) {
+  if (j.is_number_integer() && !(j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)))
+    return j.get<int64_t>();
+  throw nlohmann::json::type_error::create(
+      302, fmt::format("an id must be an integer within int64, got {}", j.dump().substr(0, 40)), &j);
+}
+
 namespace {
 
 // The UTF-8 length of a Python-whitespace character at the start of `s`, else 0

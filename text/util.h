@@ -21,6 +21,11 @@ template <typename... A>
 // read without blocking (ir/regular_file.h); anything else is an Error naming it.
 std::string read_text_file(const std::string& path);
 
+// An id of a tokenizer file: `j` as an int64 when it is a JSON integer that fits. Anything
+// else throws nlohmann's type_error, as get<int64_t>() does for a string, so the loaders'
+// handlers name the file: get<int64_t>() casts a float, undefined past int64's range.
+int64_t json_int(const nlohmann::json& j);
+
 // str.strip(), str.lstrip(), str.rstrip() as Python does them: Unicode whitespace,
 // not only ASCII (transformers strips decoded text with str.strip()).
 std::string_view py_strip(std::string_view s);

@@ -135,7 +135,7 @@ class Whisper final : public Tokenizer {
       }
       no_timestamps_ = p.value("no_timestamps", false);
       if (p.contains("forced_decoder_ids"))
-        for (const auto& id : p.at("forced_decoder_ids")) forced_.push_back(id.is_null() ? kForcedNone : id.get<int64_t>());
+        for (const auto& id : p.at("forced_decoder_ids")) forced_.push_back(id.is_null() ? kForcedNone : json_int(id));
       multilingual_ = p.value("multilingual", true);
     } catch (const nlohmann::json::exception& e) {
       fail("whisper tokenizer: meta.json's tokenizer \"prompt\" is malformed: {}", e.what());

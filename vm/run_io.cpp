@@ -65,7 +65,7 @@ std::string safetensors_dtype(vm::DType t) {
 vm::Value value_from_array(const ir::ArrayData& a, const std::string& type, const std::string& what) {
   if (type == "Tensor" || type == "Tensor?" || (type == "Any" && !a.shape.empty())) {
     vm::Tensor t = vm::Tensor::empty(dtype_from_name(a.dtype, what), vm::Shape(a.shape.begin(), a.shape.end()));
-    std::memcpy(t.raw(), a.data.data(), a.data.size());
+    if (!a.data.empty()) std::memcpy(t.raw(), a.data.data(), a.data.size());  // an empty vector's data() may be null
     return vm::Value(t);
   }
   return scalar_from_array(a, type, what);

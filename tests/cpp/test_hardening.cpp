@@ -60,6 +60,11 @@ TEST_CASE("hardening: shape products that overflow are errors", "[hardening]") {
   CHECK_THAT(error_of([] { Tensor::empty(vm::DType::f32, {int64_t(1) << 47}); }), Catch::Contains("byte limit"));
   CHECK_THAT(error_of([] { vm::Pool::global().allocate(SIZE_MAX - 10); }), Catch::Contains("byte limit"));
   CHECK(Tensor::empty(vm::DType::f32, {0, int64_t(1) << 62}).numel() == 0);
+  // Found by fuzz_bundle (tests/fuzz/findings.md): with the zero dim innermost, the outer
+  // strides multiplied the other dims past int64 (UBSan; a wrapped stride otherwise).
+  const int64_t big = int64_t(1) << 32;
+  CHECK(vm::contiguous_strides({big, big, big, 2, 0}) == vm::Shape{2 * big, 2 * big, 2, 1, 1});
+  CHECK(Tensor::empty(vm::DType::f32, {big, big, 0}).numel() == 0);
 }
 
 TEST_CASE("hardening: IR that asks for an overflowing tensor fails naming the op", "[hardening]") {

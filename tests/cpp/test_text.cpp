@@ -181,6 +181,32 @@ TEST_CASE("sentencepiece BPE: Replace steps that compound are an error past 16 t
   CHECK_THAT(error_of([&] { dec->decode(std::vector<int64_t>(100, 1)); }),
              Catch::Contains("step 2 of tokenizer.json's decoder would grow a text of 300 bytes to 76800 bytes"));
   CHECK(dec->decode({2}) == "a");
+// Found by fuzz_tokenizer_json (tests/fuzz/findings.md): the merge table's hash multiplied
+// the ids as int64, a signed overflow for ids past 2^63 / 1000003 (UBSan stops the
+// sanitizer build's run of this test; the others wrapped silently).
+TEST_CASE("byte-level BPE: merges of ids anywhere in int64", "[text]") {
+  TempProgram p(kBpeEntry, R"({
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"a": 4611686018427387904, "b": -4611686018427387904, "ab": 9223372036854775807},
+              "merges": ["a b"]}
+  })");
+  const auto tok = text::load_tokenizer(p.dir);
+  CHECK(tok->encode("ab") == std::vector<int64_t>{9223372036854775807});
+  CHECK(tok->encode("ba") == std::vector<int64_t>{-4611686018427387904, 4611686018427387904});
+  CHECK(tok->decode({9223372036854775807}) == "ab");
+}
+
+// Found by fuzz_tokenizer_json (tests/fuzz/findings.md): a float id (2.27e+109 in the
+// vocabulary) went through nlohmann's get<int64_t>, a cast undefined past int64's range
+// (UBSan) that elsewhere gave some id silently; 1.5 became 1.
+TEST_CASE("BPE: an id that is not an integer is refused, naming the file", "[text]") {
+  for (const char* vocab : {R"({"a": 2.27e109, "b": 1})", R"({"a": 1.5, "b": 1})", R"({"a": 18446744073709551615})"}) {
+    INFO(vocab);
+    TempProgram p(kBpeEntry, std::string(R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )") +
+                                 vocab + R"(, "merges": []}})");
+    CHECK_THAT(error_of([&] { text::load_tokenizer(p.dir); }),
+               Catch::Contains("tokenizer.json: [json.exception.type_error.302] an id must be an integer within int64"));
+  }
 }
 
 #endif  // TENSORVM_HAVE_TEXT

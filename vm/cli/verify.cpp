@@ -64,8 +64,7 @@ Numbers from_array(const ir::ArrayData& a, const std::string& what) {
   Numbers n;
   n.dtype = a.dtype;
   n.shape = a.shape;
-  int64_t count = 1;
-  for (int64_t d : a.shape) count *= d;
+  const int64_t count = vm::Shape(a.shape.begin(), a.shape.end()).numel();  // checked: [2^32, 2^32, 0] is 0
   const size_t width = a.dtype == "F64" || a.dtype == "I64" ? 8 : a.dtype == "F32" || a.dtype == "I32" ? 4
                        : a.dtype == "I8" || a.dtype == "BOOL"                                      ? 1
                                                                                                    : 0;
@@ -99,12 +98,8 @@ Numbers from_array(const ir::ArrayData& a, const std::string& what) {
   return n;
 }
 
-nlohmann::json read_manifest(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) vm::fail("verify: {} not found: bundle example inputs with `tensorvm bundle PROGRAM FUNCTION ...` first", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+nlohmann::json parse_manifest(const std::string& text, const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) vm::fail("verify: {} is not valid JSON", path);
   if (j.value("format", "") != "tensorvm-bundle" || !j.contains("version") || j["version"] != 1)
     vm::fail("verify: {} is not a tensorvm-bundle version 1 manifest", path);
@@ -160,12 +155,9 @@ Verdict compare(const Numbers& got, const Numbers& want, const nlohmann::json& s
                              head, over, want.size(), first, got.floats[first], want.floats[first])};
 }
 
-}  // namespace
-
-int run_verify(const std::string& dir, const std::shared_ptr<const vm::Program>& program,
-               const vm::SessionOptions& options) {
-  const std::string manifest_path = dir + "/bundle.json";
-  const nlohmann::json manifest = read_manifest(manifest_path);
+int verify_cases(const std::string& manifest_text, const std::string& manifest_path, const BundleArrays& read_arrays,
+                 const std::shared_ptr<const vm::Program>& program, const vm::SessionOptions& options, vm::Hook* hook) {
+  const nlohmann::json manifest = parse_manifest(manifest_text, manifest_path);
   int outputs = 0, failed = 0;
   for (size_t c = 0; c < manifest["cases"].size(); ++c) {
     const nlohmann::json& kase = manifest["cases"][c];
@@ -178,7 +170,7 @@ int run_verify(const std::string& dir, const std::shared_ptr<const vm::Program>&
       vm::fail("verify: {}: arrays '{}' must name a file in the program directory", what, file);
     const vm::Function& fn = program->function(kase["function"].get<std::string>());
     std::map<std::string, ir::ArrayData> arrays;
-    for (ir::ArrayData& a : ir::read_arrays(dir + "/" + file)) arrays.emplace(a.name, std::move(a));
+    for (ir::ArrayData& a : read_arrays(file)) arrays.emplace(a.name, std::move(a));
 
     std::vector<vm::Value> inputs;
     for (size_t p = 0; p < fn.param_names.size(); ++p) {
@@ -193,6 +185,7 @@ int run_verify(const std::string& dir, const std::shared_ptr<const vm::Program>&
         vm::fail("verify: {}: no input.{} for {}", what, name, fn.name);
     }
     vm::Session session(program, options);
+    if (hook) session.set_hook(hook);
     const std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs));
     for (const nlohmann::json& spec : kase["outputs"]) {
       if (!spec.is_object() || !spec.contains("index") || !spec["index"].is_number_unsigned())
@@ -224,6 +217,33 @@ int run_verify(const std::string& dir, const std::shared_ptr<const vm::Program>&
   fmt::print("verify: passed: {} outputs of {} cases (kernel variant {}, {})\n", outputs, manifest["cases"].size(),
              ops::kernel_table().name, ops::cpu_info().arch);
   return 0;
+}
+
+}  // namespace
+
+int verify_bundle(const std::string& manifest_text, const std::string& manifest_path, const BundleArrays& read_arrays,
+                  const std::shared_ptr<const vm::Program>& program, const vm::SessionOptions& options,
+                  vm::Hook* hook) {
+  // A field of the wrong type ("compare": 5, "atol": "x") makes nlohmann's value() and
+  // get() throw: that is a bad manifest, reported as one.
+  try {
+    return verify_cases(manifest_text, manifest_path, read_arrays, program, options, hook);
+  } catch (const nlohmann::json::exception& e) {
+    vm::fail("verify: {}: {}", manifest_path, e.what());
+  }
+}
+
+int run_verify(const std::string& dir, const std::shared_ptr<const vm::Program>& program,
+               const vm::SessionOptions& options) {
+  const std::string manifest_path = dir + "/bundle.json";
+  std::ifstream f(manifest_path, std::ios::binary);
+  if (!f)
+    vm::fail("verify: {} not found: bundle example inputs with `tensorvm bundle PROGRAM FUNCTION ...` first",
+             manifest_path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const BundleArrays arrays = [&dir](const std::string& file) { return ir::read_arrays(dir + "/" + file); };
+  return verify_bundle(text.str(), manifest_path, arrays, program, options);
 }
 
 }  // namespace cli
