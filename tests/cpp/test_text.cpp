@@ -181,6 +181,8 @@ TEST_CASE("sentencepiece BPE: Replace steps that compound are an error past 16 t
   CHECK_THAT(error_of([&] { dec->decode(std::vector<int64_t>(100, 1)); }),
              Catch::Contains("step 2 of tokenizer.json's decoder would grow a text of 300 bytes to 76800 bytes"));
   CHECK(dec->decode({2}) == "a");
+}
+
 // Found by fuzz_tokenizer_json (tests/fuzz/findings.md): the merge table's hash multiplied
 // the ids as int64, a signed overflow for ids past 2^63 / 1000003 (UBSan stops the
 // sanitizer build's run of this test; the others wrapped silently).
