@@ -53,11 +53,14 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     s[i] = acc;
-    // With a zero dim the outer strides are never used to address anything, and the
-    // other dims' product need not fit: they stop growing where they would wrap.
-    int64_t next = 0;
-    if (n == 0 && (shape[i] == 0 || __builtin_mul_overflow(acc, shape[i], &next))) continue;
-    acc = n == 0 ? next : acc * shape[i];
+    // With a zero dim the outer strides are never used to address anything; keep them
+    // from wrapping all the same.
+    if (n == 0 && shape[i] == 0) continue;
+    // numel is 0 with a zero dim whatever the others are, but strides, is_contiguous
+    // and the ops' loops multiply the others: an empty [2^32, 2^32, 0] from a file
+    // would overflow them all, so it is refused here, where every new tensor passes.
+    if (__builtin_mul_overflow(acc, shape[i], &acc))
+      fail("shape {} is empty, but its other dims multiply past int64", shape.str());
   }
   return s;
 }

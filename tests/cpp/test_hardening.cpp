@@ -60,11 +60,16 @@ TEST_CASE("hardening: shape products that overflow are errors", "[hardening]") {
   CHECK_THAT(error_of([] { Tensor::empty(vm::DType::f32, {int64_t(1) << 47}); }), Catch::Contains("byte limit"));
   CHECK_THAT(error_of([] { vm::Pool::global().allocate(SIZE_MAX - 10); }), Catch::Contains("byte limit"));
   CHECK(Tensor::empty(vm::DType::f32, {0, int64_t(1) << 62}).numel() == 0);
-  // Found by fuzz_bundle (tests/fuzz/findings.md): with the zero dim innermost, the outer
-  // strides multiplied the other dims past int64 (UBSan; a wrapped stride otherwise).
+  // Found by fuzz_bundle (tests/fuzz/findings.md): an empty array of shape [2^32, 2^32, 0]
+  // in an inputs or bundle file; the strides (and then the ops' loops) multiplied the
+  // other dims past int64 (UBSan; wrapped strides otherwise).
   const int64_t big = int64_t(1) << 32;
-  CHECK(vm::contiguous_strides({big, big, big, 2, 0}) == vm::Shape{2 * big, 2 * big, 2, 1, 1});
-  CHECK(Tensor::empty(vm::DType::f32, {big, big, 0}).numel() == 0);
+  for (const vm::Shape& shape : {vm::Shape{big, big, 0}, vm::Shape{0, big, big}, vm::Shape{big, big, big, 2, 0}}) {
+    INFO(shape.str());
+    CHECK_THAT(error_of([&] { vm::contiguous_strides(shape); }), Catch::Contains("is empty, but its other dims multiply past int64"));
+    CHECK_THAT(error_of([&] { Tensor::empty(vm::DType::f32, shape); }), Catch::Contains("multiply past int64"));
+  }
+  CHECK(vm::contiguous_strides({big, 0, big / 4}) == vm::Shape{big / 4, big / 4, 1});  // 2^62 fits
 }
 
 TEST_CASE("hardening: IR that asks for an overflowing tensor fails naming the op", "[hardening]") {
