@@ -18,7 +18,7 @@ def f(x: Tensor) -> Tensor:
 
 ir::ArrayData f32_array(const std::string& name, const std::vector<float>& values) {
   ir::ArrayData a{name, "F32", {int64_t(values.size())}, std::vector<unsigned char>(values.size() * 4)};
-  std::memcpy(a.data.data(), values.data(), a.data.size());
+  if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());  // data() of an empty vector may be null
   return a;
 }
 
