@@ -32,18 +32,24 @@ _LAYOUTS = {
                  "config": ("tokenizer_config.json", False)},
 }
 
-# model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
-# tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
-KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json", "mistral": "tokenizer.json", "gemma": "tokenizer.json",
-                 "phi3": "tokenizer.json", "whisper": "whisper-bpe",
-                 "t5": "t5-spm", "mt5": "t5-spm", "bart": "tokenizer.json"}
+# What an Architecture's `tokenizer` may name: "tokenizer.json" (the kind its tokenizer.json
+# is: Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE) or a kind of _LAYOUTS.
+TOKENIZER_KINDS = ("tokenizer.json", *_LAYOUTS)
+
+
+def tokenizer_kind(model_type: str) -> str | None:
+    """The tokenizer kind of model_type's Architecture (importers.ARCHITECTURES); None for
+    an architecture whose tokenizer is not read, or a model_type not in the table."""
+    from .importers import ARCHITECTURES
+
+    arch = ARCHITECTURES.get(model_type)
+    return None if arch is None else arch.tokenizer
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
     """({name in the program directory: source path}, meta.json "tokenizer" entry), or
     ({}, None) when the checkpoint has no tokenizer files of the kind its model uses."""
-    kind = KIND_OF_MODEL.get(model_type)
+    kind = tokenizer_kind(model_type)
     ckpt = Path(checkpoint_dir)
     if kind == "tokenizer.json":
         kind = _tokenizer_json_kind(ckpt / "tokenizer.json")
