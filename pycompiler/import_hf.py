@@ -4,9 +4,8 @@
     tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm [--no-optimize] [--plugin MODULE]
 
 config.json's model_type picks the architecture (importers/__init__.py, and those that
-plugin modules register: plugins.py). The
-checkpoint is read with transformers' own `from_pretrained`, so whatever it loads
-(safetensors or bin, tied or untied heads) we import. Everything in the config that
+plugin modules register: plugins.py). The checkpoint is read with transformers' own
+`from_pretrained`, so whatever it loads (safetensors or bin, tied or untied heads) we import. Everything in the config that
 changes the computation is honoured or refused, never silently ignored.
 """
 from __future__ import annotations
