@@ -37,11 +37,11 @@ def linear(quantize, x, prefix: str, layer=None, bias: bool = True):
 def output_projection(quantize, x, name: str, bias: str | None = None):
     """Logits from the last hidden states with the (possibly tied) output matrix `name`
     (and the bias vector `bias`, Phi's)."""
-    b = None if bias is None else T.param(bias)
+    b = () if bias is None else (T.param(bias),)  # no bias: the call as before, argument left out
     if quantize is not None:
         op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
-        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"), b)
-    return T.linear(x, T.param(name), b)
+        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"), *b)
+    return T.linear(x, T.param(name), *b)
 
 
 def split_heads(x, rows, length, heads: int, head_dim: int):
