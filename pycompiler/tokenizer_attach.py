@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .importers import UnsupportedConfig
 from .tokenizer_files import _LAYOUTS, KIND_OF_MODEL, tokenizer_files
-from .tokenizer_template import TemplateRefused
+from .tokenizer_template import TemplateRefused, with_template
 
 # Files that hold a vocabulary: a checkpoint with one of them has a tokenizer.
 _VOCABULARY_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "source.spm",
@@ -93,14 +93,15 @@ def attach_tokenizer(builder, checkpoint_dir, model_type: str, tokenizer: bool =
     UnsupportedConfig when it has files the text library cannot read exactly."""
     if not tokenizer:
         return
-    try:
-        files, entry = tokenizer_files(checkpoint_dir, model_type)
-    except TemplateRefused as e:
-        _refuse(checkpoint_dir, str(e))
+    files, entry = tokenizer_files(checkpoint_dir, model_type)
     if entry is None:
         if _present(Path(checkpoint_dir)) and model_type in KIND_OF_MODEL:
             _refuse(checkpoint_dir, why_no_tokenizer(checkpoint_dir, model_type))
         return
+    try:
+        entry = with_template(checkpoint_dir, entry)
+    except TemplateRefused as e:
+        _refuse(checkpoint_dir, str(e))
     reason = check_tokenizer(files, entry)
     if reason is not None:
         _refuse(checkpoint_dir, reason)

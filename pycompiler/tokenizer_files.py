@@ -6,15 +6,12 @@ meta.json entry that tells the C++ text library (text/) how to read them.
     # entry: {"kind": "marian-spm", "files": {"source_spm": "tokenizer/source.spm", ...}}
 
 A checkpoint without the files gives ({}, None): the program is imported without a
-tokenizer, and the text verbs (tokenize, translate, complete) then say so. Files whose
-special tokens transformers builds at load in a way the library cannot follow raise
-tokenizer_template.TemplateRefused, with the reason.
+tokenizer, and the text verbs (tokenize, translate, complete) then say so. The special
+tokens some classes build at load are added to the entry by tokenizer_template.with_template.
 """
 from __future__ import annotations
 
 from pathlib import Path
-
-from .tokenizer_template import template_ids
 
 SUBDIR = "tokenizer"
 
@@ -75,12 +72,6 @@ def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]
         prompt = _whisper_prompt(ckpt)
         if prompt is not None:
             entry["prompt"] = prompt
-    if kind in ("byte-level-bpe", "sentencepiece", "whisper-bpe"):
-        # TemplateRefused (a ValueError) goes up: import-hf refuses the tokenizer with its reason
-        config, tj = _read_json(ckpt / "tokenizer_config.json"), _read_json(ckpt / "tokenizer.json")
-        template = template_ids(kind, tj if isinstance(tj, dict) else {}, config if isinstance(config, dict) else {})
-        if template is not None:
-            entry["template"] = template
     return files, entry
 
 

@@ -9,7 +9,8 @@ tokenizer "template" ({"prefix": [ids], "suffix": [ids]}) for the C++ text libra
 The other classes run tokenizer.json's post_processor (transformers 5 drops
 tokenizer_config.json's add_bos_token / add_eos_token when there is a tokenizer.json).
 
-    template_ids(ckpt, "whisper-bpe", tj, config)   # {"prefix": [50258, 50363], "suffix": [50257]}
+    template_ids("whisper-bpe", tj, config)   # {"prefix": [50258, 50363], "suffix": [50257]}
+    entry = with_template(checkpoint_dir, entry)  # tokenizer_files' entry, "template" added
 
 None when tokenizer.json's post_processor stands; TemplateRefused with the reason where
 transformers would take something the files do not hold (a token the vocabulary lacks)
@@ -22,6 +23,20 @@ _ROBERTA = ("RobertaTokenizer", "RobertaTokenizerFast", "BartTokenizer", "BartTo
 
 class TemplateRefused(ValueError):
     """The files ask transformers for special tokens the text library cannot reproduce."""
+
+
+def with_template(checkpoint_dir, entry: dict) -> dict:
+    """tokenizer_files' meta.json `entry`, with "template" added where the checkpoint's
+    tokenizer class builds its special tokens at load; TemplateRefused with the reason."""
+    from pathlib import Path
+
+    from .tokenizer_files import _read_json
+
+    ckpt = Path(checkpoint_dir)
+    config, tj = _read_json(ckpt / "tokenizer_config.json"), _read_json(ckpt / "tokenizer.json")
+    template = template_ids(entry["kind"], tj if isinstance(tj, dict) else {},
+                            config if isinstance(config, dict) else {})
+    return entry if template is None else {**entry, "template": template}
 
 
 def template_ids(kind: str, tj: dict, config: dict) -> dict | None:

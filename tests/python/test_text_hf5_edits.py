@@ -125,7 +125,7 @@ def test_whisper_prefix_transformers_refuses(tmp_path, config, reason):
 
 @pytest.mark.parametrize("maker, model_type, bad_key", [
     (h5.make_m2m100, "m2m_100", "x7"),
-    (h5.make_marian, "marian", "12ab"),
+    (tf.make_marian_tokenizer, "marian", "12ab"),  # a small Marian: the same config code
 ])
 def test_added_tokens_decoder_key_that_is_no_id(maker, model_type, bad_key, tmp_path):
     """A key of tokenizer_config.json's added_tokens_decoder that is not a number: a clear
