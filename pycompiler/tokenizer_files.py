@@ -168,7 +168,7 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
 
 def _tokenizer_json_kind(path: Path) -> str | None:
     """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
-    without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
+    without a pre-tokenizer or with a Split, or from a Metaspace pre-tokenizer), or None (no
     tokenizer.json, or one of another kind: the C++ library says at load
     what in a file of a known kind it does not support)."""
     import json
@@ -184,8 +184,9 @@ def _tokenizer_json_kind(path: Path) -> str | None:
         return "sentencepiece"
     if (tj.get("pre_tokenizer") or {}).get("type") == "Metaspace":  # Llama 2 as transformers 5 saves it
         return "sentencepiece"
+    # Gemma as transformers 5 saves it: a Split on " " after Replace(" ", "▁") (the library checks the Split)
     if (tj.get("pre_tokenizer") or {}).get("type") == "Split" and "\u2581" in json.dumps(
-            tj.get("normalizer"), ensure_ascii=False):  # Gemma as transformers 5 saves it (the library checks the Split)
+            tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     return None
 
