@@ -18,6 +18,7 @@ or refuse the files itself (an unknown language or task).
 """
 from __future__ import annotations
 
+_GENERIC = ("PreTrainedTokenizerFast", "TokenizersBackend", "")
 _ROBERTA = ("RobertaTokenizer", "RobertaTokenizerFast", "BartTokenizer", "BartTokenizerFast")
 
 
@@ -34,6 +35,13 @@ def with_template(checkpoint_dir, entry: dict) -> dict:
 
     ckpt = Path(checkpoint_dir)
     config, tj = _read_json(ckpt / "tokenizer_config.json"), _read_json(ckpt / "tokenizer.json")
+    cls = str(config.get("tokenizer_class") or "") if isinstance(config, dict) else ""
+    if (entry["kind"] in ("byte-level-bpe", "sentencepiece", "whisper-bpe") and isinstance(tj, dict)
+            and tj.get("decoder") is None and cls not in _GENERIC):
+        # The model classes build their own decoder at load; only the generic class runs
+        # tokenizer.json's, whose null the library follows (tokens joined with spaces).
+        raise TemplateRefused(f"tokenizer.json has no decoder, but transformers' {cls} builds its own at load "
+                              "(the text library follows tokenizer.json)")
     template = template_ids(entry["kind"], tj if isinstance(tj, dict) else {},
                             config if isinstance(config, dict) else {})
     return entry if template is None else {**entry, "template": template}

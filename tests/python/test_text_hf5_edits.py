@@ -74,6 +74,20 @@ def test_no_decoder_joins_tokens_with_spaces(saved, name, lines, tmp_path):
     _check_exact(ckpt, MAKERS[name][1], lines, tmp_path)
 
 
+def test_no_decoder_under_a_model_class_is_refused(saved, tmp_path):
+    """GPT2Tokenizer builds its own ByteLevel decoder at load and ignores tokenizer.json's
+    null one, where the library would join the tokens with spaces: refused at import."""
+    from types import SimpleNamespace
+
+    from tensorvm.pycompiler.importers import UnsupportedConfig
+    from tensorvm.pycompiler.tokenizer_attach import attach_tokenizer
+
+    ckpt = _copy(saved, "gpt2", tmp_path)
+    _edit(ckpt / "tokenizer.json", decoder=None)
+    with pytest.raises(UnsupportedConfig, match="tokenizer.json has no decoder, but transformers' GPT2Tokenizer"):
+        attach_tokenizer(SimpleNamespace(meta={}, extra_files=None), ckpt, "gpt2")
+
+
 def test_a_byte_level_decoder_of_another_kind_is_refused(saved, tmp_path):
     """A byte-level tokenizer.json whose decoder is not ByteLevel was read as if it were."""
     ckpt = _copy(saved, "gpt2", tmp_path)
