@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .importers import UnsupportedConfig
 from .tokenizer_files import _LAYOUTS, tokenizer_files, tokenizer_kind
+from .tokenizer_template import TemplateRefused, with_template
 
 # Files that hold a vocabulary: a checkpoint with one of them has a tokenizer.
 _VOCABULARY_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "source.spm",
@@ -97,6 +98,10 @@ def attach_tokenizer(builder, checkpoint_dir, model_type: str, tokenizer: bool =
         if _present(Path(checkpoint_dir)) and tokenizer_kind(model_type) is not None:
             _refuse(checkpoint_dir, why_no_tokenizer(checkpoint_dir, model_type))
         return
+    try:
+        entry = with_template(checkpoint_dir, entry)
+    except TemplateRefused as e:
+        _refuse(checkpoint_dir, str(e))
     reason = check_tokenizer(files, entry)
     if reason is not None:
         _refuse(checkpoint_dir, reason)

@@ -6,7 +6,8 @@ meta.json entry that tells the C++ text library (text/) how to read them.
     # entry: {"kind": "marian-spm", "files": {"source_spm": "tokenizer/source.spm", ...}}
 
 A checkpoint without the files gives ({}, None): the program is imported without a
-tokenizer, and the text verbs (tokenize, translate, complete) then say so.
+tokenizer, and the text verbs (tokenize, translate, complete) then say so. The special
+tokens some classes build at load are added to the entry by tokenizer_template.with_template.
 """
 from __future__ import annotations
 
@@ -173,7 +174,7 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
 
 def _tokenizer_json_kind(path: Path) -> str | None:
     """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
-    without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
+    without a pre-tokenizer or with a Split, or from a Metaspace pre-tokenizer), or None (no
     tokenizer.json, or one of another kind: the C++ library says at load
     what in a file of a known kind it does not support)."""
     import json
@@ -188,6 +189,10 @@ def _tokenizer_json_kind(path: Path) -> str | None:
     if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     if (tj.get("pre_tokenizer") or {}).get("type") == "Metaspace":  # Llama 2 as transformers 5 saves it
+        return "sentencepiece"
+    # Gemma as transformers 5 saves it: a Split on " " after Replace(" ", "▁") (the library checks the Split)
+    if (tj.get("pre_tokenizer") or {}).get("type") == "Split" and "\u2581" in json.dumps(
+            tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     return None
 
