@@ -38,6 +38,7 @@ KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "token
                  "llama": "tokenizer.json", "mistral": "tokenizer.json", "gemma": "tokenizer.json",
                  "phi3": "tokenizer.json", "whisper": "whisper-bpe",
                  "t5": "t5-spm", "mt5": "t5-spm", "bart": "tokenizer.json"}
+KIND_OF_MODEL.update({"qwen3": "tokenizer.json", "smollm3": "tokenizer.json", "gemma3_text": "tokenizer.json"})
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
