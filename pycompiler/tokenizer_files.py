@@ -166,6 +166,9 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
     return list(codes) if codes else None
 
 
+_SPLIT_ON_SPACE = {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False}
+
+
 def _tokenizer_json_kind(path: Path) -> str | None:
     """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
     without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
@@ -184,6 +187,8 @@ def _tokenizer_json_kind(path: Path) -> str | None:
         return "sentencepiece"
     if (tj.get("pre_tokenizer") or {}).get("type") == "Metaspace":  # Llama 2 as transformers 5 saves it
         return "sentencepiece"
+    if tj.get("pre_tokenizer") == _SPLIT_ON_SPACE and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
+        return "sentencepiece"  # Gemma as transformers 5 saves it: the normalizer leaves no " " to split at
     return None
 
 

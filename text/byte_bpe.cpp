@@ -288,12 +288,32 @@ class ByteBpe final : public Tokenizer {
     }
   }
 
+  static bool is_split_on_space(const nlohmann::json& p) {
+    return p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
+           p["pattern"].value("String", "") == " " && p.value("behavior", "") == "MergedWithPrevious" &&
+           !p.value("invert", false);
+  }
+
+  // Whether the normalizer leaves no " ": a Replace of " " by a text without one, and
+  // no later step that adds one.
+  bool spaces_replaced() const {
+    bool replaced = false;
+    for (const NormalizeStep& n : normalizer_) {
+      if (n.kind == NormalizeStep::kReplace && n.from == " " && n.to.find(' ') == std::string::npos) replaced = true;
+      else if (n.to.find(' ') != std::string::npos) replaced = false;
+    }
+    return replaced;
+  }
+
   void load_spm_style(const nlohmann::json& j, const std::string& path) {
+    bool split_on_space = false;
     if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) {
-      if (j["pre_tokenizer"].value("type", "") != "Metaspace")
-        fail("sentencepiece BPE: {}: pre_tokenizer {} is not supported (none, or Metaspace)", path,
-             j["pre_tokenizer"].value("type", "?"));
-      metaspace_ = Metaspace::from_json(j["pre_tokenizer"], name_, path);
+      const auto& p = j["pre_tokenizer"];
+      split_on_space = is_split_on_space(p);
+      if (!split_on_space && p.value("type", "") != "Metaspace")
+        fail("sentencepiece BPE: {}: pre_tokenizer {} is not supported (none, Metaspace, or Split on \" \" after "
+             "a normalizer that replaces \" \")", path, p.value("type", "?"));
+      if (!split_on_space) metaspace_ = Metaspace::from_json(p, name_, path);
     }
     auto normalizer_step = [&](const nlohmann::json& n) {
       const std::string type = n.value("type", "?");
@@ -316,6 +336,11 @@ class ByteBpe final : public Tokenizer {
         normalizer_step(n);
       }
     }
+    // Gemma's tokenizer.json as transformers 5 saves it: Split(" ", MergedWithPrevious)
+    // runs on the normalized text, where a Replace step has left no " " to split at.
+    if (split_on_space && !spaces_replaced())
+      fail("sentencepiece BPE: {}: pre_tokenizer Split on \" \" is supported only after a normalizer that replaces "
+           "every \" \"", path);
     auto decoder_step = [&](const nlohmann::json& d) {
       const std::string type = d.value("type", "?");
       if (type == "Replace" && d.at("pattern").contains("String")) {
