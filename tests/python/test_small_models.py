@@ -64,10 +64,7 @@ def tokenizers(tmp_path_factory):
     root = tmp_path_factory.mktemp("small-tok")
     vocab, _ = h5._byte_bpe_files(root / "bpe")
     transformers.Qwen2Tokenizer.from_pretrained(vocab.parent).save_pretrained(root / "qwen3")
-    # Gemma's sentencepiece model numbers <pad> <eos> <bos> <unk> first
-    spm = h5.train_spm(root / "spm", "tokenizer", "bpe", 2000, True, pad_id=0, eos_id=1, bos_id=2, unk_id=3,
-                       pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>")
-    transformers.GemmaTokenizer.from_pretrained(spm.parent).save_pretrained(root / "gemma3")
+    h5.make_gemma(root / "gemma3")
     # SmolLM3 ships Llama 3's byte-level BPE (a PreTrainedTokenizerFast with <|begin_of_text|> prepended)
     tf.make_byte_bpe_tokenizer(root / "smollm3", "llama3")
     return root

@@ -30,6 +30,8 @@ CASES = {
                                                                "byte_fallback": False}),
     "llama2-legacy": (h5.make_llama2, "llama", {"legacy": True}),
     "llama2-no-prefix-space": (h5.make_llama2, "llama", {"add_prefix_space": False}),
+    # Gemma (3): Replace(" ", "▁") normalizer, then a Split on " " (which finds none)
+    "gemma": (h5.make_gemma, "gemma3_text", {}),
     # NLLB: tokenizer.json converted from sentencepiece.bpe.model, which the library segments with
     "nllb-byte-fallback": (h5.make_nllb, "m2m_100", {"byte_fallback": True}),
     "nllb-fast": (h5.make_nllb, "m2m_100", {"byte_fallback": False, "class_name": "NllbTokenizerFast"}),
@@ -91,6 +93,22 @@ def test_gpt2_empty_prefix_and_suffix_are_absent(tmp_path):
     (ckpt / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
     prog = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gpt2")
     with pytest.raises(ValueError, match="model.continuing_subword_prefix is not supported"):
+        _C.Tokenizer.load(str(prog))
+
+
+def test_gemma_split_on_space_needs_the_replacing_normalizer(tmp_path):
+    """GemmaTokenizer's Split(" ") cuts nothing only because the normalizer has replaced
+    every " " (the case above reads that); after a normalizer that leaves spaces it would
+    cut, which the library does not do: refused at load."""
+    import json
+
+    ckpt = h5.make_gemma(tmp_path / "ckpt")
+    tj = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
+    assert tj["pre_tokenizer"]["type"] == "Split" and tj["normalizer"]["type"] == "Replace"
+    tj["normalizer"] = {"type": "Prepend", "prepend": "\u2581"}
+    (ckpt / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
+    prog = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gemma3_text")
+    with pytest.raises(ValueError, match="Split on \" \" is supported only after a normalizer that replaces"):
         _C.Tokenizer.load(str(prog))
 
 
