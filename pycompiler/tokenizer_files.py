@@ -171,7 +171,8 @@ _SPLIT_ON_SPACE = {"type": "Split", "pattern": {"String": " "}, "behavior": "Mer
 
 def _tokenizer_json_kind(path: Path) -> str | None:
     """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
-    without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
+    without a pre-tokenizer or before Gemma's Split on " ", or from a Metaspace
+    pre-tokenizer), or None (no
     tokenizer.json, or one of another kind: the C++ library says at load
     what in a file of a known kind it does not support)."""
     import json
