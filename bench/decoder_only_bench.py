@@ -54,7 +54,8 @@ from bench.engines import decoder_only as engines  # noqa: E402
 ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
 # which CTranslate2 row each engine's speed is compared with
 CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8"}
-FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-3-1b"], prompt_len=64, new_tokens=64, reps=5, rounds=2)
+FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-3-1b"], prompt_len=64, new_tokens=64, reps=5,
+            rounds=2)
 QUICK = dict(models=["gpt2-tiny", "qwen2-tiny"], prompt_len=16, new_tokens=8, reps=2, rounds=1)
 
 

@@ -34,6 +34,7 @@ class Gemma3Spec(LlamaSpec):
 
 
 def build(spec: Gemma3Spec, weights, meta=None) -> ProgramBuilder:
+    """Traces the program for `spec` over `weights` (name -> array)."""
     pb = ProgramBuilder(weights=weights, meta=meta or {})
     norm = rms_norm(spec)
 
@@ -46,17 +47,19 @@ def build(spec: Gemma3Spec, weights, meta=None) -> ProgramBuilder:
             return T.add(x, norm(m, P + "post_feedforward_layernorm", layer))
         return block
 
-    kinds = set(spec.sliding_layers), set(range(spec.layers)) - set(spec.sliding_layers)
+    # one traced function per kind of layer present (a block's layer index is a runtime value)
+    sliding = set(spec.sliding_layers)
     local = pb.function(make_block(("rotary.local_inv_freq", spec.local_rope_scale)), name="sliding_block") \
-        if kinds[0] else None
-    full = pb.function(make_block(("rotary.inv_freq", spec.rope_scale)), name="block") if kinds[1] else None
+        if sliding else None
+    full = pb.function(make_block(("rotary.inv_freq", spec.rope_scale)), name="block") \
+        if len(sliding) < spec.layers else None
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         x = T.mul(T.embedding(tokens, T.param("model.embed_tokens.weight")), spec.embed_scale)
         positions = position_ids(mask, start, end)
         local_mask = causal_mask(mask, start, end, spec.sliding_window) if local is not None else None
         for layer in range(spec.layers):
-            if layer in spec.sliding_layers:
+            if layer in sliding:
                 x = local(x, cache, local_mask, positions, layer)
             else:
                 x = full(x, cache, attn_mask, positions, layer)
