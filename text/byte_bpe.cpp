@@ -4,7 +4,8 @@
 // and the post-processor's template adds its special tokens. Decoding maps the
 // characters back to bytes, with invalid UTF-8 replaced by U+FFFD as tokenizers does.
 // The same class reads a sentencepiece-style BPE tokenizer.json (kind "sentencepiece",
-// Llama 2): no byte mapping and no pre-tokenizer, "▁" for spaces from the normalizer,
+// Llama 2, Gemma): no byte mapping, "▁" for spaces from the normalizer (then no
+// pre-tokenizer, or Gemma's Split on " ", which finds none) or from a Metaspace one,
 // <0xXX> byte tokens for characters outside the vocabulary, and a decoder chain
 // (Replace, ByteFallback, Fuse, Strip) run as tokenizers runs it.
 #include "text/byte_bpe.h"

@@ -14,7 +14,7 @@ ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import bart, gpt2, gpt_neox, llama, m2m100, marian, opt, phi, t5, whisper
+from . import bart, gemma3, gpt2, gpt_neox, llama, m2m100, marian, opt, phi, t5, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
@@ -29,6 +29,9 @@ ARCHITECTURES = {
     "mistral": llama.MISTRAL,
     "gemma": llama.GEMMA,
     "phi3": llama.PHI3,
+    "qwen3": llama.QWEN3,
+    "smollm3": llama.SMOLLM3,
+    "gemma3_text": gemma3.GEMMA3,
     "whisper": whisper.ARCH,
     "t5": t5.ARCH,
     "mt5": t5.MT5,

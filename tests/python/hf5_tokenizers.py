@@ -119,6 +119,23 @@ def make_llama2(out_dir: Path, class_name: str = "LlamaTokenizer", byte_fallback
     return out_dir
 
 
+def make_gemma(out_dir: Path, class_name: str = "GemmaTokenizer", **options) -> Path:
+    """tokenizer.json + tokenizer_config.json as transformers 5's GemmaTokenizer saves them
+    from a Gemma style tokenizer.model (a BPE sentencepiece model with byte pieces,
+    <pad> <eos> <bos> <unk> first): normalizer Replace(" ", "▁"), pre-tokenizer
+    Split(" ", MergedWithPrevious), which cuts nothing after that normalizer."""
+    import shutil
+
+    import transformers
+
+    out_dir = Path(out_dir)
+    model = train_spm(out_dir / "_spm", "tokenizer", "bpe", 2000, True, pad_id=0, eos_id=1, bos_id=2, unk_id=3,
+                      pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>")
+    getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
+    shutil.rmtree(out_dir / "_spm")
+    return out_dir
+
+
 def make_nllb(out_dir: Path, byte_fallback: bool, class_name: str = "NllbTokenizer", tokenizer_json: bool = True,
               **options) -> Path:
     """An NLLB checkpoint's tokenizer files: sentencepiece.bpe.model (a BPE sentencepiece
@@ -217,22 +234,6 @@ def _llama3_tokenizer(vocab: Path, merges: Path, class_name: str, **options):
                                       special_tokens=[("<|begin_of_text|>", bos)])])
     return getattr(transformers, class_name)(tokenizer_object=tok, bos_token="<|begin_of_text|>",
                                              eos_token="<|end_of_text|>", **options)
-
-
-def make_gemma(out_dir: Path, class_name: str = "GemmaTokenizer", **options) -> Path:
-    """tokenizer.json + tokenizer_config.json as transformers 5's GemmaTokenizer saves them
-    from a Gemma style tokenizer.model (a BPE sentencepiece model with byte pieces, <pad>
-    <eos> <bos> <unk> first)."""
-    import shutil
-
-    import transformers
-
-    out_dir = Path(out_dir)
-    model = train_spm(out_dir / "_spm", "tokenizer", "bpe", 2000, True, pad_id=0, eos_id=1, bos_id=2, unk_id=3,
-                      pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>")
-    getattr(transformers, class_name).from_pretrained(model.parent, **options).save_pretrained(out_dir)
-    shutil.rmtree(out_dir / "_spm")
-    return out_dir
 
 
 def _piece_vocab(models: list, first: dict, last: tuple = ()) -> dict:

@@ -36,6 +36,7 @@ CASES = {
     # Gemma: Replace(" ", "▁") normalizer, a Split on " " (which then never matches), byte fallback
     "gemma": (h5.make_gemma, "gemma", {}),
     "gemma-fast": (h5.make_gemma, "gemma", {"class_name": "GemmaTokenizerFast"}),
+    "gemma3": (h5.make_gemma, "gemma3_text", {}),
     # byte-level BPE families
     "qwen2": (h5.make_byte_bpe, "qwen2", {"family": "qwen2"}),
     "qwen2-fast-blank-fields": (h5.make_byte_bpe, "qwen2", {"family": "qwen2", "class_name": "Qwen2TokenizerFast",
@@ -142,6 +143,22 @@ def test_gpt2_empty_prefix_and_suffix_are_absent(tmp_path):
     (ckpt / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
     prog = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gpt2")
     with pytest.raises(ValueError, match="model.continuing_subword_prefix is not supported"):
+        _C.Tokenizer.load(str(prog))
+
+
+def test_gemma_split_on_space_needs_the_replacing_normalizer(tmp_path):
+    """GemmaTokenizer's Split(" ") cuts nothing only because the normalizer has replaced
+    every " " (the case above reads that); after a normalizer that leaves spaces it would
+    cut, which the library does not do: refused at load."""
+    import json
+
+    ckpt = h5.make_gemma(tmp_path / "ckpt")
+    tj = json.loads((ckpt / "tokenizer.json").read_text(encoding="utf-8"))
+    assert tj["pre_tokenizer"]["type"] == "Split" and tj["normalizer"]["type"] == "Replace"
+    tj["normalizer"] = {"type": "Prepend", "prepend": "\u2581"}
+    (ckpt / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
+    prog = tf.tokenizer_only_program(ckpt, tmp_path / "p.tvm", "gemma3_text")
+    with pytest.raises(ValueError, match="pre_tokenizer Split .* is not supported"):
         _C.Tokenizer.load(str(prog))
 
 
