@@ -5,7 +5,8 @@ tokens checked against transformers.
     python3 bench/decoder_only_bench.py --threads 2 --out results.json --md results.md
     python3 bench/decoder_only_bench.py --quick --strict          # smoke run: toy shapes, seconds
 
-Models (bench/decoder_only_models.py): GPT-2 124M-shaped and Qwen2.5-0.5B-shaped, built
+Models (bench/decoder_only_models.py): GPT-2 124M-, Qwen2.5-0.5B-, Qwen3-0.6B- and
+Gemma-3-1B-shaped, built
 with transformers from seeded random weights and cached under $TENSORVM_BENCH_CACHE
 (default bench/.cache). Per model and engine, batch 1, one prompt of --prompt-len
 tokens:
@@ -53,15 +54,18 @@ from bench.engines import decoder_only as engines  # noqa: E402
 ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
 # which CTranslate2 row each engine's speed is compared with
 CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8"}
-FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b"], prompt_len=64, new_tokens=64, reps=5, rounds=2)
+FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-3-1b"], prompt_len=64, new_tokens=64, reps=5,
+            rounds=2)
 QUICK = dict(models=["gpt2-tiny", "qwen2-tiny"], prompt_len=16, new_tokens=8, reps=2, rounds=1)
 
 
 def prompt(checkpoint_dir: Path, length: int, seed: int = 0) -> np.ndarray:
-    """Seeded ordinary token ids: below the first end token (GPT-2's and Qwen's special
-    tokens are the last ids), so the prompt holds no EOS."""
-    _, _, eos = engines.special_ids(checkpoint_dir)
-    return np.random.default_rng(seed).integers(0, eos, size=length, dtype=np.int64)
+    """Seeded ordinary token ids: below the first end token where the special tokens are
+    the last ids (GPT-2, Qwen), above bos and eos where they are the first (Gemma: pad 0,
+    eos 1, bos 2), so the prompt holds no EOS."""
+    vocab, bos, eos = engines.special_ids(checkpoint_dir)
+    low, high = (0, eos) if eos > vocab // 2 else (max(eos, bos or 0) + 1, vocab)
+    return np.random.default_rng(seed).integers(low, high, size=length, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- subprocesses

@@ -34,6 +34,24 @@ MODELS = {
                           rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
                           hidden_act="silu", bos_token_id=151643, eos_token_id=151643),
                      dict(bos_token_id=151643, eos_token_id=151643, pad_token_id=151643)),
+    # Qwen3-0.6B's config.json, KV cache capped at 4096 positions (the real one says 40960):
+    # head_dim 128 (16 heads: 2048 wide, hidden 1024), q/k norms, tied
+    "qwen3-0.6b": ("Qwen3ForCausalLM", "Qwen3Config",
+                   dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                        num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=4096,
+                        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, hidden_act="silu",
+                        bos_token_id=151643, eos_token_id=151645),
+                   dict(bos_token_id=151643, eos_token_id=[151645, 151643], pad_token_id=151643)),
+    # gemma-3-1b-pt's config.json, KV cache capped at 4096 positions (the real one says 32768):
+    # 5 sliding-window layers (512, rope base 10000) to 1 global (rope base 1e6), head_dim 256
+    "gemma-3-1b": ("Gemma3ForCausalLM", "Gemma3TextConfig",
+                   dict(vocab_size=262144, hidden_size=1152, intermediate_size=6912, num_hidden_layers=26,
+                        num_attention_heads=4, num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256,
+                        sliding_window=512, sliding_window_pattern=6, rope_theta=1000000.0,
+                        rope_local_base_freq=10000.0, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                        bos_token_id=2, eos_token_id=1, pad_token_id=0),
+                   dict(bos_token_id=2, eos_token_id=[1, 106], pad_token_id=0)),
     "gpt2-tiny": ("GPT2LMHeadModel", "GPT2Config",
                   dict(vocab_size=211, n_embd=48, n_layer=2, n_head=4, n_positions=160,
                        bos_token_id=210, eos_token_id=210),
@@ -45,6 +63,22 @@ MODELS = {
                         bos_token_id=232, eos_token_id=232),
                    dict(bos_token_id=232, eos_token_id=232, pad_token_id=232)),
 }
+
+
+def _gemma3_post_norms(model) -> None:
+    """Gemma 3's norms after the attention and the MLP at (1 + weight) = 8: with the
+    parity fixtures' (1 + N(0, 0.1)) every sublayer adds a unit-RMS vector to the
+    residual, the tied input embedding dominates it, and greedy search repeats one token."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("post_attention_layernorm.weight", "post_feedforward_layernorm.weight")):
+                p.add_(7.0)
+
+
+# name -> the change to the randomized weights before they are saved
+ADJUST = {"gemma-3-1b": _gemma3_post_norms}
 
 
 def _randomize():
@@ -73,7 +107,10 @@ def build(name: str, out: Path, seed: int = 0, models: dict = MODELS, adjust=Non
 
 
 def ensure(name: str, cache_root: Path, models: dict = MODELS, version: int = VERSION, adjust=None) -> Path:
-    """The checkpoint directory of `name` (a key of `models`), built (atomically) on first use."""
+    """The checkpoint directory of `name` (a key of `models`), built (atomically) on first use;
+    adjust None: ADJUST's entry for a model of MODELS, if any."""
+    if adjust is None and models is MODELS:
+        adjust = ADJUST.get(name)
     if name not in models:
         raise KeyError(f"unknown benchmark model {name!r} (known: {', '.join(models)})")
     cache_root = Path(cache_root)

@@ -5,11 +5,20 @@ tensorvm.pycompiler (builder, tracer, exporter, importers, CLI; the repo's pycom
 and tensorvm.reference (reference ops; the repo's reference/), plus, from `pip install`,
 bin/tensorvm-run, include/ and lib/ (the C++ library and its CMake package; see
 tensorvm.get_cmake_dir). This file re-exports the public API of tensorvm.pycompiler
-and the importer: tensorvm.load, tensorvm.import_hf, ...
+and the importer: tensorvm.load, tensorvm.import_hf, tensorvm.register_architecture, ...
+and tensorvm.testing (compare_generate: parity with transformers' generate).
 """
+import sys as _sys
+
 from .pycompiler import *  # noqa: F401,F403
 from .pycompiler import __all__ as _pycompiler_all
+from .pycompiler import testing
 from .pycompiler.import_hf import import_hf
+from .pycompiler.importers import Architecture, UnsupportedConfig, register_architecture
 from .pycompiler.locations import get_cmake_dir, get_include_dir
 
-__all__ = [*_pycompiler_all, "import_hf", "get_cmake_dir", "get_include_dir"]
+# `import tensorvm.testing` finds the module under its public name
+_sys.modules.setdefault(__name__ + ".testing", testing)
+
+__all__ = [*_pycompiler_all, "import_hf", "register_architecture", "Architecture", "UnsupportedConfig", "testing",
+           "get_cmake_dir", "get_include_dir"]

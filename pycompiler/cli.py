@@ -15,6 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
     tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize] [--no-tokenizer]
+                       [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
     tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
@@ -269,7 +270,7 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
-                    tokenizer=args.tokenizer)
+                    tokenizer=args.tokenizer, plugins=args.plugin)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -364,7 +365,7 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--ids", help='with --memory: token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
     i.add_argument("--threads", type=int, default=1, help="with --memory: threads for the kernels")
     i.add_argument("--json", action="store_true", help="with --memory: machine-readable output")
-    h = sub.add_parser("import-hf", help="import a transformers MarianMTModel checkpoint directory", parents=[common])
+    h = sub.add_parser("import-hf", help="import a transformers checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
     h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
@@ -374,6 +375,9 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",
                    help="leave the checkpoint's tokenizer out (the program takes and gives token ids); without it, "
                         "a tokenizer the text library cannot read exactly refuses the import")
+    h.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE.py",
+                   help="import this module first (a name on sys.path, or a .py file): it may register an "
+                        "architecture with tensorvm.register_architecture (repeatable; also TENSORVM_PLUGINS)")
     o = sub.add_parser("ops", help="list the ops of the registry", parents=[common])
     o.add_argument("--json", action="store_true", help="machine-readable output")
     s = sub.add_parser("selective-build", parents=[common],

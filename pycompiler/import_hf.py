@@ -1,11 +1,11 @@
 """Import a Hugging Face checkpoint directory into a tensorvm program.
 
     tensorvm.import_hf("opus-mt-en-fr/", "opus-mt-en-fr.tvm")
-    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm [--no-optimize]
+    tensorvm import-hf opus-mt-en-fr/ -o opus-mt-en-fr.tvm [--no-optimize] [--plugin MODULE]
 
-config.json's model_type picks the architecture (importers/__init__.py). The
-checkpoint is read with transformers' own `from_pretrained`, so whatever it loads
-(safetensors or bin, tied or untied heads) we import. Everything in the config that
+config.json's model_type picks the architecture (importers/__init__.py, and those that
+plugin modules register: plugins.py). The checkpoint is read with transformers' own
+`from_pretrained`, so whatever it loads (safetensors or bin, tied or untied heads) we import. Everything in the config that
 changes the computation is honoured or refused, never silently ignored.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .generation.processors import import_fields, token_list_defaults
 from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights, quantize_linears
 from .passes import optimize_program
+from .plugins import load_plugins
 from .quantize import QUANTIZATIONS
 from .tokenizer_attach import attach_tokenizer
 
@@ -35,11 +36,14 @@ def _model_type(path: Path) -> str:
 
 
 def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True,
-              tokenizer: bool = True) -> Path:
+              tokenizer: bool = True, plugins=()) -> Path:
     """Reads a checkpoint directory of a supported architecture and writes a program
     directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`.
     The checkpoint's tokenizer comes along (tokenizer_attach.py): a tokenizer the text
-    library cannot read exactly refuses the import, unless not `tokenizer`."""
+    library cannot read exactly refuses the import, unless not `tokenizer`. `plugins`
+    (module names or .py paths) and TENSORVM_PLUGINS are imported first: they may
+    register architectures (tensorvm.register_architecture)."""
+    load_plugins(plugins)
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise UnsupportedConfig(
             f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")

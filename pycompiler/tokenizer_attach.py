@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 
 from .importers import UnsupportedConfig
-from .tokenizer_files import _LAYOUTS, KIND_OF_MODEL, tokenizer_files
+from .tokenizer_files import _LAYOUTS, tokenizer_files, tokenizer_kind
+from .tokenizer_template import TemplateRefused, with_template
 
 # Files that hold a vocabulary: a checkpoint with one of them has a tokenizer.
 _VOCABULARY_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "source.spm",
@@ -30,7 +31,7 @@ def why_no_tokenizer(checkpoint_dir, model_type: str) -> str:
     present = _present(ckpt)
     if not present:
         return "the checkpoint has no tokenizer files"
-    kind = KIND_OF_MODEL.get(model_type)
+    kind = tokenizer_kind(model_type)
     if kind is None:
         return f"{model_type}'s tokenizer is not read yet (it has {', '.join(present)})"
     if kind == "tokenizer.json":
@@ -94,9 +95,13 @@ def attach_tokenizer(builder, checkpoint_dir, model_type: str, tokenizer: bool =
         return
     files, entry = tokenizer_files(checkpoint_dir, model_type)
     if entry is None:
-        if _present(Path(checkpoint_dir)) and model_type in KIND_OF_MODEL:
+        if _present(Path(checkpoint_dir)) and tokenizer_kind(model_type) is not None:
             _refuse(checkpoint_dir, why_no_tokenizer(checkpoint_dir, model_type))
         return
+    try:
+        entry = with_template(checkpoint_dir, entry)
+    except TemplateRefused as e:
+        _refuse(checkpoint_dir, str(e))
     reason = check_tokenizer(files, entry)
     if reason is not None:
         _refuse(checkpoint_dir, reason)

@@ -6,7 +6,8 @@ meta.json entry that tells the C++ text library (text/) how to read them.
     # entry: {"kind": "marian-spm", "files": {"source_spm": "tokenizer/source.spm", ...}}
 
 A checkpoint without the files gives ({}, None): the program is imported without a
-tokenizer, and the text verbs (tokenize, translate, complete) then say so.
+tokenizer, and the text verbs (tokenize, translate, complete) then say so. The special
+tokens some classes build at load are added to the entry by tokenizer_template.with_template.
 """
 from __future__ import annotations
 
@@ -32,18 +33,24 @@ _LAYOUTS = {
                  "config": ("tokenizer_config.json", False)},
 }
 
-# model_type -> kind (the kinds the C++ library reads); "tokenizer.json": the kind its
-# tokenizer.json is (Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE)
-KIND_OF_MODEL = {"marian": "marian-spm", "m2m_100": "m2m100-spm", "gpt2": "tokenizer.json", "qwen2": "tokenizer.json",
-                 "llama": "tokenizer.json", "mistral": "tokenizer.json", "gemma": "tokenizer.json",
-                 "phi3": "tokenizer.json", "whisper": "whisper-bpe",
-                 "t5": "t5-spm", "mt5": "t5-spm", "bart": "tokenizer.json"}
+# What an Architecture's `tokenizer` may name: "tokenizer.json" (the kind its tokenizer.json
+# is: Llama 3's byte-level BPE or Llama 2's sentencepiece-style BPE) or a kind of _LAYOUTS.
+TOKENIZER_KINDS = ("tokenizer.json", *_LAYOUTS)
+
+
+def tokenizer_kind(model_type: str) -> str | None:
+    """The tokenizer kind of model_type's Architecture (importers.ARCHITECTURES); None for
+    an architecture whose tokenizer is not read, or a model_type not in the table."""
+    from .importers import ARCHITECTURES
+
+    arch = ARCHITECTURES.get(model_type)
+    return None if arch is None else arch.tokenizer
 
 
 def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
     """({name in the program directory: source path}, meta.json "tokenizer" entry), or
     ({}, None) when the checkpoint has no tokenizer files of the kind its model uses."""
-    kind = KIND_OF_MODEL.get(model_type)
+    kind = tokenizer_kind(model_type)
     ckpt = Path(checkpoint_dir)
     if kind == "tokenizer.json":
         kind = _tokenizer_json_kind(ckpt / "tokenizer.json")
@@ -167,7 +174,7 @@ def _m2m100_language_codes(config_path: Path) -> list | None:
 
 def _tokenizer_json_kind(path: Path) -> str | None:
     """byte-level-bpe, sentencepiece (a BPE with "▁" for spaces: from the normalizer
-    without a pre-tokenizer, or from a Metaspace pre-tokenizer), or None (no
+    without a pre-tokenizer or with a Split, or from a Metaspace pre-tokenizer), or None (no
     tokenizer.json, or one of another kind: the C++ library says at load
     what in a file of a known kind it does not support)."""
     import json
@@ -182,6 +189,10 @@ def _tokenizer_json_kind(path: Path) -> str | None:
     if tj.get("pre_tokenizer") is None and "\u2581" in json.dumps(tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     if (tj.get("pre_tokenizer") or {}).get("type") == "Metaspace":  # Llama 2 as transformers 5 saves it
+        return "sentencepiece"
+    # Gemma as transformers 5 saves it: a Split on " " after Replace(" ", "▁") (the library checks the Split)
+    if (tj.get("pre_tokenizer") or {}).get("type") == "Split" and "\u2581" in json.dumps(
+            tj.get("normalizer"), ensure_ascii=False):
         return "sentencepiece"
     return None
 

@@ -34,8 +34,21 @@ AddedToken from_json(const nlohmann::json& j, int64_t id) {
 }
 }  // namespace
 
-void AddedTokens::add_from_config(const nlohmann::json& d) {
-  for (const auto& [key, j] : d.items()) add(from_json(j, std::stoll(key)));
+void AddedTokens::add_from_config(const nlohmann::json& d, std::string_view where) {
+  if (d.is_null()) return;  // written as null: none listed
+  if (!d.is_object()) fail("{}: added_tokens_decoder is not an object of token id: token", where);
+  for (const auto& [key, j] : d.items()) {
+    // transformers reads each key with int(); a key that is no id is an error here, with
+    // the key named (std::stoll would throw a bare invalid_argument, or read "12ab" as 12).
+    const bool digits = !key.empty() && key.size() <= 18 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) fail("{}: added_tokens_decoder: key '{}' is not a token id (a decimal integer)", where, key);
+    try {
+      add(from_json(j, std::stoll(key)));
+    } catch (const nlohmann::json::exception& e) {
+      fail("{}: added_tokens_decoder['{}']: {}", where, key, e.what());
+    }
+  }
 }
 
 void AddedTokens::add_from_tokenizer_json(const nlohmann::json& list) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,8 +27,9 @@ enum class Match { kAll, kRaw, kNormalized };
 class AddedTokens {
  public:
   void add(AddedToken t);
-  // tokenizer_config.json's "added_tokens_decoder" ({"id": {content, lstrip, ...}}).
-  void add_from_config(const nlohmann::json& added_tokens_decoder);
+  // tokenizer_config.json's "added_tokens_decoder" ({"id": {content, lstrip, ...}} or
+  // null); `where` names the file in errors.
+  void add_from_config(const nlohmann::json& added_tokens_decoder, std::string_view where);
   // tokenizer.json's "added_tokens" ([{id, content, lstrip, ...}]).
   void add_from_tokenizer_json(const nlohmann::json& added_tokens);
 

@@ -4,7 +4,8 @@
 // and the post-processor's template adds its special tokens. Decoding maps the
 // characters back to bytes, with invalid UTF-8 replaced by U+FFFD as tokenizers does.
 // The same class reads a sentencepiece-style BPE tokenizer.json (kind "sentencepiece",
-// Llama 2): no byte mapping and no pre-tokenizer, "▁" for spaces from the normalizer,
+// Llama 2, Gemma): no byte mapping, "▁" for spaces from the normalizer (then no
+// pre-tokenizer, or Gemma's Split on " ", which finds none) or from a Metaspace one,
 // <0xXX> byte tokens for characters outside the vocabulary, and a decoder chain
 // (Replace, ByteFallback, Fuse, Strip) run as tokenizers runs it.
 #include "text/byte_bpe.h"
@@ -57,7 +58,7 @@ struct NormalizeStep {
 
 class ByteBpe final : public Tokenizer {
  public:
-  ByteBpe(const std::map<std::string, std::string>& files, bool spm_style)
+  ByteBpe(const std::map<std::string, std::string>& files, bool spm_style, const nlohmann::json& template_ids)
       : spm_style_(spm_style), name_(spm_style ? "sentencepiece BPE" : "byte-level BPE") {
     if (spm_style) kind_ = "sentencepiece";
     auto it = files.find("tokenizer");
@@ -69,6 +70,15 @@ class ByteBpe final : public Tokenizer {
       load(j, path);
     } catch (const nlohmann::json::exception& e) {
       fail("{}: {}: {}", name_, path, e.what());
+    }
+    if (!template_ids.is_null()) {
+      try {
+        prefix_.clear(), suffix_.clear();
+        for (const auto& id : template_ids.at("prefix")) prefix_.push_back(json_int(id));
+        for (const auto& id : template_ids.at("suffix")) suffix_.push_back(json_int(id));
+      } catch (const nlohmann::json::exception& e) {
+        fail("{}: meta.json's tokenizer \"template\" is malformed: {}", name_, e.what());
+      }
     }
     if (files.count("config")) {
       const auto c = nlohmann::json::parse(read_text_file(files.at("config")), nullptr, false);
@@ -134,7 +144,7 @@ class ByteBpe final : public Tokenizer {
   }
 
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const override {
-    if (spm_style_) return decode_chain(ids, skip_special_tokens);
+    if (spm_style_ || join_tokens_) return decode_chain(ids, skip_special_tokens);
     std::string bytes;
     for (const int64_t id : ids) {
       const std::string* token = nullptr;
@@ -212,6 +222,7 @@ class ByteBpe final : public Tokenizer {
   std::unordered_map<std::string, unsigned char> char_byte_;
   std::vector<int64_t> prefix_, suffix_;
   bool add_prefix_space_ = false, ignore_merges_ = false, clean_up_spaces_ = false, nfc_ = false;
+  bool join_tokens_ = false;  // tokenizer.json has no decoder
 
   void load(const nlohmann::json& j, const std::string& path) {
     const auto& model = j.at("model");
@@ -278,7 +289,13 @@ class ByteBpe final : public Tokenizer {
       }
     } else {
       load_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), path);
+      const nlohmann::json decoder = j.contains("decoder") ? j["decoder"] : nlohmann::json();
+      if (!decoder.is_null() && decoder.value("type", "") != "ByteLevel")
+        fail("byte-level BPE: {}: decoder {} is not supported (ByteLevel, or none)", path,
+             decoder.dump().substr(0, 200));
     }
+    // Without a decoder tokenizers joins the tokens with spaces, as they are.
+    join_tokens_ = !j.contains("decoder") || j["decoder"].is_null();
     if (j.contains("post_processor") && !j["post_processor"].is_null()) load_post_processor(j["post_processor"], path);
     for (const auto& [id, t] : added_.by_id()) {
       if (!t.normalized) continue;
@@ -289,11 +306,13 @@ class ByteBpe final : public Tokenizer {
   }
 
   void load_spm_style(const nlohmann::json& j, const std::string& path) {
-    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) {
-      if (j["pre_tokenizer"].value("type", "") != "Metaspace")
-        fail("sentencepiece BPE: {}: pre_tokenizer {} is not supported (none, or Metaspace)", path,
-             j["pre_tokenizer"].value("type", "?"));
-      metaspace_ = Metaspace::from_json(j["pre_tokenizer"], name_, path);
+    const nlohmann::json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
+    if (!pre.is_null() && pre.value("type", "") == "Metaspace") {
+      metaspace_ = Metaspace::from_json(pre, name_, path);
+    } else if (!pre.is_null() && pre.value("type", "") != "Split") {
+      fail("sentencepiece BPE: {}: pre_tokenizer {} is not supported (none, Metaspace, or a Split that never "
+           "matches)",
+           path, pre.value("type", "?"));
     }
     auto normalizer_step = [&](const nlohmann::json& n) {
       const std::string type = n.value("type", "?");
@@ -316,6 +335,7 @@ class ByteBpe final : public Tokenizer {
         normalizer_step(n);
       }
     }
+    if (!pre.is_null() && !metaspace_) check_split_never_matches(pre, path);
     auto decoder_step = [&](const nlohmann::json& d) {
       const std::string type = d.value("type", "?");
       if (type == "Replace" && d.at("pattern").contains("String")) {
@@ -353,6 +373,28 @@ class ByteBpe final : public Tokenizer {
     }
   }
 
+  // Gemma as transformers 5 saves it: Split on " " after a normalizer that replaced every
+  // " " with "▁". Such a Split never matches, so it cuts nothing and the file reads as
+  // one without a pre-tokenizer; any other Split is refused.
+  void check_split_never_matches(const nlohmann::json& split, const std::string& path) const {
+    const auto& pattern = split.at("pattern");
+    const std::string s = pattern.contains("String") ? pattern["String"].get<std::string>() : std::string();
+    bool removed = false;
+    if (!s.empty() && char_len(s, 0) == s.size() && !split.value("invert", false)) {
+      for (const NormalizeStep& n : normalizer_) {
+        if (n.kind == NormalizeStep::kReplace && n.from == s && n.to.find(s) == std::string::npos) {
+          removed = true;
+        } else if (n.kind == NormalizeStep::kNfc || n.to.find(s) != std::string::npos) {
+          removed = false;  // a later step may bring the character back
+        }
+      }
+    }
+    if (!removed)
+      fail("sentencepiece BPE: {}: pre_tokenizer Split {} is not supported (only a Split on one character that the "
+           "normalizer replaces everywhere, which never matches)",
+           path, split.dump().substr(0, 200));
+  }
+
   // The decoder chain over the tokens, as tokenizers' decode_chain runs it.
   std::string decode_chain(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
     std::vector<std::string> tokens;
@@ -366,6 +408,11 @@ class ByteBpe final : public Tokenizer {
       if (it == id_to_token_.end())
         fail("{}: decode: token id {} is outside the vocabulary ({} tokens)", name_, id, id_to_token_.size());
       tokens.push_back(it->second);
+    }
+    if (join_tokens_) {
+      std::string all;
+      for (size_t k = 0; k < tokens.size(); ++k) all += (k ? " " : "") + tokens[k];
+      return clean_up(std::move(all));
     }
     size_t input = 0;
     for (const std::string& t : tokens) input += t.size();
@@ -575,12 +622,14 @@ class ByteBpe final : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>& files) {
-  return std::make_unique<ByteBpe>(files, false);
+std::unique_ptr<Tokenizer> load_byte_bpe(const std::map<std::string, std::string>& files,
+                                         const nlohmann::json& template_ids) {
+  return std::make_unique<ByteBpe>(files, false, template_ids);
 }
 
-std::unique_ptr<Tokenizer> load_sentencepiece_bpe(const std::map<std::string, std::string>& files) {
-  return std::make_unique<ByteBpe>(files, true);
+std::unique_ptr<Tokenizer> load_sentencepiece_bpe(const std::map<std::string, std::string>& files,
+                                                  const nlohmann::json& template_ids) {
+  return std::make_unique<ByteBpe>(files, true, template_ids);
 }
 
 }  // namespace text

@@ -36,7 +36,8 @@ class M2M100 final : public Tokenizer {
     std::string src = "en";  // transformers' default source language
     if (config.contains("src_lang") && config["src_lang"].is_string()) src = config["src_lang"].get<std::string>();
     src_lang_id_ = language_id(src);
-    if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
+    if (config.contains("added_tokens_decoder"))
+      added_.add_from_config(config["added_tokens_decoder"], fmt::format("{}: {}", kWho, files.at("config")));
     for (const char* key : {"bos_token", "eos_token", "sep_token", "pad_token", "unk_token"}) {
       const char* fallback = key[0] == 'b' ? "<s>" : key[0] == 'p' ? "<pad>" : key[0] == 'u' ? "<unk>" : "</s>";
       const std::string t = token_name(config, key, fallback, kWho);

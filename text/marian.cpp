@@ -35,7 +35,8 @@ class Marian final : public Tokenizer {
     const std::string eos = token_name(config, "eos_token", "</s>", kWho);
     const std::string pad = token_name(config, "pad_token", "<pad>", kWho);
     if (!encoder_.count(unk)) fail("marian tokenizer: {} has no '{}' (the unknown token)", file("vocab"), unk);
-    if (config.contains("added_tokens_decoder")) added_.add_from_config(config["added_tokens_decoder"]);
+    if (config.contains("added_tokens_decoder"))
+      added_.add_from_config(config["added_tokens_decoder"], fmt::format("{}: {}", kWho, files.at("config")));
     std::vector<std::string> special = {eos, unk, pad};
     for (const char* key : {"additional_special_tokens", "extra_special_tokens"})
       if (config.contains(key) && config[key].is_array())

@@ -16,7 +16,7 @@ namespace {
 // order from the spm size + 1, <mask> last. tokenizer_config.json's added_tokens_decoder,
 // when it has one, gives the ids it lists (transformers 5 reads them from there).
 ConvertedVocab fairseq_vocab(const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config,
-                             const std::vector<std::string>& codes) {
+                             const std::vector<std::string>& codes, std::string_view config_path) {
   const char* who = "nllb tokenizer";
   const int n = sp.GetPieceSize();
   if (n < 3 || !sp.IsUnknown(0) || !sp.IsControl(1) || !sp.IsControl(2))
@@ -44,11 +44,7 @@ ConvertedVocab fairseq_vocab(const sentencepiece::SentencePieceProcessor& sp, co
   add(token_name(config, "mask_token", "<mask>", who), next, /*lstrip=*/true, /*normalized=*/true);
   if (config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object()) {
     AddedTokens listed;
-    try {
-      listed.add_from_config(config["added_tokens_decoder"]);
-    } catch (const std::exception& e) {
-      fail("{}: tokenizer_config.json: added_tokens_decoder: {}", who, e.what());
-    }
+    listed.add_from_config(config["added_tokens_decoder"], fmt::format("{}: {}", who, config_path));
     for (const auto& [id, t] : listed.by_id()) added[t.content] = t;
   }
   for (auto& [content, t] : added) v.added.add(t);
@@ -60,8 +56,10 @@ class Nllb final : public ConvertedSpm {
  public:
   Nllb(const std::map<std::string, std::string>& files, const std::vector<std::string>& codes)
       : ConvertedSpm(files, "nllb tokenizer", "nllb-spm",
-                     [&codes](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
-                       return fairseq_vocab(sp, config, codes);
+                     [&codes, &files](const sentencepiece::SentencePieceProcessor& sp, const nlohmann::json& config) {
+                       const auto path = files.find("config");
+                       return fairseq_vocab(sp, config, codes,
+                                            path == files.end() ? "tokenizer_config.json" : path->second);
                      }),
         linear_(*raw_sp_) {
     legacy_ = config_.value("legacy_behaviour", false) == true;

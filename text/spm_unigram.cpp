@@ -60,6 +60,7 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
       uint32_t f, t;
       while (ts.next(f, t)) {
         if (f == 3 && t == 0) model_type = int(ts.varint());
+        else if (f == 35 && t == 0) byte_fallback_ = ts.varint() != 0;  // TrainerSpec.byte_fallback
         else ts.skip(t);
       }
     } else {
@@ -78,13 +79,14 @@ UnigramSegmenter::UnigramSegmenter(const sentencepiece::SentencePieceProcessor& 
 void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& out) const {
   out.clear();
   if (!usable_) return linear_.encode(text, out);
-  // The normalised text: the library's own pieces, joined.
+  // The normalised text: the library's own pieces, joined (a byte piece, which byte
+  // fallback gives for an unknown character, back to its byte: no text matches one).
   linear_.encode(text, out);
   std::string norm;
-  for (const std::string& p : out) norm += p;
+  for (const std::string& p : out) norm += byte_fallback_ && is_byte_piece(p) ? std::string(1, byte_of(p)) : p;
   out.clear();
   if (norm.empty()) return;
-  if (mode_ == Mode::kSentencepiece) return search<float>(norm, out);
+  if (mode_ == Mode::kSentencepiece) return search<float>(norm, out, byte_fallback_);
   // Each word ("▁" and what follows up to the next "▁") on its own, as tokenizers'
   // Metaspace pre-tokenizer splits the text.
   static constexpr std::string_view kSpace = "\u2581";
@@ -92,15 +94,21 @@ void UnigramSegmenter::encode(std::string_view text, std::vector<std::string>& o
     size_t end = norm.find(kSpace, start + (norm.compare(start, kSpace.size(), kSpace) == 0 ? kSpace.size() : 1));
     if (end == std::string::npos) end = norm.size();
     std::vector<std::string> word;
-    search<double>(std::string_view(norm).substr(start, end - start), word);
+    search<double>(std::string_view(norm).substr(start, end - start), word, false);
     for (std::string& p : word) out.push_back(std::move(p));
     start = end;
   }
 }
 
 // Viterbi, as sentencepiece's EncodeOptimized: a tie keeps the piece that starts first.
+bool UnigramSegmenter::is_byte_piece(const std::string& piece) const {
+  return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && sp_.IsByte(sp_.PieceToId(piece));
+}
+
+char UnigramSegmenter::byte_of(const std::string& piece) { return char(std::stoi(piece.substr(3, 2), nullptr, 16)); }
+
 template <typename Score>
-void UnigramSegmenter::search(std::string_view norm, std::vector<std::string>& out) const {
+void UnigramSegmenter::search(std::string_view norm, std::vector<std::string>& out, bool bytes) const {
   struct Best {
     Score score = 0;
     int start = -1, id = -1;
@@ -138,11 +146,16 @@ void UnigramSegmenter::search(std::string_view norm, std::vector<std::string>& o
     ids.push_back(b.id);
     end = size_t(b.start);
   }
-  // Neighbouring unknown characters make one unknown piece, as sentencepiece's do.
+  // Neighbouring unknown characters make one unknown piece, as sentencepiece's do; with
+  // `bytes` (byte fallback) each of its bytes is then a <0xXX> piece instead.
   const size_t first = out.size();
   for (size_t k = spans.size(); k-- > 0;) {
     const bool unk = ids[k] == unk_id_;
     const std::string surface(norm.substr(spans[k].first, spans[k].second - spans[k].first));
+    if (unk && bytes) {
+      for (unsigned char b : surface) out.push_back(fmt::format("<0x{:02X}>", b));
+      continue;
+    }
     if (unk && out.size() > first && k + 1 < spans.size() && ids[k + 1] == unk_id_) {
       out.back() += surface;
       continue;
@@ -156,7 +169,7 @@ void UnigramSegmenter::encode_word(std::string_view word, std::vector<std::strin
   if (!usable_) {
     linear_.encode(word, out);  // the library's Encode, without its quadratic unknown runs
   } else if (!word.empty()) {
-    search<double>(word, out);
+    search<double>(word, out, false);
   }
 }
 

@@ -40,7 +40,9 @@ class UnigramSegmenter {
   Mode mode_;
   LinearSpmEncoder linear_;  // the library's pieces, which give the normalised text
   template <typename Score>
-  void search(std::string_view norm, std::vector<std::string>& out) const;
+  void search(std::string_view norm, std::vector<std::string>& out, bool bytes) const;
+  bool is_byte_piece(const std::string& piece) const;
+  static char byte_of(const std::string& piece);
   struct Piece {
     int id;
     float score;
@@ -51,7 +53,7 @@ class UnigramSegmenter {
   size_t max_len_ = 0;
   float min_score_ = 0, max_score_ = 0;
   int unk_id_ = 0;
-  bool usable_ = false;
+  bool usable_ = false, byte_fallback_ = false;
 };
 
 // sentencepiece's Decode of `pieces`; a failure is an error.

@@ -85,11 +85,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     if (!rel.is_string()) fail("{}: tokenizer file '{}' is not a path", meta_path, role);
     files[role] = inside(dir, rel.get<std::string>(), meta_path);
   }
+  const nlohmann::json template_ids = entry.value("template", nlohmann::json());
   if (kind == "marian-spm") return load_marian(files);
-  if (kind == "byte-level-bpe") return load_byte_bpe(files);
-  if (kind == "whisper-bpe") return load_whisper(files, entry.value("prompt", nlohmann::json()));
+  if (kind == "byte-level-bpe") return load_byte_bpe(files, template_ids);
+  if (kind == "whisper-bpe") return load_whisper(files, entry.value("prompt", nlohmann::json()), template_ids);
   if (kind == "t5-spm") return load_t5(files);
-  if (kind == "sentencepiece") return load_sentencepiece_bpe(files);
+  if (kind == "sentencepiece") return load_sentencepiece_bpe(files, template_ids);
   if (kind == "m2m100-spm" || kind == "nllb-spm") {
     std::vector<std::string> codes;
     if (entry.contains("language_codes") && entry["language_codes"].is_array())

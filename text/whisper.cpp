@@ -16,8 +16,9 @@ namespace {
 
 class Whisper final : public Tokenizer {
  public:
-  Whisper(const std::map<std::string, std::string>& files, const nlohmann::json& prompt)
-      : bpe_(load_byte_bpe(files)) {
+  Whisper(const std::map<std::string, std::string>& files, const nlohmann::json& prompt,
+          const nlohmann::json& template_ids)
+      : bpe_(load_byte_bpe(files, template_ids)) {
     const std::string& path = files.at("tokenizer");
     const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
     if (j.is_object() && j.contains("added_tokens") && j["added_tokens"].is_array())
@@ -196,9 +197,9 @@ class Whisper final : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files,
-                                        const nlohmann::json& prompt) {
+                                        const nlohmann::json& prompt, const nlohmann::json& template_ids) {
   if (!files.count("tokenizer")) fail("whisper tokenizer: meta.json names no 'tokenizer' file (tokenizer.json)");
-  return std::make_unique<Whisper>(files, prompt);
+  return std::make_unique<Whisper>(files, prompt, template_ids);
 }
 
 }  // namespace text

@@ -21,7 +21,10 @@ namespace text {
 // `prompt`: null, or {"languages": ["<|en|>", ...] (generation_config's lang_to_id),
 // "tasks": ["transcribe", ...] (task_to_id), "no_timestamps": bool, "multilingual": bool,
 // "language_names": [["french", "fr"], ...] (transformers' TO_LANGUAGE_CODE)}.
+// `template_ids`: as load_byte_bpe's (transformers' WhisperTokenizer builds its prefix from
+// tokenizer_config.json's language, task and predict_timestamps).
 std::unique_ptr<Tokenizer> load_whisper(const std::map<std::string, std::string>& files,
-                                        const nlohmann::json& prompt = nullptr);
+                                        const nlohmann::json& prompt = nullptr,
+                                        const nlohmann::json& template_ids = nullptr);
 
 }  // namespace text

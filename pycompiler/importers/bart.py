@@ -38,10 +38,11 @@ def weights(spec: BartSpec, state: dict) -> dict:
     return w
 
 
-def _arch(model_type: str, model_class: str) -> Architecture:
-    return Architecture(model_class, partial(spec_from_config, model_type), weights, linear_weights, meta, bart.build)
+def _arch(model_type: str, model_class: str, tokenizer) -> Architecture:
+    return Architecture(model_class, partial(spec_from_config, model_type), weights, linear_weights, meta, bart.build,
+                        tokenizer=tokenizer)
 
 
-BART = _arch("bart", "BartForConditionalGeneration")
-MBART = _arch("mbart", "MBartForConditionalGeneration")
-PEGASUS = _arch("pegasus", "PegasusForConditionalGeneration")
+BART = _arch("bart", "BartForConditionalGeneration", "tokenizer.json")
+MBART = _arch("mbart", "MBartForConditionalGeneration", None)  # its tokenizer is not read yet (docs/text.md)
+PEGASUS = _arch("pegasus", "PegasusForConditionalGeneration", None)

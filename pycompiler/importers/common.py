@@ -22,7 +22,9 @@ class UnsupportedConfig(ValueError):
 
 @dataclass(frozen=True)
 class Architecture:
-    """How one model_type is imported (an entry of importers.ARCHITECTURES)."""
+    """How one model_type is imported (an entry of importers.ARCHITECTURES, built in or
+    added with register_architecture). Checked when made: a bad field is a TypeError or
+    ValueError naming it."""
     model_class: str  # the transformers class that loads the checkpoint
     spec_from_config: Callable  # (config, generation_config) -> the model file's spec, or UnsupportedConfig
     weights: Callable  # (spec, state) -> {name: array} under the names the model file reads
@@ -30,6 +32,24 @@ class Architecture:
     meta: Callable  # spec -> this architecture's meta.json entries
     build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
     from_model: Optional[Callable] = None  # (spec, loaded model): what the state dict lacks (buffers)
+    # The kind of tokenizer the text library reads for it (tokenizer_files.py): "tokenizer.json"
+    # (the kind that file is: byte-level or sentencepiece-style BPE), a kind that needs other
+    # files ("marian-spm", "t5-spm", ...), or None (not read: the import carries none).
+    tokenizer: Optional[str] = "tokenizer.json"
+
+    def __post_init__(self):
+        from ..tokenizer_files import TOKENIZER_KINDS
+
+        if not isinstance(self.model_class, str) or not self.model_class:
+            raise TypeError(f"Architecture: model_class must be the name of a transformers class, "
+                            f"not {self.model_class!r}")
+        for name in ("spec_from_config", "weights", "linear_weights", "meta", "build", "from_model"):
+            value = getattr(self, name)
+            if not callable(value) and not (name == "from_model" and value is None):
+                raise TypeError(f"Architecture({self.model_class}): {name} must be callable, not {value!r}")
+        if self.tokenizer is not None and self.tokenizer not in TOKENIZER_KINDS:
+            raise ValueError(f"Architecture({self.model_class}): tokenizer {self.tokenizer!r} is not a kind the "
+                             f"text library reads (None, {', '.join(map(repr, TOKENIZER_KINDS))})")
 
 
 def _refuse_unhonoured(gen, transformers) -> None:
@@ -198,3 +218,55 @@ def quantize_linears(weights: dict, names, mode: str) -> None:
         q, scale = quantize_int8(weights[name])
         weights[f"{name}.{mode}"] = q if mode == "int8" else pack_w8a8(q)
         weights[f"{name}.scale"] = scale
+
+
+# Shared by the decoder-only importers (GPT-NeoX, OPT, Phi) and by plugins: their specs
+# name eos_token_id, pad_token_id, vocab_size, max_position_embeddings and lm_head.
+
+def decoder_only_fields(config, gen, vocab_size: int) -> dict:
+    """The spec fields of a decoder-only model's end and padding tokens and generate
+    defaults: eos_token_id, pad_token_id (the first end token when the checkpoint has
+    none, as transformers pads) and generation."""
+    eos = eos_ids(config, gen, vocab_size)
+    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
+    return {"eos_token_id": eos, "pad_token_id": first(eos) if pad is None else single_id(pad, "pad_token_id"),
+            "generation": generation_options(config, gen, vocab_size=vocab_size, eos=eos, default_max_length=None)}
+
+
+def decoder_only_meta(spec) -> dict:
+    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
+            "max_position_embeddings": spec.max_position_embeddings}
+
+
+def linear_weights_ending(*suffixes) -> Callable:
+    """A linear_weights function: the 2-D weights whose names end with `suffixes`, and the output matrix."""
+    def linear_weights(spec, w: dict) -> list:
+        return [n for n in w if n.endswith(suffixes) and w[n].ndim == 2] + [spec.lm_head]
+    return linear_weights
+
+
+def rotary_from_model(spec, rotary_emb, rotary_dim: int) -> None:
+    """spec.inv_freq and spec.rope_scale from the loaded model's rotary embedding (inv_freq
+    with rope scaling applied, attention_scaling), checked to cover rotary_dim features."""
+    spec.inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
+    spec.rope_scale = float(rotary_emb.attention_scaling)
+    if spec.inv_freq.shape != (rotary_dim // 2,):
+        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, "
+                                f"expected [{rotary_dim // 2}]")
+
+
+def rotary_dim(config, head_dim: int) -> int:
+    """The features of each head that rotary embedding turns (head_dim * partial_rotary_factor),
+    for a rope type whose frequencies do not change with the length, or UnsupportedConfig."""
+    from .llama import STATIC_ROPE
+
+    rope = dict(getattr(config, "rope_parameters", None) or {})
+    if rope.get("rope_type", "default") not in STATIC_ROPE:
+        raise UnsupportedConfig(f"import_hf: rope_type '{rope['rope_type']}' is not supported "
+                                f"({', '.join(STATIC_ROPE)})")
+    factor = rope.get("partial_rotary_factor", 1.0)
+    dim = int(head_dim * factor)
+    if dim % 2 or dim <= 0:
+        raise UnsupportedConfig(f"import_hf: {dim} rotary features per head (head_dim {head_dim} x "
+                                f"partial_rotary_factor {factor}): need a positive even number")
+    return dim

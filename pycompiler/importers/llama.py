@@ -1,4 +1,4 @@
-"""Llama, Qwen2, Mistral, Gemma and Phi-3 (their ...ForCausalLM): config -> LlamaSpec.
+"""Llama, Qwen2, Mistral, Gemma, Phi-3, Qwen3 and SmolLM3 (their ...ForCausalLM): config -> LlamaSpec.
 Phi-3's fused qkv_proj and gate_up_proj are split into Llama's q/k/v_proj and
 gate/up_proj (import's optimize merges the projections back where it pays). The
 rotary frequencies are read from the loaded model's rotary_emb (inv_freq with
@@ -17,10 +17,12 @@ from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, fi
 LINEAR_SUFFIXES = ("_proj.weight",)
 # rope types whose frequencies do not change with the sequence length
 STATIC_ROPE = ("default", "linear", "llama3", "yarn")
+LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
-def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, **extra) -> LlamaSpec:
-    act = config.hidden_act
+def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, spec_class=LlamaSpec,
+          **extra) -> LlamaSpec:
+    act = act or config.hidden_act
     if act not in ACTIVATIONS:
         raise UnsupportedConfig(f"import_hf: hidden_act '{act}' is not supported ({sorted(ACTIVATIONS)})")
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads
@@ -31,9 +33,11 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, **extra) -> LlamaSpec:
     if head_dim % 2:
         raise UnsupportedConfig(f"import_hf: head_dim {head_dim} is odd; rotary embedding needs pairs")
     rope = dict(getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {})
-    rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if rope_type not in STATIC_ROPE:
-        raise UnsupportedConfig(f"import_hf: rope_type '{rope_type}' is not supported ({', '.join(STATIC_ROPE)})")
+    # Gemma 3: one set of rope parameters per layer type
+    for r in [rope[t] for t in LAYER_TYPES if isinstance(rope.get(t), dict)] or [rope]:
+        rope_type = r.get("rope_type", r.get("type", "default"))
+        if rope_type not in STATIC_ROPE:
+            raise UnsupportedConfig(f"import_hf: rope_type '{rope_type}' is not supported ({', '.join(STATIC_ROPE)})")
     if getattr(config, "pretraining_tp", 1) not in (None, 1):
         raise UnsupportedConfig("import_hf: pretraining_tp > 1 is not supported")
     if getattr(config, "use_sliding_window", False) and any(
@@ -42,7 +46,7 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, **extra) -> LlamaSpec:
     eos = eos_ids(config, gen, config.vocab_size)
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
-    return LlamaSpec(
+    return spec_class(
         d_model=config.hidden_size, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
         max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
@@ -131,8 +135,25 @@ def _phi3_spec(config, gen) -> LlamaSpec:
     return _spec(config, gen, qkv_bias=False, o_bias=False, sliding_window=_sliding_window(config))
 
 
+def _qwen3_spec(config, gen) -> LlamaSpec:
+    bias = bool(getattr(config, "attention_bias", False))
+    return _spec(config, gen, qkv_bias=bias, o_bias=bias, qk_norm=True)
+
+
+def _smollm3_spec(config, gen) -> LlamaSpec:
+    bias = bool(getattr(config, "attention_bias", False))
+    rope = list(config.no_rope_layers)  # 1: the layer uses rotary
+    if len(rope) < config.num_hidden_layers:
+        raise UnsupportedConfig(f"import_hf: no_rope_layers has {len(rope)} entries for "
+                                f"{config.num_hidden_layers} layers")
+    return _spec(config, gen, qkv_bias=bias, o_bias=bias,
+                 nope_layers=tuple(i for i in range(config.num_hidden_layers) if not rope[i]))
+
+
 LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, linear_weights, meta, llama.build, from_model)
 QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, linear_weights, meta, llama.build, from_model)
 MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, linear_weights, meta, llama.build, from_model)
 GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, linear_weights, meta, llama.build, from_model)
 PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, linear_weights, meta, llama.build, from_model)
+QWEN3 = Architecture("Qwen3ForCausalLM", _qwen3_spec, weights, linear_weights, meta, llama.build, from_model)
+SMOLLM3 = Architecture("SmolLM3ForCausalLM", _smollm3_spec, weights, linear_weights, meta, llama.build, from_model)

@@ -60,4 +60,4 @@ def meta(spec: M2M100Spec) -> dict:
 
 
 ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, m2m100.build,
-                    from_model)
+                    from_model, tokenizer="m2m100-spm")  # or nllb-spm: tokenizer_files tells them apart

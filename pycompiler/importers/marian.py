@@ -61,4 +61,5 @@ def meta(spec: MarianSpec) -> dict:
     }
 
 
-ARCH = Architecture("MarianMTModel", spec_from_config, weights, linear_weights, meta, marian.build)
+ARCH = Architecture("MarianMTModel", spec_from_config, weights, linear_weights, meta, marian.build,
+                    tokenizer="marian-spm")

@@ -88,6 +88,7 @@ def meta(spec: T5Spec) -> dict:
             "decoder_vocab_size": spec.vocab_size}
 
 
-ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, t5.build, from_model)
+ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, t5.build,
+                    from_model, tokenizer="t5-spm")
 MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, linear_weights, meta, t5.build,
-                   from_model)
+                   from_model, tokenizer="t5-spm")

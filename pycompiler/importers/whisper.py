@@ -83,4 +83,5 @@ def meta(spec: WhisperSpec) -> dict:
     }
 
 
-ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, linear_weights, meta, whisper.build)
+ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, linear_weights, meta, whisper.build,
+                    tokenizer="whisper-bpe")

@@ -22,15 +22,19 @@ KVCache = ObjectType("KVCache")
 
 def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int, width: int, vocab_size: int,
                        quantize, lm_head: str, eos, pad: int, max_positions: int, generation: dict,
-                       sliding_window: int | None = None):
-    """sliding_window: keys older than that many slots are masked (Mistral, Phi-3)."""
+                       sliding_window: int | None = None, lm_head_bias: str | None = None,
+                       logit_softcap: float | None = None):
+    """sliding_window: keys older than that many slots are masked (Mistral, Phi-3);
+    lm_head_bias: the output projection's bias weight (Phi);
+    logit_softcap: the logits become cap * tanh(logits / cap) (Gemma 3's final_logit_softcapping)."""
     @pb.function
     def init_cache(rows: int, max_len: int) -> KVCache:
         """Self-attention room for `rows` rows and max_len slots of the K/V heads in every layer."""
         return T.kv_cache(layers, rows, kv_heads, head_dim, max_len)
 
     def logits(x):
-        return output_projection(quantize, x, lm_head)
+        y = output_projection(quantize, x, lm_head, lm_head_bias)
+        return y if logit_softcap is None else T.mul(T.tanh(T.div(y, logit_softcap)), logit_softcap)
 
     @pb.function
     def prefill(cache: KVCache, tokens: Tensor, mask: Tensor) -> KVCache:

@@ -34,12 +34,14 @@ def linear(quantize, x, prefix: str, layer=None, bias: bool = True):
     return T.linear(x, T.param(prefix + ".weight", layer), b)
 
 
-def output_projection(quantize, x, name: str):
-    """Logits from the last hidden states with the (possibly tied) output matrix `name`."""
+def output_projection(quantize, x, name: str, bias: str | None = None):
+    """Logits from the last hidden states with the (possibly tied) output matrix `name`
+    (and the bias vector `bias`, Phi's)."""
+    b = () if bias is None else (T.param(bias),)  # no bias: the call as before, argument left out
     if quantize is not None:
         op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
-        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"))
-    return T.linear(x, T.param(name))
+        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"), *b)
+    return T.linear(x, T.param(name), *b)
 
 
 def split_heads(x, rows, length, heads: int, head_dim: int):
@@ -213,3 +215,13 @@ def pre_norm_decoder_layer(q8, act: str, x, cache, source_mask, self_mask, width
     h = layer_norm(x, prefix + "encoder_attn_layer_norm", layer)
     x = T.add(x, cross_attention(q8, h, cache, source_mask, width, heads, prefix + "encoder_attn", layer, length))
     return pre_norm_feed_forward(q8, act, x, prefix, layer)
+
+
+def partial_rotary(x, positions, inv_freq, rotary_dim: int, head_dim: int, scale: float = 1.0):
+    """Rotary embedding of the first rotary_dim features of every head of x [rows, heads,
+    n, head_dim], the others passed through (GPT-NeoX's rotary_pct, Phi's
+    partial_rotary_factor); inv_freq [rotary_dim / 2]."""
+    if rotary_dim == head_dim:
+        return T.rotary(x, positions, inv_freq, scale)
+    rotated = T.rotary(T.slice(x, 3, 0, rotary_dim), positions, inv_freq, scale)
+    return T.concat(rotated, T.slice(x, 3, rotary_dim, head_dim), dim=3)

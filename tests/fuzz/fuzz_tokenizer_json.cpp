@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const bool spm_style : {false, true}) {
     std::unique_ptr<text::Tokenizer> tok;
     try {
-      tok = spm_style ? text::load_sentencepiece_bpe(files) : text::load_whisper(files, nlohmann::json());
+      tok = spm_style ? text::load_sentencepiece_bpe(files, nlohmann::json())
+                      : text::load_whisper(files, nlohmann::json());
     } catch (const text::Error& e) {
       fuzz::stopped(spm_style ? "load (sentencepiece BPE)" : "load (byte-level BPE)", e);
       continue;

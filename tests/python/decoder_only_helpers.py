@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tensorvm.testing import left_padded  # noqa: F401 -- re-exported: the parity tests take it from here
+
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
     sys.path.insert(0, str(_FIXTURES))
@@ -31,18 +33,6 @@ def hf_model(name: str):
     model = getattr(transformers, model_class).from_pretrained(checkpoint(name), attn_implementation="eager")
     model.eval()
     return model
-
-
-def left_padded(prompts, pad: int):
-    """(ids, mask) int64 [batch, longest] with each prompt right-aligned, as a
-    tokenizer with padding_side="left" makes them."""
-    n = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), n), pad, np.int64)
-    mask = np.zeros((len(prompts), n), np.int64)
-    for i, p in enumerate(prompts):
-        ids[i, n - len(p):] = p
-        mask[i, n - len(p):] = 1
-    return ids, mask
 
 
 def hf_position_ids(mask):

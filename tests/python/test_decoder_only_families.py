@@ -15,7 +15,7 @@ import tensorvm
 import text_fixtures as tf
 from decoder_only_helpers import checkpoint, hf_model, hf_position_ids, left_padded, random_prompts
 
-NEW = ("mistral-window5", "gemma-mqa", "phi3-gqa3")
+NEW = ("mistral-window5", "gemma-mqa", "phi3-gqa3", "qwen3-gqa3", "gemma3-window4", "smollm3-nope")
 
 
 @pytest.mark.parametrize("name, window", [("mistral-window5", 5), ("phi3-gqa3", 7)])

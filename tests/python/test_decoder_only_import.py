@@ -27,7 +27,8 @@ def _edited(tmp_path, name, **changes):
 
 
 def test_architecture_table_lists_the_model_types():
-    assert {"marian", "gpt2", "llama", "qwen2", "mistral", "gemma", "phi3"} <= set(ARCHITECTURES)
+    assert {"marian", "gpt2", "llama", "qwen2", "mistral", "gemma", "phi3", "qwen3", "gemma3_text",
+            "smollm3"} <= set(ARCHITECTURES)
 
 
 @pytest.mark.parametrize("name, changes, message", [
@@ -39,6 +40,14 @@ def test_architecture_table_lists_the_model_types():
     ("phi3-gqa3", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
      "partial rotary is not supported"),
     ("mistral-window5", {"sliding_window": 0}, "sliding_window 0 is not a positive int"),
+    ("qwen3-gqa3", {"use_sliding_window": True, "sliding_window": 4,
+                    "layer_types": ["full_attention", "sliding_attention"]}, "sliding-window attention layers"),
+    ("smollm3-nope", {"no_rope_layers": [1, 0]}, "no_rope_layers has 2 entries for 3 layers"),
+    ("gemma3-window4", {"use_bidirectional_attention": True}, "use_bidirectional_attention is not supported"),
+    ("gemma3-window4", {"rope_parameters": {"full_attention": {"rope_type": "dynamic", "factor": 2.0,
+                                                               "rope_theta": 1000000.0},
+                                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+     "rope_type 'dynamic' is not supported"),
     ("gpt2-odd", {"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx"),
     ("gpt2-odd", {"model_type": "bert"}, "model_type 'bert' is not supported"),
 ])
@@ -59,7 +68,8 @@ def test_meta_describes_a_decoder_only_program(tmp_path):
 
 
 @pytest.mark.parametrize("quantize", ["int8", "w8a8"])
-@pytest.mark.parametrize("name", ["qwen2-gqa4", "phi3-gqa3"])  # Phi-3: its split projections quantized
+# Phi-3: its split projections quantized; Gemma 3: its own model file
+@pytest.mark.parametrize("name", ["qwen2-gqa4", "phi3-gqa3", "gemma3-window4"])
 def test_quantized_import_runs_and_stays_close(tmp_path, quantize, name):
     ckpt = checkpoint(name)
     tensorvm.import_hf(ckpt, tmp_path / "f32.tvm")

@@ -126,9 +126,11 @@ def tokenizer_only_program(checkpoint_dir: Path, out: Path, model_type: str) -> 
     import-hf writes one: enough for the text library, quick to make."""
     from tensorvm.pycompiler.program_dir import write_program_dir
     from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+    from tensorvm.pycompiler.tokenizer_template import with_template
 
     files, entry = tokenizer_files(checkpoint_dir, model_type)
     assert entry is not None, f"{checkpoint_dir} has no {model_type} tokenizer files"
+    entry = with_template(checkpoint_dir, entry)
     text = "# tensorvm ir 1\ndef identity(x: int) -> int:\n    return x\n"
     return write_program_dir(out, text, {}, {"model_type": model_type, "tokenizer": entry}, extra_files=files)
 
