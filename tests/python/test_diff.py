@@ -14,7 +14,6 @@ from pyc_helpers import LOOP_FUNCTIONS, requires_vm
 pytestmark = requires_vm
 
 TEXT = LOOP_FUNCTIONS + """
-
 def main(x: Tensor, n: int) -> tuple[Tensor, Tensor]:
     mul_0 = mul(x, 0.5)
     w_0, w_1, w_2 = while_loop(more, step, 0, n, mul_0)

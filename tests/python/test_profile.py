@@ -16,7 +16,6 @@ from pyc_helpers import LOOP_FUNCTIONS, requires_vm
 pytestmark = requires_vm
 
 TEXT = LOOP_FUNCTIONS + """
-
 def half(x: Tensor) -> Tensor:
     mul_0 = mul(x, 0.5)
     return mul_0
