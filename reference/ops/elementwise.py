@@ -100,6 +100,10 @@ def _scalar_arith(name, a, b):
     raise AssertionError(name)
 
 
+_NUMPY_ARITH = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
+                "maximum": np.maximum, "minimum": np.minimum}
+
+
 def _arith(name, x, y):
     if not is_tensor(x) and not is_tensor(y):
         a, b = scalar(x), scalar(y)
@@ -115,20 +119,8 @@ def _arith(name, x, y):
     a, b, dt, shape = _operands(name, x, y)
     is_int = dt != np.float32
     with np.errstate(all="ignore"):
-        if name == "add":
-            r = np.add(a, b)
-        elif name == "sub":
-            r = np.subtract(a, b)
-        elif name == "mul":
-            r = np.multiply(a, b)
-        elif name == "div":
-            r = np.true_divide(a, b)
-        elif name == "pow":
-            r = np.power(a, b)
-        elif name == "maximum":
-            r = np.maximum(a, b)
-        elif name == "minimum":
-            r = np.minimum(a, b)
+        if name in _NUMPY_ARITH:
+            r = _NUMPY_ARITH[name](a, b)
         elif name in ("floordiv", "remainder"):
             if is_int and int(np.prod(shape)) > 0 and (np.asarray(b) == 0).any():
                 fail(name, "integer division by zero (y has a zero element)")
