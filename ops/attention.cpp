@@ -269,16 +269,9 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_attention_ops(Registry& r) {
-  Param k = p_tensor("k"), v = p_tensor("v");
-  k.strided_ok = true;
-  v.strided_ok = true;
-  Param scale;
-  scale.name = "scale";
-  scale.kind = Kind::Any;
-  scale.has_default = true;
-  scale.default_value = Value::none();
   r.add(TENSORVM_OP("attention", attention), "attention",
-        {p_tensor("q"), k, v, p_opt_tensor("mask"), scale}, {"Tensor"},
+        {p_tensor("q"), p_strided(p_tensor("k")), p_strided(p_tensor("v")), p_opt_tensor("mask"), p_opt_any("scale")},
+        {"Tensor"},
         "Scaled-dot-product attention, f32: softmax(scale * q k^T + mask) v over q[B, H, Tq, D], k[B, Hkv, Tk, D], "
         "v[B, Hkv, Tk, Dv] -> [B, H, Tq, Dv]; scale defaults to 1/sqrt(D). Grouped-query attention when Hkv < H "
         "(H % Hkv == 0; Hkv = 1 is multi-query): query head h reads kv head h / (H / Hkv), as transformers' "

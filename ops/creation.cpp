@@ -178,13 +178,6 @@ void cast_op(OpContext& ctx, const Args& a, Value* out) {
   out[0] = std::move(y);
 }
 
-Param opt_dtype() {
-  Param p = p_any("dtype");
-  p.has_default = true;
-  p.default_value = Value::none();
-  return p;
-}
-
 }  // namespace
 
 void register_creation_ops(Registry& r) {
@@ -199,14 +192,14 @@ void register_creation_ops(Registry& r) {
         {p_ints("shape"), p_str("dtype", "f32")}, {"Tensor"}, "A tensor of `shape` filled with 0 (False).");
   r.add(TENSORVM_OP("ones", ones_op), "creation",
         {p_ints("shape"), p_str("dtype", "f32")}, {"Tensor"}, "A tensor of `shape` filled with 1 (True).");
-  r.add(TENSORVM_OP("full_like", full_like_op), "creation", {p_tensor("x"), p_any("value"), opt_dtype()}, {"Tensor"},
+  r.add(TENSORVM_OP("full_like", full_like_op), "creation", {p_tensor("x"), p_any("value"), p_opt_any("dtype")}, {"Tensor"},
         "A tensor of x's shape filled with value; dtype None means x's dtype (value rules as in full).");
-  r.add(TENSORVM_OP("zeros_like", zeros_like_op), "creation", {p_tensor("x"), opt_dtype()}, {"Tensor"},
+  r.add(TENSORVM_OP("zeros_like", zeros_like_op), "creation", {p_tensor("x"), p_opt_any("dtype")}, {"Tensor"},
         "A tensor of x's shape filled with 0; dtype None means x's dtype.");
   r.add(TENSORVM_OP("cast", cast_op), "creation", {p_tensor("x"), p_str("dtype")}, {"Tensor"},
         "x converted to dtype: float to int truncates toward zero (NaN, inf or out of range is an error), i64 to i32 "
         "wraps, to bool is x != 0, bool to numbers is 0/1. Casting to x's own dtype returns x.");
-  r.add(TENSORVM_OP("tensor", tensor_op), "creation", {p_any("value"), opt_dtype()}, {"Tensor"},
+  r.add(TENSORVM_OP("tensor", tensor_op), "creation", {p_any("value"), p_opt_any("dtype")}, {"Tensor"},
         "A 0-d tensor holding the scalar value; dtype None picks i64 for an int, f32 for a float, bool for a bool.");
 }
 

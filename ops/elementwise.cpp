@@ -346,12 +346,7 @@ void logical_not(OpContext& ctx, const Args& args, Value* out) {
   out[0] = std::move(o);
 }
 
-Param strided(Param p) {
-  p.strided_ok = true;
-  return p;
-}
-
-std::vector<Param> binary_params() { return {strided(p_scalar_or_tensor("x")), strided(p_scalar_or_tensor("y"))}; }
+std::vector<Param> binary_params() { return {p_strided(p_scalar_or_tensor("x")), p_strided(p_scalar_or_tensor("y"))}; }
 
 }  // namespace
 

@@ -418,6 +418,11 @@ Param p_ints(std::string n) { return make(std::move(n), Kind::Ints); }
 Param p_opt_ints(std::string n) { return with_default(make(std::move(n), Kind::OptInts), Value::none()); }
 Param p_object(std::string n) { return make(std::move(n), Kind::Object); }
 Param p_any(std::string n) { return make(std::move(n), Kind::Any); }
+Param p_opt_any(std::string n) { return with_default(make(std::move(n), Kind::Any), Value::none()); }
+Param p_strided(Param p) {
+  p.strided_ok = true;
+  return p;
+}
 
 // ---------------------------------------------------------------- eager call
 

@@ -191,8 +191,8 @@ class Registry {
 
   // Checks `def` (a name the IR can call, a kernel, one output or more, distinct
   // parameter names, at most one variadic, a result rule exactly when an output is
-  // "Any") and publishes it. An existing name is an
-  // error unless `replace`. Throws vm::Error.
+  // "Any") and publishes it. An existing name is an error unless `replace`. Throws
+  // vm::Error.
   static const OpDef& register_op(OpDef def, bool replace);
   // Publishes a copy of op `name` with `kernel`; returns the kernel it had (a plain
   // Kernel comes back wrapped, and is unwrapped again when passed back). Throws vm::Error.
@@ -227,6 +227,8 @@ Param p_ints(std::string name);
 Param p_opt_ints(std::string name);    // defaults to None
 Param p_object(std::string name);
 Param p_any(std::string name);
+Param p_opt_any(std::string name);    // anything, defaults to None
+Param p_strided(Param p);             // p, for a kernel that reads non-contiguous views itself
 
 // Runs one op eagerly: binds, makes non-view arguments contiguous, calls the
 // kernel. Errors are prefixed with the op name. Used by the Python eager mode and tests.
