@@ -269,23 +269,15 @@ static void attention(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_attention_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("attention", attention), "attention");
-  Param k = p_tensor("k"), v = p_tensor("v");
-  k.strided_ok = true;
-  v.strided_ok = true;
-  Param scale;
-  scale.name = "scale";
-  scale.kind = Kind::Any;
-  scale.has_default = true;
-  scale.default_value = Value::none();
-  op.params = {p_tensor("q"), k, v, p_opt_tensor("mask"), scale};
-  op.outputs = {"Tensor"};
-  op.doc = "Scaled-dot-product attention, f32: softmax(scale * q k^T + mask) v over q[B, H, Tq, D], k[B, Hkv, Tk, D], "
-           "v[B, Hkv, Tk, Dv] -> [B, H, Tq, Dv]; scale defaults to 1/sqrt(D). Grouped-query attention when Hkv < H "
-           "(H % Hkv == 0; Hkv = 1 is multi-query): query head h reads kv head h / (H / Hkv), as transformers' "
-           "repeat_kv, without copying K/V. mask broadcasts to [B, H, Tq, Tk]: f32 is added, bool keeps True and masks "
-           "False. A query row with every key masked (all -inf) gives zeros, not NaN. k and v may be strided views "
-           "(unit stride on the last dim).";
+  r.add(TENSORVM_OP("attention", attention), "attention",
+        {p_tensor("q"), p_strided(p_tensor("k")), p_strided(p_tensor("v")), p_opt_tensor("mask"), p_opt_any("scale")},
+        {"Tensor"},
+        "Scaled-dot-product attention, f32: softmax(scale * q k^T + mask) v over q[B, H, Tq, D], k[B, Hkv, Tk, D], "
+        "v[B, Hkv, Tk, Dv] -> [B, H, Tq, Dv]; scale defaults to 1/sqrt(D). Grouped-query attention when Hkv < H "
+        "(H % Hkv == 0; Hkv = 1 is multi-query): query head h reads kv head h / (H / Hkv), as transformers' "
+        "repeat_kv, without copying K/V. mask broadcasts to [B, H, Tq, Tk]: f32 is added, bool keeps True and masks "
+        "False. A query row with every key masked (all -inf) gives zeros, not NaN. k and v may be strided views "
+        "(unit stride on the last dim).");
 }
 
 }  // namespace ops

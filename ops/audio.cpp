@@ -91,14 +91,13 @@ static void log_mel(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_audio_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("log_mel", log_mel), "audio");
-  op.params = {p_tensor("audio"), p_tensor("filters"), p_int("n_fft", 400), p_int("hop_length", 160),
-               p_int("n_samples", 480000)};
-  op.outputs = {"Tensor"};
-  op.doc = "Whisper's log-mel spectrogram (transformers' WhisperFeatureExtractor): each row of f32 audio "
-           "[batch, samples] padded with zeros or cut to n_samples, STFT (periodic Hann window, reflect padding "
-           "of n_fft / 2, power spectrum) -> filters f32 [n_fft / 2 + 1, n_mels] -> log10 of max(., 1e-10), "
-           "floored at the row's max - 8, then (x + 4) / 4 -> f32 [batch, n_mels, n_samples / hop_length].";
+  r.add(TENSORVM_OP("log_mel", log_mel), "audio",
+        {p_tensor("audio"), p_tensor("filters"), p_int("n_fft", 400), p_int("hop_length", 160), p_int("n_samples",
+         480000)}, {"Tensor"},
+        "Whisper's log-mel spectrogram (transformers' WhisperFeatureExtractor): each row of f32 audio "
+        "[batch, samples] padded with zeros or cut to n_samples, STFT (periodic Hann window, reflect padding "
+        "of n_fft / 2, power spectrum) -> filters f32 [n_fft / 2 + 1, n_mels] -> log10 of max(., 1e-10), "
+        "floored at the row's max - 8, then (x + 4) / 4 -> f32 [batch, n_mels, n_samples / hop_length].");
 }
 
 }  // namespace ops

@@ -64,12 +64,11 @@ static void conv1d(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_conv_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("conv1d", conv1d), "nn");
-  op.params = {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias"), p_int("stride", 1), p_int("padding", 0)};
-  op.outputs = {"Tensor"};
-  op.doc = "1-D convolution (torch.nn.functional.conv1d, one group, no dilation): f32 x [batch, in_channels, length], "
-           "weight [out_channels, in_channels, kernel], bias [out_channels]?, zero padding on both ends -> "
-           "[batch, out_channels, (length + 2 * padding - kernel) // stride + 1].";
+  r.add(TENSORVM_OP("conv1d", conv1d), "nn",
+        {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias"), p_int("stride", 1), p_int("padding", 0)}, {"Tensor"},
+        "1-D convolution (torch.nn.functional.conv1d, one group, no dilation): f32 x [batch, in_channels, length], "
+        "weight [out_channels, in_channels, kernel], bias [out_channels]?, zero padding on both ends -> "
+        "[batch, out_channels, (length + 2 * padding - kernel) // stride + 1].");
 }
 
 }  // namespace ops

@@ -178,41 +178,29 @@ void cast_op(OpContext& ctx, const Args& a, Value* out) {
   out[0] = std::move(y);
 }
 
-Param opt_dtype() {
-  Param p = p_any("dtype");
-  p.has_default = true;
-  p.default_value = Value::none();
-  return p;
-}
-
-OpDef& add(Registry& r, OpEntry e, std::vector<Param> params, const char* doc) {
-  auto& op = r.add(e, "creation");
-  op.params = std::move(params);
-  op.outputs = {"Tensor"};
-  op.doc = doc;
-  return op;
-}
-
 }  // namespace
 
 void register_creation_ops(Registry& r) {
-  add(r, TENSORVM_OP("arange", arange_op), {p_int("start"), p_int("end"), p_int("step", 1), p_str("dtype", "i64")},
-      "The 1-D tensor [start, start+step, ...) up to end (exclusive), from ints; dtype \"i64\", \"i32\" or \"f32\". "
-      "step 0 is an error; an empty range gives shape [0].");
-  add(r, TENSORVM_OP("full", full_op), {p_ints("shape"), p_any("value"), p_str("dtype", "f32")},
-      "A tensor of `shape` filled with the scalar value (an int fills f32/i64/i32, a float only f32, a bool only "
-      "bool).");
-  add(r, TENSORVM_OP("zeros", zeros_op), {p_ints("shape"), p_str("dtype", "f32")}, "A tensor of `shape` filled with 0 (False).");
-  add(r, TENSORVM_OP("ones", ones_op), {p_ints("shape"), p_str("dtype", "f32")}, "A tensor of `shape` filled with 1 (True).");
-  add(r, TENSORVM_OP("full_like", full_like_op), {p_tensor("x"), p_any("value"), opt_dtype()},
-      "A tensor of x's shape filled with value; dtype None means x's dtype (value rules as in full).");
-  add(r, TENSORVM_OP("zeros_like", zeros_like_op), {p_tensor("x"), opt_dtype()},
-      "A tensor of x's shape filled with 0; dtype None means x's dtype.");
-  add(r, TENSORVM_OP("cast", cast_op), {p_tensor("x"), p_str("dtype")},
-      "x converted to dtype: float to int truncates toward zero (NaN, inf or out of range is an error), i64 to i32 "
-      "wraps, to bool is x != 0, bool to numbers is 0/1. Casting to x's own dtype returns x.");
-  add(r, TENSORVM_OP("tensor", tensor_op), {p_any("value"), opt_dtype()},
-      "A 0-d tensor holding the scalar value; dtype None picks i64 for an int, f32 for a float, bool for a bool.");
+  r.add(TENSORVM_OP("arange", arange_op), "creation",
+        {p_int("start"), p_int("end"), p_int("step", 1), p_str("dtype", "i64")}, {"Tensor"},
+        "The 1-D tensor [start, start+step, ...) up to end (exclusive), from ints; dtype \"i64\", \"i32\" or \"f32\". "
+        "step 0 is an error; an empty range gives shape [0].");
+  r.add(TENSORVM_OP("full", full_op), "creation", {p_ints("shape"), p_any("value"), p_str("dtype", "f32")}, {"Tensor"},
+        "A tensor of `shape` filled with the scalar value (an int fills f32/i64/i32, a float only f32, a bool only "
+        "bool).");
+  r.add(TENSORVM_OP("zeros", zeros_op), "creation",
+        {p_ints("shape"), p_str("dtype", "f32")}, {"Tensor"}, "A tensor of `shape` filled with 0 (False).");
+  r.add(TENSORVM_OP("ones", ones_op), "creation",
+        {p_ints("shape"), p_str("dtype", "f32")}, {"Tensor"}, "A tensor of `shape` filled with 1 (True).");
+  r.add(TENSORVM_OP("full_like", full_like_op), "creation", {p_tensor("x"), p_any("value"), p_opt_any("dtype")}, {"Tensor"},
+        "A tensor of x's shape filled with value; dtype None means x's dtype (value rules as in full).");
+  r.add(TENSORVM_OP("zeros_like", zeros_like_op), "creation", {p_tensor("x"), p_opt_any("dtype")}, {"Tensor"},
+        "A tensor of x's shape filled with 0; dtype None means x's dtype.");
+  r.add(TENSORVM_OP("cast", cast_op), "creation", {p_tensor("x"), p_str("dtype")}, {"Tensor"},
+        "x converted to dtype: float to int truncates toward zero (NaN, inf or out of range is an error), i64 to i32 "
+        "wraps, to bool is x != 0, bool to numbers is 0/1. Casting to x's own dtype returns x.");
+  r.add(TENSORVM_OP("tensor", tensor_op), "creation", {p_any("value"), p_opt_any("dtype")}, {"Tensor"},
+        "A 0-d tensor holding the scalar value; dtype None picks i64 for an int, f32 for a float, bool for a bool.");
 }
 
 }  // namespace ops

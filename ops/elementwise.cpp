@@ -346,17 +346,7 @@ void logical_not(OpContext& ctx, const Args& args, Value* out) {
   out[0] = std::move(o);
 }
 
-Param strided(Param p) {
-  p.strided_ok = true;
-  return p;
-}
-
-void add_binary(Registry& r, OpEntry e, const std::string& doc) {
-  auto& op = r.add(e, "elementwise");
-  op.params = {strided(p_scalar_or_tensor("x")), strided(p_scalar_or_tensor("y"))};
-  op.outputs = {"Any"};
-  op.doc = doc;
-}
+std::vector<Param> binary_params() { return {p_strided(p_scalar_or_tensor("x")), p_strided(p_scalar_or_tensor("y"))}; }
 
 }  // namespace
 
@@ -364,42 +354,55 @@ void register_elementwise_ops(Registry& r) {
   const std::string arith_rule =
       " Tensors or int/float scalars, broadcast; tensor∘tensor needs equal dtypes, a scalar takes the tensor's dtype "
       "(a float scalar with an integer tensor is an error); scalar∘scalar gives a scalar with Python semantics.";
-  add_binary(r, TENSORVM_OP("add", arith<Bin::add>), "x + y (f32, i64, i32; integers wrap)." + arith_rule);
-  add_binary(r, TENSORVM_OP("sub", arith<Bin::sub>), "x - y (f32, i64, i32; integers wrap)." + arith_rule);
-  add_binary(r, TENSORVM_OP("mul", arith<Bin::mul>), "x * y (f32, i64, i32; integers wrap)." + arith_rule);
-  add_binary(r, TENSORVM_OP("div", arith<Bin::div>),
-             "x / y, true division: f32 tensors only (use floordiv for integers); int/int scalars give a float." + arith_rule);
-  add_binary(r, TENSORVM_OP("pow", arith<Bin::pow>), "x ** y: f32 tensors (the exponent a tensor or a scalar)." + arith_rule);
-  add_binary(r, TENSORVM_OP("maximum", arith<Bin::maximum>), "Elementwise max of x and y; NaN propagates (like torch)." + arith_rule);
-  add_binary(r, TENSORVM_OP("minimum", arith<Bin::minimum>), "Elementwise min of x and y; NaN propagates (like torch)." + arith_rule);
-  add_binary(r, TENSORVM_OP("floordiv", arith<Bin::floordiv>),
-             "floor(x / y) (Python/torch floor semantics); integer division by zero and the smallest int divided by -1 are "
-             "errors, f32 follows IEEE." +
-                 arith_rule);
-  add_binary(r, TENSORVM_OP("remainder", arith<Bin::remainder>),
-             "x - floordiv(x, y) * y: the result takes the divisor's sign (Python/torch); integer division by zero is "
-             "an error." + arith_rule);
+  r.add(TENSORVM_OP("add", arith<Bin::add>), "elementwise", binary_params(), {"Any"},
+        "x + y (f32, i64, i32; integers wrap)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("sub", arith<Bin::sub>), "elementwise", binary_params(), {"Any"},
+        "x - y (f32, i64, i32; integers wrap)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("mul", arith<Bin::mul>), "elementwise", binary_params(), {"Any"},
+        "x * y (f32, i64, i32; integers wrap)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("div", arith<Bin::div>), "elementwise", binary_params(), {"Any"},
+        "x / y, true division: f32 tensors only (use floordiv for integers); int/int scalars give a float." + arith_rule,
+        ResultRule::Float);
+  r.add(TENSORVM_OP("pow", arith<Bin::pow>), "elementwise", binary_params(), {"Any"},
+        "x ** y: f32 tensors (the exponent a tensor or a scalar)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("maximum", arith<Bin::maximum>), "elementwise", binary_params(), {"Any"},
+        "Elementwise max of x and y; NaN propagates (like torch)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("minimum", arith<Bin::minimum>), "elementwise", binary_params(), {"Any"},
+        "Elementwise min of x and y; NaN propagates (like torch)." + arith_rule, ResultRule::Promote);
+  r.add(TENSORVM_OP("floordiv", arith<Bin::floordiv>), "elementwise", binary_params(), {"Any"},
+        "floor(x / y) (Python/torch floor semantics); integer division by zero and the smallest int divided by -1 are "
+        "errors, f32 follows IEEE." + arith_rule,
+        ResultRule::Promote);
+  r.add(TENSORVM_OP("remainder", arith<Bin::remainder>), "elementwise", binary_params(), {"Any"},
+        "x - floordiv(x, y) * y: the result takes the divisor's sign (Python/torch); integer division by zero is an "
+        "error." + arith_rule,
+        ResultRule::Promote);
 
   const std::string cmp_rule =
       " A bool tensor (broadcast) from tensors of equal dtype (f32, i64, i32, bool) or a tensor and a scalar of a "
       "matching kind; scalar∘scalar gives a bool. NaN compares unequal to everything.";
-  add_binary(r, TENSORVM_OP("eq", compare<Cmp::eq>), "x == y." + cmp_rule);
-  add_binary(r, TENSORVM_OP("ne", compare<Cmp::ne>), "x != y." + cmp_rule);
-  add_binary(r, TENSORVM_OP("lt", compare<Cmp::lt>), "x < y." + cmp_rule);
-  add_binary(r, TENSORVM_OP("le", compare<Cmp::le>), "x <= y." + cmp_rule);
-  add_binary(r, TENSORVM_OP("gt", compare<Cmp::gt>), "x > y." + cmp_rule);
-  add_binary(r, TENSORVM_OP("ge", compare<Cmp::ge>), "x >= y." + cmp_rule);
+  r.add(TENSORVM_OP("eq", compare<Cmp::eq>), "elementwise",
+        binary_params(), {"Any"}, "x == y." + cmp_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("ne", compare<Cmp::ne>), "elementwise",
+        binary_params(), {"Any"}, "x != y." + cmp_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("lt", compare<Cmp::lt>), "elementwise",
+        binary_params(), {"Any"}, "x < y." + cmp_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("le", compare<Cmp::le>), "elementwise",
+        binary_params(), {"Any"}, "x <= y." + cmp_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("gt", compare<Cmp::gt>), "elementwise",
+        binary_params(), {"Any"}, "x > y." + cmp_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("ge", compare<Cmp::ge>), "elementwise",
+        binary_params(), {"Any"}, "x >= y." + cmp_rule, ResultRule::Bool);
 
   const std::string logic_rule = " Bool tensors (broadcast) or bool scalars; two scalars give a bool.";
-  add_binary(r, TENSORVM_OP("logical_and", logical<Logic::land>), "x and y, elementwise." + logic_rule);
-  add_binary(r, TENSORVM_OP("logical_or", logical<Logic::lor>), "x or y, elementwise." + logic_rule);
-  add_binary(r, TENSORVM_OP("logical_xor", logical<Logic::lxor>), "x != y for bools, elementwise." + logic_rule);
-  {
-    auto& op = r.add(TENSORVM_OP("logical_not", logical_not), "elementwise");
-    op.params = {p_scalar_or_tensor("x")};
-    op.outputs = {"Any"};
-    op.doc = "not x: a bool tensor (same shape) or a bool scalar.";
-  }
+  r.add(TENSORVM_OP("logical_and", logical<Logic::land>), "elementwise", binary_params(), {"Any"},
+        "x and y, elementwise." + logic_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("logical_or", logical<Logic::lor>), "elementwise", binary_params(), {"Any"},
+        "x or y, elementwise." + logic_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("logical_xor", logical<Logic::lxor>), "elementwise", binary_params(), {"Any"},
+        "x != y for bools, elementwise." + logic_rule, ResultRule::Bool);
+  r.add(TENSORVM_OP("logical_not", logical_not), "elementwise", {p_scalar_or_tensor("x")}, {"Any"},
+        "not x: a bool tensor (same shape) or a bool scalar.", ResultRule::Bool);
 
   register_elementwise_unary_ops(r);
   register_elementwise_select_ops(r);

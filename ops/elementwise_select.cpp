@@ -99,42 +99,20 @@ void clamp_op(OpContext& ctx, const Args& a, Value* out) {
   });
 }
 
-Param strided(Param p) {
-  p.strided_ok = true;
-  return p;
-}
-
-Param opt_scalar(const char* name) {
-  Param p = p_any(name);
-  p.has_default = true;
-  p.default_value = Value::none();
-  return p;
-}
-
 }  // namespace
 
 void register_elementwise_select_ops(Registry& r) {
-  {
-    auto& op = r.add(TENSORVM_OP("where", where_op), "elementwise");
-    op.params = {strided(p_tensor("cond")), strided(p_scalar_or_tensor("x")), strided(p_scalar_or_tensor("y"))};
-    op.outputs = {"Tensor"};
-    op.doc = "cond ? x : y elementwise; cond a bool tensor, x and y tensors of one dtype or scalars (a scalar takes "
-             "the other's dtype; two scalars give i64, f32 if either is a float, or bool); all three broadcast.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("masked_fill", masked_fill_op), "elementwise");
-    op.params = {strided(p_tensor("x")), strided(p_tensor("mask")), p_any("value")};
-    op.outputs = {"Tensor"};
-    op.doc = "x with the elements where mask is True set to value; mask a bool tensor broadcastable to x's shape, "
-             "value an int/float/bool scalar converted to x's dtype (a float into an integer tensor is an error).";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("clamp", clamp_op), "elementwise");
-    op.params = {p_tensor("x"), opt_scalar("min"), opt_scalar("max")};
-    op.outputs = {"Tensor"};
-    op.doc = "min(max(x, min), max) for an f32/i64/i32 tensor with int/float scalar bounds (None: unbounded; not both "
-             "None; a float bound with an integer tensor is an error). min > max gives max, like torch.";
-  }
+  r.add(TENSORVM_OP("where", where_op), "elementwise",
+        {p_strided(p_tensor("cond")), p_strided(p_scalar_or_tensor("x")), p_strided(p_scalar_or_tensor("y"))}, {"Tensor"},
+        "cond ? x : y elementwise; cond a bool tensor, x and y tensors of one dtype or scalars (a scalar takes "
+        "the other's dtype; two scalars give i64, f32 if either is a float, or bool); all three broadcast.");
+  r.add(TENSORVM_OP("masked_fill", masked_fill_op), "elementwise",
+        {p_strided(p_tensor("x")), p_strided(p_tensor("mask")), p_any("value")}, {"Tensor"},
+        "x with the elements where mask is True set to value; mask a bool tensor broadcastable to x's shape, "
+        "value an int/float/bool scalar converted to x's dtype (a float into an integer tensor is an error).");
+  r.add(TENSORVM_OP("clamp", clamp_op), "elementwise", {p_tensor("x"), p_opt_any("min"), p_opt_any("max")}, {"Tensor"},
+        "min(max(x, min), max) for an f32/i64/i32 tensor with int/float scalar bounds (None: unbounded; not both "
+        "None; a float bound with an integer tensor is an error). min > max gives max, like torch.");
 }
 
 }  // namespace ops

@@ -154,45 +154,34 @@ void relu_op(OpContext& ctx, const Args& a, Value* out) {
   out[0] = map_numeric(ctx, a.tensor(0), [](auto v) { return v <= 0 ? decltype(v)(0) : v; });
 }
 
-void add_unary(Registry& r, OpEntry e, const char* doc) {
-  auto& op = r.add(e, "elementwise");
-  op.params = {p_tensor("x")};
-  op.outputs = {"Tensor"};
-  op.doc = doc;
-}
-
 }  // namespace
 
 void register_elementwise_unary_ops(Registry& r) {
-  add_unary(r, TENSORVM_OP("exp", exp_map_op<ExpMap::exp>), "e ** x (f32 tensor, same shape).");
-  add_unary(r, TENSORVM_OP("log", log_op), "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
-  add_unary(r, TENSORVM_OP("sqrt", sqrt_op), "Square root (f32 tensor): sqrt(x < 0) = NaN.");
-  add_unary(r, TENSORVM_OP("rsqrt", rsqrt_op), "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
-  add_unary(r, TENSORVM_OP("tanh", tanh_op), "Hyperbolic tangent (f32 tensor).");
-  add_unary(r, TENSORVM_OP("sigmoid", exp_map_op<ExpMap::sigmoid>), "1 / (1 + exp(-x)) (f32 tensor).");
-  add_unary(r, TENSORVM_OP("silu", exp_map_op<ExpMap::silu>),
-            "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
-  add_unary(r, TENSORVM_OP("erf", exp_map_op<ExpMap::erf>), "The error function (f32 tensor), within 2 ulp of libm's.");
-  add_unary(r, TENSORVM_OP("relu", relu_op), "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
-  {
-    auto& op = r.add(TENSORVM_OP("gelu", gelu_op), "elementwise");
-    op.params = {p_tensor("x"), p_str("approximate", "none")};
-    op.outputs = {"Tensor"};
-    op.doc = "GELU (f32 tensor): approximate=\"none\" is 0.5*x*(1+erf(x/sqrt(2))), \"tanh\" is "
-             "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), as in torch.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("neg", neg_op), "elementwise");
-    op.params = {p_scalar_or_tensor("x")};
-    op.outputs = {"Any"};
-    op.doc = "-x: an f32/i64/i32 tensor (integers wrap) or an int/float scalar (gives a scalar).";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("abs", abs_op), "elementwise");
-    op.params = {p_scalar_or_tensor("x")};
-    op.outputs = {"Any"};
-    op.doc = "|x|: an f32/i64/i32 tensor (the integer minimum stays itself, like torch) or an int/float scalar.";
-  }
+  r.add(TENSORVM_OP("exp", exp_map_op<ExpMap::exp>), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "e ** x (f32 tensor, same shape).");
+  r.add(TENSORVM_OP("log", log_op), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "Natural log (f32 tensor): log(0) = -inf, log(x < 0) = NaN.");
+  r.add(TENSORVM_OP("sqrt", sqrt_op), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "Square root (f32 tensor): sqrt(x < 0) = NaN.");
+  r.add(TENSORVM_OP("rsqrt", rsqrt_op), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "1 / sqrt(x) (f32 tensor): rsqrt(0) = inf, rsqrt(x < 0) = NaN.");
+  r.add(TENSORVM_OP("tanh", tanh_op), "elementwise", {p_tensor("x")}, {"Tensor"}, "Hyperbolic tangent (f32 tensor).");
+  r.add(TENSORVM_OP("sigmoid", exp_map_op<ExpMap::sigmoid>), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "1 / (1 + exp(-x)) (f32 tensor).");
+  r.add(TENSORVM_OP("silu", exp_map_op<ExpMap::silu>), "elementwise", {p_tensor("x")}, {"Tensor"},
+        "x * sigmoid(x), computed as x / (1 + exp(-x)) like torch (f32 tensor).");
+  r.add(TENSORVM_OP("erf", exp_map_op<ExpMap::erf>), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "The error function (f32 tensor), within 2 ulp of libm's.");
+  r.add(TENSORVM_OP("relu", relu_op), "elementwise",
+        {p_tensor("x")}, {"Tensor"}, "max(x, 0) (f32, i64, i32 tensor); NaN stays NaN.");
+  r.add(TENSORVM_OP("gelu", gelu_op), "elementwise", {p_tensor("x"), p_str("approximate", "none")}, {"Tensor"},
+        "GELU (f32 tensor): approximate=\"none\" is 0.5*x*(1+erf(x/sqrt(2))), \"tanh\" is "
+        "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), as in torch.");
+  r.add(TENSORVM_OP("neg", neg_op), "elementwise", {p_scalar_or_tensor("x")}, {"Any"},
+        "-x: an f32/i64/i32 tensor (integers wrap) or an int/float scalar (gives a scalar).", ResultRule::Promote);
+  r.add(TENSORVM_OP("abs", abs_op), "elementwise", {p_scalar_or_tensor("x")}, {"Any"},
+        "|x|: an f32/i64/i32 tensor (the integer minimum stays itself, like torch) or an int/float scalar.",
+        ResultRule::Promote);
 }
 
 }  // namespace ops

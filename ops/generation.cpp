@@ -140,34 +140,31 @@ void check_op(OpContext&, const Args& a, Value* out) {
 }  // namespace
 
 void register_generation_ops(Registry& r) {
-  auto def = [&](OpEntry e, const char* group, std::vector<Param> params, std::string output, const char* doc) {
-    OpDef& op = r.add(e, group);
-    op.params = std::move(params);
-    op.outputs = {std::move(output)};
-    op.doc = doc;
-  };
-  def(TENSORVM_OP("rng", rng_op), "random", {p_int("seed")}, "Rng",
-      "A new random generator seeded with `seed` (splitmix64: 64-bit counter, bijective mix). The stream is a pure "
-      "function of the seed, the same on every run and machine, and the numpy reference draws the same numbers; it "
-      "is not torch's stream.");
-  def(TENSORVM_OP("rand", rand_op), "random", {p_object("rng"), p_ints("shape")}, "Tensor",
-      "f32 numbers uniform in [0, 1) of `shape` from the generator (24 random bits each, row-major order); advances "
-      "the generator in place.");
-  def(TENSORVM_OP("multinomial", multinomial_op), "random", {p_tensor("probs"), p_object("rng"), p_int("num_samples", 1)}, "Tensor",
-      "Indices drawn from the rows of f32 probs [rows, V] (or [V]) without replacement (like torch.multinomial with "
-      "replacement=False): i64 [rows, num_samples] in draw order. Weights need not sum to 1; each draw is u * total "
-      "against a running sum in double from index 0, u from the generator (53 bits), skipping drawn indices; once "
-      "every non-zero weight is drawn, the rest are the zero-weight indices in increasing order (no draw). A negative "
-      "or non-finite weight, or num_samples above the number of categories, is an error.");
+  r.add(TENSORVM_OP("rng", rng_op), "random", {p_int("seed")}, {"Rng"},
+        "A new random generator seeded with `seed` (splitmix64: 64-bit counter, bijective mix). The stream is a pure "
+        "function of the seed, the same on every run and machine, and the numpy reference draws the same numbers; it "
+        "is not torch's stream.");
+  r.add(TENSORVM_OP("rand", rand_op), "random", {p_object("rng"), p_ints("shape")}, {"Tensor"},
+        "f32 numbers uniform in [0, 1) of `shape` from the generator (24 random bits each, row-major order); advances "
+        "the generator in place.");
+  r.add(TENSORVM_OP("multinomial", multinomial_op), "random",
+        {p_tensor("probs"), p_object("rng"), p_int("num_samples", 1)}, {"Tensor"},
+        "Indices drawn from the rows of f32 probs [rows, V] (or [V]) without replacement (like torch.multinomial with "
+        "replacement=False): i64 [rows, num_samples] in draw order. Weights need not sum to 1; each draw is u * total "
+        "against a running sum in double from index 0, u from the generator (53 bits), skipping drawn indices; once "
+        "every non-zero weight is drawn, the rest are the zero-weight indices in increasing order (no draw). A negative "
+        "or non-finite weight, or num_samples above the number of categories, is an error.");
   Param choices = p_any("choices");
   choices.variadic = true;
-  def(TENSORVM_OP("option_index", option_index_op), "values", {p_any("x"), choices, p_str("what", "value")}, "int",
-      "The position of x among the choices (same kind and value: None, bool, int/float, str), e.g. "
-      "option_index(early_stopping, False, True, \"never\", what=\"early_stopping\"); an error naming `what` and the "
-      "choices when none matches.");
-  def(TENSORVM_OP("check", check_op), "values", {p_any("ok"), p_str("message")}, "bool",
-      "True if ok (a bool or a one-element bool tensor) holds; otherwise an error with `message`. Validates run-time "
-      "options inside a program.");
+  r.add(TENSORVM_OP("option_index", option_index_op), "values", {p_any("x"), choices, p_str("what", "value")}, {"int"},
+        "The position of x among the choices (same kind and value: None, bool, int/float, str), e.g. "
+        "option_index(early_stopping, False, True, \"never\", what=\"early_stopping\"); an error naming `what` and the "
+        "choices when none matches.")
+      .raises = true;
+  r.add(TENSORVM_OP("check", check_op), "values", {p_any("ok"), p_str("message")}, {"bool"},
+        "True if ok (a bool or a one-element bool tensor) holds; otherwise an error with `message`. Validates run-time "
+        "options inside a program.")
+      .raises = true;
 }
 
 }  // namespace ops

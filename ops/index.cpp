@@ -205,27 +205,17 @@ static void scatter(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_index_ops(Registry& r) {
-  {
-    auto& op = r.add(TENSORVM_OP("index_select", index_select), "indexing");
-    op.params = {p_tensor("x"), p_int("dim"), p_tensor("index")};
-    op.outputs = {"Tensor"};
-    op.doc = "The slices x[..., index[j], ...] along dim, for a 1-D i64/i32 index with values in [0, x.size(dim)) "
-             "(e.g. reordering beams). Any dtype of x.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("gather", gather), "indexing");
-    op.params = {p_tensor("x"), p_int("dim"), p_tensor("index")};
-    op.outputs = {"Tensor"};
-    op.doc = "torch.gather: out[i][j] = x[i][index[i][j]] along dim; index (i64/i32) has x's ndim and is no larger "
-             "than x off dim; out has index's shape and x's dtype.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("scatter", scatter), "indexing");
-    op.params = {p_tensor("x"), p_int("dim"), p_tensor("index"), p_scalar_or_tensor("src")};
-    op.outputs = {"Tensor"};
-    op.doc = "torch.scatter without mutation: a copy of x with out[i][index[i][j]] = src[i][j] along dim. src is a "
-             "tensor of x's dtype shaped like index, or a scalar of x's kind; with repeated indices the last write wins.";
-  }
+  r.add(TENSORVM_OP("index_select", index_select), "indexing",
+        {p_tensor("x"), p_int("dim"), p_tensor("index")}, {"Tensor"},
+        "The slices x[..., index[j], ...] along dim, for a 1-D i64/i32 index with values in [0, x.size(dim)) "
+        "(e.g. reordering beams). Any dtype of x.");
+  r.add(TENSORVM_OP("gather", gather), "indexing", {p_tensor("x"), p_int("dim"), p_tensor("index")}, {"Tensor"},
+        "torch.gather: out[i][j] = x[i][index[i][j]] along dim; index (i64/i32) has x's ndim and is no larger "
+        "than x off dim; out has index's shape and x's dtype.");
+  r.add(TENSORVM_OP("scatter", scatter), "indexing",
+        {p_tensor("x"), p_int("dim"), p_tensor("index"), p_scalar_or_tensor("src")}, {"Tensor"},
+        "torch.scatter without mutation: a copy of x with out[i][index[i][j]] = src[i][j] along dim. src is a "
+        "tensor of x's dtype shaped like index, or a scalar of x's kind; with repeated indices the last write wins.");
 }
 
 }  // namespace ops

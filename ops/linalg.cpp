@@ -204,23 +204,20 @@ static void matmul(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_linalg_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("linear", linear<false>), "linear algebra");
-  op.params = {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")};
-  op.outputs = {"Tensor"};
-  op.doc = "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.";
+  r.add(TENSORVM_OP("linear", linear<false>), "linear algebra",
+        {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")},
+        {"Tensor"}, "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.");
 
-  auto& la = r.add(TENSORVM_OP("linear_act", linear<true>), "linear algebra");
   Param bias = p_opt_tensor("bias");
   bias.has_default = false;  // the activation after it has none
-  la.params = {p_tensor("x"), p_tensor("weight"), bias, p_str("activation")};
-  la.outputs = {"Tensor"};
-  la.doc = "activation(linear(x, weight, bias)) with activation \"relu\", \"sigmoid\", \"silu\" or \"gelu\" "
-           "(the ops of those names; gelu is exact, approximate=\"none\"), applied to each slice of the output as it is computed (the graph passes fuse the two).";
+  r.add(TENSORVM_OP("linear_act", linear<true>), "linear algebra",
+        {p_tensor("x"), p_tensor("weight"), bias, p_str("activation")},
+        {"Tensor"},
+        "activation(linear(x, weight, bias)) with activation \"relu\", \"sigmoid\", \"silu\" or \"gelu\" "
+        "(the ops of those names; gelu is exact, approximate=\"none\"), applied to each slice of the output as it is computed (the graph passes fuse the two).");
 
-  auto& mm = r.add(TENSORVM_OP("matmul", matmul), "linear algebra");
-  mm.params = {p_tensor("x"), p_tensor("y")};
-  mm.outputs = {"Tensor"};
-  mm.doc = "x[..., m, k] @ y[..., k, n] (f32, both at least 2-D); the batch dims broadcast like numpy.";
+  r.add(TENSORVM_OP("matmul", matmul), "linear algebra", {p_tensor("x"), p_tensor("y")}, {"Tensor"},
+        "x[..., m, k] @ y[..., k, n] (f32, both at least 2-D); the batch dims broadcast like numpy.");
 }
 
 }  // namespace ops

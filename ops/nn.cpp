@@ -198,41 +198,26 @@ static void embedding(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_nn_ops(Registry& r) {
-  {
-    auto& op = r.add(TENSORVM_OP("layer_norm", layer_norm), "nn");
-    op.params = {p_tensor("x"), p_opt_tensor("weight"), p_opt_tensor("bias"), p_float("eps", 1e-5)};
-    op.outputs = {"Tensor"};
-    op.doc = "Layer normalisation of f32 x over its last dim D: (x - mean) / sqrt(var + eps) * weight[D] + bias[D], "
-             "with the biased variance (as torch); weight and bias are optional.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("rms_norm", rms_norm), "nn");
-    op.params = {p_tensor("x"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
-    op.outputs = {"Tensor"};
-    op.doc = "RMS normalisation of f32 x over its last dim D: x / sqrt(mean(x^2) + eps) * weight[D] (weight optional).";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("add_layer_norm", add_layer_norm), "nn");
-    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"),
-                 p_opt_tensor("bias"), p_float("eps", 1e-5)};
-    op.outputs = {"Tensor"};
-    op.doc = "layer_norm(x + residual, weight, bias, eps) in one pass over each row (the graph passes fuse "
-             "the two); x + residual is add's, and must be an f32 tensor.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("add_rms_norm", add_rms_norm), "nn");
-    op.params = {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_float("eps", 1e-6)};
-    op.outputs = {"Tensor"};
-    op.doc = "rms_norm(x + residual, weight, eps) in one pass over each row (the graph passes fuse the two); "
-             "x + residual is add's, and must be an f32 tensor.";
-  }
-  {
-    auto& op = r.add(TENSORVM_OP("embedding", embedding), "nn");
-    op.params = {p_tensor("ids"), p_tensor("weight")};
-    op.outputs = {"Tensor"};
-    op.doc = "Rows of weight f32[V, D] picked by ids (i64 or i32, any shape) -> f32[*ids.shape, D]. "
-             "An id outside [0, V) is an error.";
-  }
+  r.add(TENSORVM_OP("layer_norm", layer_norm), "nn",
+        {p_tensor("x"), p_opt_tensor("weight"), p_opt_tensor("bias"), p_float("eps", 1e-5)}, {"Tensor"},
+        "Layer normalisation of f32 x over its last dim D: (x - mean) / sqrt(var + eps) * weight[D] + bias[D], "
+        "with the biased variance (as torch); weight and bias are optional.");
+  r.add(TENSORVM_OP("rms_norm", rms_norm), "nn",
+        {p_tensor("x"), p_opt_tensor("weight"), p_float("eps", 1e-6)}, {"Tensor"},
+        "RMS normalisation of f32 x over its last dim D: x / sqrt(mean(x^2) + eps) * weight[D] (weight optional).");
+  r.add(TENSORVM_OP("add_layer_norm", add_layer_norm), "nn",
+        {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_opt_tensor("bias"),
+         p_float("eps", 1e-5)}, {"Tensor"},
+        "layer_norm(x + residual, weight, bias, eps) in one pass over each row (the graph passes fuse "
+        "the two); x + residual is add's, and must be an f32 tensor.");
+  r.add(TENSORVM_OP("add_rms_norm", add_rms_norm), "nn",
+        {p_scalar_or_tensor("x"), p_scalar_or_tensor("residual"), p_opt_tensor("weight"), p_float("eps", 1e-6)},
+        {"Tensor"},
+        "rms_norm(x + residual, weight, eps) in one pass over each row (the graph passes fuse the two); "
+        "x + residual is add's, and must be an f32 tensor.");
+  r.add(TENSORVM_OP("embedding", embedding), "nn", {p_tensor("ids"), p_tensor("weight")}, {"Tensor"},
+        "Rows of weight f32[V, D] picked by ids (i64 or i32, any shape) -> f32[*ids.shape, D]. "
+        "An id outside [0, V) is an error.");
 }
 
 }  // namespace ops

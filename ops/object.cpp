@@ -46,30 +46,28 @@ static void kv_reset(OpContext&, const Args& a, Value* out) {
 static void if_none(OpContext&, const Args& a, Value* out) { out[0] = a.is_none(0) ? a[1] : a[0]; }
 
 void register_object_ops(Registry& r) {
-  auto def = [&](OpEntry e, std::vector<Param> params, std::vector<std::string> outputs, const char* doc) {
-    OpDef& op = r.add(e, "kv cache");
-    op.params = std::move(params);
-    op.outputs = std::move(outputs);
-    op.doc = doc;
-    return &op;
-  };
-  def(TENSORVM_OP("kv_cache", kv_cache), {p_int("layers"), p_int("batch"), p_int("heads"), p_int("head_dim"), p_int("max_len")}, {"KVCache"},
-      "A new KV cache: self-attention storage for max_len positions per layer ([batch, heads, max_len, head_dim], "
-      "preallocated) and empty cross-attention slots.");
-  def(TENSORVM_OP("kv_append", kv_append), {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"Tensor", "Tensor"},
-      "Writes k, v [batch, heads, t, head_dim] after the layer's filled positions and returns views of all filled "
-      "positions, [batch, heads, length, head_dim] (strided: no copy). Error when max_len would be exceeded.");
-  def(TENSORVM_OP("kv_reorder", kv_reorder), {p_object("cache"), p_tensor("index")}, {"KVCache"},
-      "Beam reordering: self-attention row b of every layer becomes old row index[b]. Cross-attention K/V are not "
-      "touched (they are per source sentence, shared by its beams). Returns the cache.");
-  def(TENSORVM_OP("kv_set_cross", kv_set_cross), {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"KVCache"},
-      "Stores the cross-attention K/V [batch, heads, source_len, head_dim] of a layer. Returns the cache.");
-  def(TENSORVM_OP("kv_cross", kv_cross), {p_object("cache"), p_int("layer")}, {"Tensor", "Tensor"},
-      "The cross-attention K/V stored for a layer.");
-  def(TENSORVM_OP("kv_length", kv_length), {p_object("cache"), p_int("layer", 0)}, {"int"}, "Positions filled in a layer's self-attention cache.");
-  def(TENSORVM_OP("kv_reset", kv_reset), {p_object("cache")}, {"KVCache"}, "Empties the cache (lengths 0, cross K/V dropped). Returns the cache.");
-  OpDef* op = def(TENSORVM_OP("if_none", if_none), {p_any("x"), p_any("default")}, {"Any"}, "x, or default when x is None.");
-  op->group = "values";
+  r.add(TENSORVM_OP("kv_cache", kv_cache), "kv cache",
+        {p_int("layers"), p_int("batch"), p_int("heads"), p_int("head_dim"), p_int("max_len")}, {"KVCache"},
+        "A new KV cache: self-attention storage for max_len positions per layer ([batch, heads, max_len, head_dim], "
+        "preallocated) and empty cross-attention slots.");
+  r.add(TENSORVM_OP("kv_append", kv_append), "kv cache",
+        {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"Tensor", "Tensor"},
+        "Writes k, v [batch, heads, t, head_dim] after the layer's filled positions and returns views of all filled "
+        "positions, [batch, heads, length, head_dim] (strided: no copy). Error when max_len would be exceeded.");
+  r.add(TENSORVM_OP("kv_reorder", kv_reorder), "kv cache", {p_object("cache"), p_tensor("index")}, {"KVCache"},
+        "Beam reordering: self-attention row b of every layer becomes old row index[b]. Cross-attention K/V are not "
+        "touched (they are per source sentence, shared by its beams). Returns the cache.");
+  r.add(TENSORVM_OP("kv_set_cross", kv_set_cross), "kv cache",
+        {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"KVCache"},
+        "Stores the cross-attention K/V [batch, heads, source_len, head_dim] of a layer. Returns the cache.");
+  r.add(TENSORVM_OP("kv_cross", kv_cross), "kv cache", {p_object("cache"), p_int("layer")}, {"Tensor", "Tensor"},
+        "The cross-attention K/V stored for a layer.");
+  r.add(TENSORVM_OP("kv_length", kv_length), "kv cache",
+        {p_object("cache"), p_int("layer", 0)}, {"int"}, "Positions filled in a layer's self-attention cache.");
+  r.add(TENSORVM_OP("kv_reset", kv_reset), "kv cache",
+        {p_object("cache")}, {"KVCache"}, "Empties the cache (lengths 0, cross K/V dropped). Returns the cache.");
+  r.add(TENSORVM_OP("if_none", if_none), "values", {p_any("x"), p_any("default")}, {"Any"},
+        "x, or default when x is None.", ResultRule::FirstArg);
 }
 
 }  // namespace ops

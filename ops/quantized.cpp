@@ -89,12 +89,10 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
 }  // namespace
 
 void register_quantized_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("linear_int8", linear_int8), "linear algebra");
-  op.params = {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")};
-  op.outputs = {"Tensor"};
-  op.doc =
-      "x[..., in] (f32) @ (weight[out, in] (i8) * scale[out, None] (f32))^T + bias[out]: a weight-only int8 "
-      "linear with symmetric per-output-channel scales (built offline by pycompiler/quantize.py quantize_int8).";
+  r.add(TENSORVM_OP("linear_int8", linear_int8), "linear algebra",
+        {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")}, {"Tensor"},
+        "x[..., in] (f32) @ (weight[out, in] (i8) * scale[out, None] (f32))^T + bias[out]: a weight-only int8 "
+        "linear with symmetric per-output-channel scales (built offline by pycompiler/quantize.py quantize_int8).");
 }
 
 }  // namespace ops

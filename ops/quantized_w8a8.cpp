@@ -123,16 +123,14 @@ void linear_w8a8(OpContext& ctx, const Args& a, Value* out) {
 }  // namespace
 
 void register_w8a8_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("linear_w8a8", linear_w8a8), "linear algebra");
-  op.params = {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")};
-  op.outputs = {"Tensor"};
-  op.doc =
-      "int8 x int8 linear: each row of x[..., in] (f32) is quantized at run time to q = rint(x * 127 / max|x_row|) "
-      "(symmetric, per row), multiplied with the int8 weight W[out, in] in int32, and rescaled: "
-      "y = (q @ W^T) * (max|x_row| / 127) * scale[out] + bias[out]. W and scale are linear_int8's, W packed "
-      "offline as weight[ceil(out/16), ceil(in/4), 64] = W[16 jb + jj, 4 kq + t] at [jb, kq, 4 jj + t], zero-padded "
-      "(pycompiler/quantize.py pack_w8a8); the packed shape fixes out and ceil(in/4), not in itself. A row holding "
-      "NaN or inf gives NaN; in <= 32768.";
+  r.add(TENSORVM_OP("linear_w8a8", linear_w8a8), "linear algebra",
+        {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")}, {"Tensor"},
+        "int8 x int8 linear: each row of x[..., in] (f32) is quantized at run time to q = rint(x * 127 / max|x_row|) "
+        "(symmetric, per row), multiplied with the int8 weight W[out, in] in int32, and rescaled: "
+        "y = (q @ W^T) * (max|x_row| / 127) * scale[out] + bias[out]. W and scale are linear_int8's, W packed "
+        "offline as weight[ceil(out/16), ceil(in/4), 64] = W[16 jb + jj, 4 kq + t] at [jb, kq, 4 jj + t], zero-padded "
+        "(pycompiler/quantize.py pack_w8a8); the packed shape fixes out and ceil(in/4), not in itself. A row holding "
+        "NaN or inf gives NaN; in <= 32768.");
 }
 
 }  // namespace ops

@@ -603,14 +603,6 @@ void item_op(OpContext&, const Args& a, Value* out) {
 
 // ---------------------------------------------------------------- registration
 
-OpDef& add(Registry& r, OpEntry e, std::vector<Param> params, const char* doc) {
-  auto& op = r.add(e, "reduction");
-  op.params = std::move(params);
-  op.outputs = {"Tensor"};
-  op.doc = doc;
-  return op;
-}
-
 std::vector<Param> dims_params() { return {p_tensor("x"), p_opt_ints("dim"), p_bool("keepdim", false)}; }
 
 }  // namespace
@@ -648,53 +640,52 @@ void log_softmax_masked_op(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_reduce_ops(Registry& r) {
-  add(r, TENSORVM_OP("sum", sum_op), dims_params(),
-      "Sum over dim (an int or int list; None: all dims), keepdim keeps them as size 1. f32 gives f32 (accumulated "
-      "in double); i64, i32 and bool give i64 (wrapping). An empty sum is 0.");
-  add(r, TENSORVM_OP("mean", mean_op), dims_params(),
-      "Mean over dim (int, int list or None for all), keepdim as in sum. f32 only (accumulated in double); an empty "
-      "mean is NaN.");
-  add(r, TENSORVM_OP("max", extreme_op<true>), dims_params(),
-      "Maximum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
-      "zero-size dim into a non-empty result is an error.");
-  add(r, TENSORVM_OP("min", extreme_op<false>), dims_params(),
-      "Minimum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
-      "zero-size dim into a non-empty result is an error.");
-  add(r, TENSORVM_OP("any", anyall_op<true>), dims_params(),
-      "Whether any element is True over dim (int, int list or None for all) of a bool tensor; empty gives False.");
-  add(r, TENSORVM_OP("all", anyall_op<false>), dims_params(),
-      "Whether all elements are True over dim (int, int list or None for all) of a bool tensor; empty gives True.");
-  add(r, TENSORVM_OP("argmax", argext_op<true>), {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)},
-      "i64 index of the maximum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
-      "maximum (the first NaN wins).");
-  add(r, TENSORVM_OP("argmin", argext_op<false>), {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)},
-      "i64 index of the minimum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
-      "minimum (the first NaN wins).");
-  add(r, TENSORVM_OP("softmax", softmax_op<false>), {p_tensor("x"), p_int("dim", -1)},
-      "exp(x - max) / sum(exp(x - max)) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
-      "like torch.");
-  add(r, TENSORVM_OP("log_softmax", softmax_op<true>), {p_tensor("x"), p_int("dim", -1)},
-      "x - max - log(sum(exp(x - max))) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
-      "like torch.");
-  add(r, TENSORVM_OP("log_softmax_masked", log_softmax_masked_op), {p_tensor("x"), p_tensor("banned")},
-      "log_softmax(x, -1) with -inf where banned (bool [V], x's last dimension) is True, in one pass: beam "
-      "search's step scores with the tokens banned at every step. Exactly masked_fill(log_softmax(x, -1), banned, "
-      "-inf).");
-  {
-    auto& op = add(r, TENSORVM_OP("topk", topk_op), {p_tensor("x"), p_int("k"), p_int("dim", -1), p_bool("largest", true)},
-                   "The k largest (largest=False: smallest) elements along dim of an f32/i64/i32 tensor and their "
-                   "i64 indices, best first; ties go to the lower index, NaN counts as larger than everything. "
-                   "0 <= k <= size of dim (a 0-d x needs k = 1 and gives 0-d outputs).");
-    op.outputs = {"Tensor", "Tensor"};
-  }
-  add(r, TENSORVM_OP("cumsum", cumsum_op), {p_tensor("x"), p_int("dim")},
-      "Inclusive prefix sum along dim: f32 gives f32 (accumulated in double), i64/i32/bool give i64.");
-  {
-    auto& op = add(r, TENSORVM_OP("item", item_op), {p_tensor("x")},
-                   "The value of a one-element tensor (any rank) as a scalar: int for i64/i32, float for f32, bool for "
-                   "bool.");
-    op.outputs = {"Any"};
-  }
+  r.add(TENSORVM_OP("sum", sum_op), "reduction", dims_params(), {"Tensor"},
+        "Sum over dim (an int or int list; None: all dims), keepdim keeps them as size 1. f32 gives f32 (accumulated "
+        "in double); i64, i32 and bool give i64 (wrapping). An empty sum is 0.");
+  r.add(TENSORVM_OP("mean", mean_op), "reduction", dims_params(), {"Tensor"},
+        "Mean over dim (int, int list or None for all), keepdim as in sum. f32 only (accumulated in double); an empty "
+        "mean is NaN.");
+  r.add(TENSORVM_OP("max", extreme_op<true>), "reduction", dims_params(), {"Tensor"},
+        "Maximum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
+        "zero-size dim into a non-empty result is an error.");
+  r.add(TENSORVM_OP("min", extreme_op<false>), "reduction", dims_params(), {"Tensor"},
+        "Minimum over dim (int, int list or None for all) of an f32/i64/i32 tensor; NaN propagates. Reducing a "
+        "zero-size dim into a non-empty result is an error.");
+  r.add(TENSORVM_OP("any", anyall_op<true>), "reduction", dims_params(), {"Tensor"},
+        "Whether any element is True over dim (int, int list or None for all) of a bool tensor; empty gives False.");
+  r.add(TENSORVM_OP("all", anyall_op<false>), "reduction", dims_params(), {"Tensor"},
+        "Whether all elements are True over dim (int, int list or None for all) of a bool tensor; empty gives True.");
+  r.add(TENSORVM_OP("argmax", argext_op<true>), "reduction",
+        {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)}, {"Tensor"},
+        "i64 index of the maximum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
+        "maximum (the first NaN wins).");
+  r.add(TENSORVM_OP("argmin", argext_op<false>), "reduction",
+        {p_tensor("x"), p_int("dim", -1), p_bool("keepdim", false)}, {"Tensor"},
+        "i64 index of the minimum along dim of an f32/i64/i32 tensor: the first one on ties; a NaN counts as the "
+        "minimum (the first NaN wins).");
+  r.add(TENSORVM_OP("softmax", softmax_op<false>), "reduction", {p_tensor("x"), p_int("dim", -1)}, {"Tensor"},
+        "exp(x - max) / sum(exp(x - max)) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
+        "like torch.");
+  r.add(TENSORVM_OP("log_softmax", softmax_op<true>), "reduction", {p_tensor("x"), p_int("dim", -1)}, {"Tensor"},
+        "x - max - log(sum(exp(x - max))) along dim (f32). A row that is all -inf (or holds NaN or +inf) gives NaN, "
+        "like torch.");
+  r.add(TENSORVM_OP("log_softmax_masked", log_softmax_masked_op), "reduction",
+        {p_tensor("x"), p_tensor("banned")}, {"Tensor"},
+        "log_softmax(x, -1) with -inf where banned (bool [V], x's last dimension) is True, in one pass: beam "
+        "search's step scores with the tokens banned at every step. Exactly masked_fill(log_softmax(x, -1), banned, "
+        "-inf).");
+  r.add(TENSORVM_OP("topk", topk_op), "reduction",
+        {p_tensor("x"), p_int("k"), p_int("dim", -1), p_bool("largest", true)},
+        {"Tensor", "Tensor"},
+        "The k largest (largest=False: smallest) elements along dim of an f32/i64/i32 tensor and their i64 indices, "
+        "best first; ties go to the lower index, NaN counts as larger than everything. 0 <= k <= size of dim (a 0-d x "
+        "needs k = 1 and gives 0-d outputs).");
+  r.add(TENSORVM_OP("cumsum", cumsum_op), "reduction", {p_tensor("x"), p_int("dim")}, {"Tensor"},
+        "Inclusive prefix sum along dim: f32 gives f32 (accumulated in double), i64/i32/bool give i64.");
+  r.add(TENSORVM_OP("item", item_op), "reduction", {p_tensor("x")}, {"Any"},
+        "The value of a one-element tensor (any rank) as a scalar: int for i64/i32, float for f32, bool for bool.",
+        ResultRule::Scalar);
 }
 
 }  // namespace ops

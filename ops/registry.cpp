@@ -27,6 +27,16 @@ void register_quantized_ops(Registry& r);
 void register_w8a8_ops(Registry& r);
 void register_generation_ops(Registry& r);
 
+// An "Any" output needs a rule to be typed by; a rule on an op without one would be
+// a fact nobody reads.
+static void check_result_rule(const OpDef& op) {
+  const bool any = std::find(op.outputs.begin(), op.outputs.end(), "Any") != op.outputs.end();
+  if (any && op.result == ResultRule::Declared)
+    vm::fail("op '{}' has an Any output but no result rule (OpDef::result)", op.name);
+  if (!any && op.result != ResultRule::Declared)
+    vm::fail("op '{}' has result rule '{}' but no Any output", op.name, result_rule_name(op.result));
+}
+
 Registry& Registry::instance() {
   static Registry* registry = [] {
     auto* r = new Registry();  // never destroyed: loaded programs point into it until exit
@@ -49,6 +59,7 @@ Registry& Registry::instance() {
       for (size_t j = 0; j < i; ++j)
         if (r->store_[i].name == r->store_[j].name) throw vm::Error("op registered twice: " + r->store_[i].name);
     for (OpDef& op : r->store_) {
+      check_result_rule(op);
       op.builtin = true;
       r->current_.push_back(&op);
     }
@@ -70,6 +81,16 @@ OpDef& Registry::add(OpEntry entry, std::string group) {
   store_.back().group = std::move(group);
   store_.back().kernel = entry.kernel;
   return store_.back();
+}
+
+OpDef& Registry::add(OpEntry entry, std::string group, std::vector<Param> params, std::vector<std::string> outputs,
+                     std::string doc, ResultRule result) {
+  OpDef& op = add(entry, std::move(group));
+  op.params = std::move(params);
+  op.outputs = std::move(outputs);
+  op.doc = std::move(doc);
+  op.result = result;
+  return op;
 }
 
 OpDef* Registry::find_locked(std::string_view name) const {
@@ -139,6 +160,7 @@ const OpDef& Registry::register_op(OpDef def, bool replace) {
       vm::fail("register_op: op '{}': the default of '{}' is not a {}", n, p.name, kind_name(p.kind));
   }
   if (variadic > 1) vm::fail("register_op: op '{}' has more than one variadic parameter", n);
+  check_result_rule(def);
   if (def.group.empty()) def.group = "custom";
   def.builtin = false;
   if (def.kernel && !def.function) {
@@ -187,6 +209,18 @@ std::optional<Kind> parse_kind(std::string_view name) {
                  Kind::Str, Kind::Ints, Kind::OptInts, Kind::Object, Kind::Any})
     if (kind_name(k) == name) return k;
   return std::nullopt;
+}
+
+std::string_view result_rule_name(ResultRule r) {
+  switch (r) {
+    case ResultRule::Declared: return "declared";
+    case ResultRule::Promote: return "promote";
+    case ResultRule::Bool: return "bool";
+    case ResultRule::Float: return "float";
+    case ResultRule::Scalar: return "scalar";
+    case ResultRule::FirstArg: return "first_arg";
+  }
+  return "?";
 }
 
 std::string_view kind_name(Kind k) {
@@ -384,6 +418,11 @@ Param p_ints(std::string n) { return make(std::move(n), Kind::Ints); }
 Param p_opt_ints(std::string n) { return with_default(make(std::move(n), Kind::OptInts), Value::none()); }
 Param p_object(std::string n) { return make(std::move(n), Kind::Object); }
 Param p_any(std::string n) { return make(std::move(n), Kind::Any); }
+Param p_opt_any(std::string n) { return with_default(make(std::move(n), Kind::Any), Value::none()); }
+Param p_strided(Param p) {
+  p.strided_ok = true;
+  return p;
+}
 
 // ---------------------------------------------------------------- eager call
 

@@ -109,6 +109,19 @@ using Kernel = void (*)(OpContext& ctx, const Args& args, Value* outs);
 // use plain Kernels; a KernelFunction costs one more indirect call per instruction.
 using KernelFunction = std::function<void(OpContext& ctx, const Args& args, Value* outs)>;
 
+// How the tracer types an op's "Any" outputs from the types of its arguments (the VM
+// itself checks values at run time). An op with an "Any" output must name a rule other
+// than Declared; an op without one keeps Declared.
+enum class ResultRule {
+  Declared,  // the outputs are the declared types
+  Promote,   // a tensor argument gives Tensor; scalars give float if any is a float, else int
+  Bool,      // a tensor argument gives Tensor; scalars give bool (comparisons, logic)
+  Float,     // a tensor argument gives Tensor; scalars give float (true division)
+  Scalar,    // a scalar whose kind follows a tensor's dtype: unknown while tracing (item)
+  FirstArg,  // the type of the first argument (if_none)
+};
+std::string_view result_rule_name(ResultRule r);  // "declared", "promote", "bool", ...
+
 struct OpDef {
   std::string name;
   std::string group;                 // section in docs/ops.md
@@ -120,6 +133,10 @@ struct OpDef {
   // through Args::op(), so the interpreter's call stays one plain function pointer.
   KernelFunction function;
   bool builtin = false;  // one of the runtime's own ops (docs/ops.md lists only these)
+  ResultRule result = ResultRule::Declared;
+  // The op exists to fail on bad input (check, option_index): a pass must keep it even
+  // when its result is unused, or the error would vanish.
+  bool raises = false;
 
   int num_fixed() const;        // non-variadic params
   int variadic_index() const;   // index of the variadic param in `params`, or -1
@@ -167,10 +184,15 @@ class Registry {
   // built). The entry comes from TENSORVM_OP (ops/select.h); an op a selective build
   // leaves out gets a scratch OpDef that is never published.
   OpDef& add(OpEntry entry, std::string group);
+  // The same with the op's signature, doc and result rule: the one way an op file
+  // declares an op. A rarer fact (raises) is set on the returned OpDef.
+  OpDef& add(OpEntry entry, std::string group, std::vector<Param> params, std::vector<std::string> outputs,
+             std::string doc, ResultRule result = ResultRule::Declared);
 
   // Checks `def` (a name the IR can call, a kernel, one output or more, distinct
-  // parameter names, at most one variadic) and publishes it. An existing name is an
-  // error unless `replace`. Throws vm::Error.
+  // parameter names, at most one variadic, a result rule exactly when an output is
+  // "Any") and publishes it. An existing name is an error unless `replace`. Throws
+  // vm::Error.
   static const OpDef& register_op(OpDef def, bool replace);
   // Publishes a copy of op `name` with `kernel`; returns the kernel it had (a plain
   // Kernel comes back wrapped, and is unwrapped again when passed back). Throws vm::Error.
@@ -205,6 +227,8 @@ Param p_ints(std::string name);
 Param p_opt_ints(std::string name);    // defaults to None
 Param p_object(std::string name);
 Param p_any(std::string name);
+Param p_opt_any(std::string name);    // anything, defaults to None
+Param p_strided(Param p);             // p, for a kernel that reads non-contiguous views itself
 
 // Runs one op eagerly: binds, makes non-view arguments contiguous, calls the
 // kernel. Errors are prefixed with the op name. Used by the Python eager mode and tests.

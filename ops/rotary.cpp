@@ -67,14 +67,13 @@ static void rotary(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_rotary_ops(Registry& r) {
-  auto& op = r.add(TENSORVM_OP("rotary", rotary), "nn");
-  op.params = {p_tensor("x"), p_tensor("positions"), p_tensor("inv_freq"), p_float("scale", 1.0)};
-  op.outputs = {"Tensor"};
-  op.doc = "Rotary position embedding (Llama, Qwen2) of x f32[B, H, T, D] at explicit positions i64[B, T] (per row, "
-           "e.g. from a left-padded mask), with inv_freq f32[D / 2] (rope_scaling already applied) and scale "
-           "(transformers' attention_scaling, multiplies cos and sin): angle = float(position) * inv_freq, "
-           "emb = concat(angle, angle), out = x * cos(emb) * scale + rotate_half(x) * sin(emb) * scale with "
-           "rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]). In f32 as transformers computes it. D must be even.";
+  r.add(TENSORVM_OP("rotary", rotary), "nn",
+        {p_tensor("x"), p_tensor("positions"), p_tensor("inv_freq"), p_float("scale", 1.0)}, {"Tensor"},
+        "Rotary position embedding (Llama, Qwen2) of x f32[B, H, T, D] at explicit positions i64[B, T] (per row, "
+        "e.g. from a left-padded mask), with inv_freq f32[D / 2] (rope_scaling already applied) and scale "
+        "(transformers' attention_scaling, multiplies cos and sin): angle = float(position) * inv_freq, "
+        "emb = concat(angle, angle), out = x * cos(emb) * scale + rotate_half(x) * sin(emb) * scale with "
+        "rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]). In f32 as transformers computes it. D must be even.");
 }
 
 }  // namespace ops

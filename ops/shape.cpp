@@ -287,43 +287,40 @@ static void repeat_interleave(OpContext& ctx, const Args& a, Value* out) {
 }
 
 void register_shape_ops(Registry& r) {
-  auto add = [&r](OpEntry e, std::vector<Param> params, const char* output, const char* doc) {
-    auto& op = r.add(e, "shape");
-    op.params = std::move(params);
-    op.outputs = {output};
-    op.doc = doc;
-    return &op;
-  };
-  add(TENSORVM_OP("reshape", reshape), {p_tensor("x"), p_ints("shape")}, "Tensor",
-      "x with a new shape of the same number of elements; one dim may be -1 (inferred). Zero-copy (a strided x is "
-      "made contiguous first). Any dtype.");
-  add(TENSORVM_OP("transpose", transpose), {p_tensor("x"), p_int("dim0"), p_int("dim1")}, "Tensor",
-      "A contiguous copy of x with dims dim0 and dim1 swapped (negative dims count from the end). Any dtype.");
-  add(TENSORVM_OP("permute", permute), {p_tensor("x"), p_ints("dims")}, "Tensor",
-      "A contiguous copy of x with its dims reordered: out.shape[i] = x.shape[dims[i]] (negative dims allowed). Any dtype.");
+  r.add(TENSORVM_OP("reshape", reshape), "shape", {p_tensor("x"), p_ints("shape")}, {"Tensor"},
+        "x with a new shape of the same number of elements; one dim may be -1 (inferred). Zero-copy (a strided x is "
+        "made contiguous first). Any dtype.");
+  r.add(TENSORVM_OP("transpose", transpose), "shape", {p_tensor("x"), p_int("dim0"), p_int("dim1")}, {"Tensor"},
+        "A contiguous copy of x with dims dim0 and dim1 swapped (negative dims count from the end). Any dtype.");
+  r.add(TENSORVM_OP("permute", permute), "shape", {p_tensor("x"), p_ints("dims")}, {"Tensor"},
+        "A contiguous copy of x with its dims reordered: out.shape[i] = x.shape[dims[i]] (negative dims allowed). Any dtype.");
   {
     Param ts = p_tensor("tensors");
     ts.variadic = true;
-    add(TENSORVM_OP("concat", concat), {ts, p_int("dim", 0)}, "Tensor",
-        "Joins tensors of one dtype along dim (keyword); every other dim must match. Zero-size inputs are allowed.");
+    r.add(TENSORVM_OP("concat", concat), "shape", {ts, p_int("dim", 0)}, {"Tensor"},
+          "Joins tensors of one dtype along dim (keyword); every other dim must match. Zero-size inputs are allowed.");
   }
-  add(TENSORVM_OP("slice", slice), {p_tensor("x"), p_int("dim"), p_opt_int("start"), p_opt_int("end"), p_int("step", 1)}, "Tensor",
-      "x[start:end:step] along dim with Python slicing rules (negative and out-of-range bounds clamp, None is the "
-      "open end, step >= 1). Zero-copy for dim 0 with step 1, else a contiguous copy.");
-  add(TENSORVM_OP("unsqueeze", unsqueeze), {p_tensor("x"), p_int("dim")}, "Tensor",
-      "x with a new size-1 dim inserted at dim (in [-ndim-1, ndim]). Zero-copy.");
-  add(TENSORVM_OP("squeeze", squeeze), {p_tensor("x"), p_int("dim")}, "Tensor", "x without dim, which must have size 1. Zero-copy.");
-  add(TENSORVM_OP("expand", expand), {p_tensor("x"), p_ints("shape")}, "Tensor",
-      "x broadcast to shape (numpy rules: size-1 dims stretch, new leading dims; -1 keeps a dim of x). A contiguous copy.");
-  add(TENSORVM_OP("repeat_interleave", repeat_interleave), {p_tensor("x"), p_int("repeats"), p_int("dim")}, "Tensor",
-      "Each slice of x along dim repeated `repeats` times in a row (torch.repeat_interleave with an int), e.g. encoder "
-      "outputs [B, S, D] -> [B*beams, S, D]. Any dtype.");
+  r.add(TENSORVM_OP("slice", slice), "shape",
+        {p_tensor("x"), p_int("dim"), p_opt_int("start"), p_opt_int("end"), p_int("step", 1)}, {"Tensor"},
+        "x[start:end:step] along dim with Python slicing rules (negative and out-of-range bounds clamp, None is the "
+        "open end, step >= 1). Zero-copy for dim 0 with step 1, else a contiguous copy.");
+  r.add(TENSORVM_OP("unsqueeze", unsqueeze), "shape", {p_tensor("x"), p_int("dim")}, {"Tensor"},
+        "x with a new size-1 dim inserted at dim (in [-ndim-1, ndim]). Zero-copy.");
+  r.add(TENSORVM_OP("squeeze", squeeze), "shape",
+        {p_tensor("x"), p_int("dim")}, {"Tensor"}, "x without dim, which must have size 1. Zero-copy.");
+  r.add(TENSORVM_OP("expand", expand), "shape", {p_tensor("x"), p_ints("shape")}, {"Tensor"},
+        "x broadcast to shape (numpy rules: size-1 dims stretch, new leading dims; -1 keeps a dim of x). A contiguous copy.");
+  r.add(TENSORVM_OP("repeat_interleave", repeat_interleave), "shape",
+        {p_tensor("x"), p_int("repeats"), p_int("dim")}, {"Tensor"},
+        "Each slice of x along dim repeated `repeats` times in a row (torch.repeat_interleave with an int), e.g. encoder "
+        "outputs [B, S, D] -> [B*beams, S, D]. Any dtype.");
   // Shape queries read only the metadata, so strided views need no copy.
   Param x = p_tensor("x");
   x.strided_ok = true;
-  add(TENSORVM_OP("size", size), {x, p_int("dim")}, "int", "The size of dim of x (negative dims count from the end).");
-  add(TENSORVM_OP("shape", shape), {x}, "ints", "The shape of x as an int list.");
-  add(TENSORVM_OP("numel", numel), {x}, "int", "The number of elements of x.");
+  r.add(TENSORVM_OP("size", size), "shape",
+        {x, p_int("dim")}, {"int"}, "The size of dim of x (negative dims count from the end).");
+  r.add(TENSORVM_OP("shape", shape), "shape", {x}, {"ints"}, "The shape of x as an int list.");
+  r.add(TENSORVM_OP("numel", numel), "shape", {x}, {"int"}, "The number of elements of x.");
 }
 
 }  // namespace ops

@@ -37,6 +37,10 @@ class OpSpec:
     reference: Optional[Callable[..., Any]] = field(default=None, compare=False)
     custom: bool = False  # registered by the app: a C++ kernel exists, `reference` replays it
     builtin: bool = True  # one of the runtime's own ops (not registered by an app at run time)
+    # How the tracer types an "Any" output (ops::ResultRule: "declared", "promote", "bool",
+    # "float", "scalar", "first_arg"); a stand-in's Any output is typed as arithmetic.
+    result: str = "promote"
+    raises: bool = False  # the op exists to fail on bad input: passes keep it even unused
 
     @property
     def is_stand_in(self) -> bool:
@@ -51,7 +55,7 @@ def _spec_from_dict(d: dict) -> OpSpec:
         ParamSpec(p["name"], p["kind"], bool(p["has_default"]), p["default"], bool(p["variadic"])) for p in d["params"]
     )
     return OpSpec(d["name"], d["group"], params, tuple(d["outputs"]), d["doc"], d["signature"],
-                  builtin=bool(d.get("builtin", True)))
+                  builtin=bool(d.get("builtin", True)), result=d["result"], raises=bool(d["raises"]))
 
 
 _real: Optional[dict[str, OpSpec]] = None

@@ -429,7 +429,7 @@ def trace_op(spec, args: tuple, kwargs: dict):
         if o == "same":
             out_types.append(arg_type(all_args[0]) if all_args and all_args[0] is not None else "Any")
         elif o == "Any":
-            out_types.append(infer_any(spec.name, types))
+            out_types.append(infer_any(spec.result, types))
         else:
             out_types.append(o)
     outs = emit(trace, spec.name, rec_args, rec_kwargs, out_types, spec.name)

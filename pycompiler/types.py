@@ -9,17 +9,6 @@ VALUE_TYPES = ("Tensor", "int", "float", "bool", "str", "ints", "Any")
 # Registry output strings that are not types themselves.
 NON_TYPES = ("same", "None")
 
-COMPARISON_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "equal", "not_equal", "less", "less_equal",
-                            "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
-                            "logical_xor", "isnan", "isinf", "isfinite"})
-# Ops whose result is a float even on ints (true division and friends).
-FLOAT_RESULT_OPS = frozenset({"div", "divide", "true_divide", "sqrt", "rsqrt", "exp", "log", "sin", "cos",
-                              "tanh", "sigmoid", "pow_float"})
-# "-> Any" ops that are not elementwise: a scalar read out of a tensor, or the
-# first non-None argument.
-SCALAR_FROM_TENSOR_OPS = frozenset({"item"})
-PASS_THROUGH_OPS = frozenset({"if_none"})
-
 
 class Tensor:
     """Annotation marker for tensor parameters: `def f(x: Tensor, n: int) -> Tensor`."""
@@ -94,15 +83,17 @@ def compatible(expected: str, got: str) -> bool:
     return expected == got or "Any" in (expected, got) or (expected == "float" and got == "int")
 
 
-def infer_any(op: str, arg_types: list[str]) -> str:
-    """Result type of an op declared "-> Any", from the types of its arguments.
+def infer_any(rule: str, arg_types: list[str]) -> str:
+    """Result type of an op declared "-> Any", from its result rule (the registry's
+    OpDef::result) and the types of its arguments.
 
-    Tensor in, Tensor out; otherwise the scalar type: comparisons give bool, true
-    division gives float, anything with a float is float, ints (and bools) stay int.
+    Tensor in, Tensor out; otherwise the scalar type: "bool" rules (comparisons) give
+    bool, "float" (true division) gives float, anything with a float is float, ints
+    (and bools) stay int.
     """
-    if op in SCALAR_FROM_TENSOR_OPS:
+    if rule == "scalar":
         return "Any"  # a scalar whose kind follows the tensor's dtype, unknown while tracing
-    if op in PASS_THROUGH_OPS:
+    if rule == "first_arg":
         return arg_types[0] if arg_types else "Any"
     if "Tensor" in arg_types:
         return "Tensor"
@@ -111,8 +102,8 @@ def infer_any(op: str, arg_types: list[str]) -> str:
         return "Any"
     if "Any" in arg_types:
         return "Any"
-    if op in COMPARISON_OPS:
+    if rule == "bool":
         return "bool"
-    if op in FLOAT_RESULT_OPS or "float" in scalars:
+    if rule == "float" or "float" in scalars:
         return "float"
     return "int"

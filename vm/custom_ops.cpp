@@ -10,6 +10,9 @@ const ops::OpDef& register_op(CustomOp op, bool replace) {
   def.outputs = std::move(op.outputs);
   def.doc = std::move(op.doc);
   def.function = std::move(op.kernel);
+  // The tracer types an app's "Any" output as arithmetic does (tensor in, tensor out).
+  for (const std::string& o : def.outputs)
+    if (o == "Any") def.result = ops::ResultRule::Promote;
   return ops::Registry::register_op(std::move(def), replace);
 }
 

@@ -56,6 +56,8 @@ static py::list registry() {
     d["doc"] = op.doc;
     d["signature"] = op.signature();
     d["builtin"] = op.builtin;
+    d["result"] = std::string(ops::result_rule_name(op.result));
+    d["raises"] = op.raises;
     out.append(d);
   }
   return out;
@@ -68,7 +70,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("type_name", [](const PyObjectHandle& h) { return std::string(h.obj->type_name()); })
       .def("__repr__", [](const PyObjectHandle& h) { return "<tensorvm " + h.obj->describe() + ">"; });
   m.def("call_op", &call_op, "Run one op eagerly on the C++ kernels.");
-  m.def("registry", &registry, "Every op: name, group, params, outputs, doc.");
+  m.def("registry", &registry, "Every op: name, group, params, outputs, doc, result rule, raises.");
   m.def("cpu_info", [] {
     const ops::CpuInfo& c = ops::cpu_info();
     py::dict d;

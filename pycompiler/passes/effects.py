@@ -3,20 +3,18 @@
 A statement is pure when running it twice, or not at all, changes nothing but its own
 results. Not pure: ops that take an object (a KV cache or generator is changed in
 place, or read while it changes), ops that return one (each call makes a new object),
-ops whose job is to fail (`check`, `option_index`), `emit` (the host sees it), and
-calls, loops and branches of functions holding any of those.
+ops whose job is to fail (the registry's `raises`: `check`, `option_index`), `emit`
+(the host sees it), and calls, loops and branches of functions holding any of those.
 """
 from __future__ import annotations
 
 from .. import ir, registry
 
-# Ops that exist to raise on bad input: removing one unused would hide the error.
-RAISING = frozenset({"check", "option_index"})
 VALUE_OUTPUTS = frozenset({"Tensor", "int", "float", "bool", "str", "ints", "Any", "None"})
 
 
 def _pure_op(spec) -> bool:
-    if spec.name in RAISING:
+    if spec.raises:  # removing one unused would hide the error it exists to raise
         return False
     if any(p.kind == "Object" for p in spec.params):
         return False

@@ -1,6 +1,5 @@
 """Fusions: two ops that each pass over a tensor, replaced by one op that does both in
-one pass (the fused ops' kernels are in ops/, their references in reference/ops.py,
-section F). Written as rewrite rules (rewrite.py) with single_use: a fusion applies only
+one pass (the fused ops' kernels are in ops/, their references in reference/ops/fused.py). Written as rewrite rules (rewrite.py) with single_use: a fusion applies only
 where the first op's result is read by the second alone, so nothing is computed twice.
 
     layer_norm(add(x, r), w, b, eps=e)  ->  add_layer_norm(x, r, w, b, eps=e)

@@ -1,5 +1,6 @@
-"""Shared helpers of the pycompiler tests: skips for parts still being built, and
-fallback reference ops so replay can be tested before every reference op lands."""
+"""Shared helpers of the Python tests: skips for parts still being built, fallback
+reference ops so replay can be tested before every reference op lands, random values,
+hand-written programs, the command lines, and fixture checkpoints beside transformers."""
 import operator
 from pathlib import Path
 
@@ -79,3 +80,91 @@ def tensorvm_run_tool() -> str:
         if os.environ.get("CI"):
             pytest.fail(str(e))
         pytest.skip(str(e))
+
+
+def run_cli(*args, ok=True):
+    """tensorvm-run with `args` (a subprocess); asserts success unless ok=False."""
+    import subprocess
+
+    res = subprocess.run([tensorvm_run_tool(), *map(str, args)], capture_output=True, timeout=300)
+    if ok:
+        assert res.returncode == 0, res.stderr.decode()
+    return res
+
+
+def run_main(capsys, *argv):
+    """The Python CLI (`tensorvm ...`) in this process: (exit code, stdout, stderr)."""
+    from tensorvm.pycompiler.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def f32(rng, *shape, scale=1.0):
+    """Standard normal f32 values of `shape`, times scale."""
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def write_program(path, text, weights=None, meta='{"format": "tensorvm-ir", "version": 1}'):
+    """A program directory at `path` holding the IR `text` and `weights` (none by default)."""
+    from tensorvm.pycompiler import weights_io
+
+    path.mkdir()
+    (path / "program.py").write_text(text)
+    weights_io.write(path / "weights.safetensors", weights or {})
+    (path / "meta.json").write_text(meta)
+    return path
+
+
+# A loop over a linear layer: more() and step() as while_loop's condition and body,
+# for the tests of diff and profile (their own main functions follow these lines).
+LOOP_FUNCTIONS = """# tensorvm ir 1
+def more(i: int, n: int, x: Tensor) -> bool:
+    lt_0 = lt(i, n)
+    return lt_0
+
+def step(i: int, n: int, x: Tensor) -> tuple[int, int, Tensor]:
+    add_0 = add(i, 1)
+    w = param("w")
+    linear_0 = linear(x, w)
+    tanh_0 = tanh(linear_0)
+    return add_0, n, tanh_0
+"""
+
+_CHECKPOINTS = {}
+
+
+def import_checkpoint(name, tmp_path_factory):
+    """(program, transformers model) of the fixture checkpoint `name`
+    (tests/fixtures/random_checkpoints.py), imported once per session; the model in eval
+    mode with eager attention."""
+    import sys
+
+    import transformers
+
+    import tensorvm
+
+    fixtures = str(REPO / "tests" / "fixtures")
+    if fixtures not in sys.path:
+        sys.path.insert(0, fixtures)
+    import random_checkpoints
+
+    if name not in _CHECKPOINTS:
+        path = random_checkpoints.ensure(name)
+        out = tmp_path_factory.mktemp(name) / f"{name}.tvm"
+        tensorvm.import_hf(path, out)
+        model_class = getattr(transformers, random_checkpoints.CONFIGS[name][0])
+        model = model_class.from_pretrained(path, attn_implementation="eager").eval()
+        _CHECKPOINTS[name] = tensorvm.load(out), model
+    return _CHECKPOINTS[name]
+
+
+def torch_generate(model, generate=None, **inputs):
+    """transformers' generate (`generate`, by default the model's own) without gradients,
+    numpy arrays passed as torch tensors; its output as it returns it."""
+    import torch
+
+    inputs = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    with torch.no_grad():
+        return (generate or type(model).generate)(model, **inputs)

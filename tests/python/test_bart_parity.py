@@ -173,7 +173,8 @@ def test_summarize_text_in_text_out(tmp_path):
     import shutil
 
     import transformers
-    from text_fixtures import make_byte_bpe_tokenizer, run_cli
+    from pyc_helpers import run_cli
+    from text_fixtures import make_byte_bpe_tokenizer
 
     tok_dir = make_byte_bpe_tokenizer(tmp_path / "tok", "bart")
     tok = transformers.AutoTokenizer.from_pretrained(tok_dir)

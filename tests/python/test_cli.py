@@ -12,7 +12,7 @@ from tensorvm import Tensor
 from tensorvm import ops as T
 from tensorvm.pycompiler.cli import main
 
-from pyc_helpers import reference_fallbacks, requires_vm  # noqa: F401 (fixture)
+from pyc_helpers import reference_fallbacks, requires_vm, run_main  # noqa: F401 (fixture)
 
 
 @pytest.fixture
@@ -36,12 +36,6 @@ def program(tmp_path, rng):
     return path, x, want
 
 
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @requires_vm
 @pytest.mark.parametrize("command", ["run", "replay"])
 @pytest.mark.parametrize("named", [False, True])
@@ -53,7 +47,7 @@ def test_run_and_replay(tmp_path, capsys, program, command, named, reference_fal
     else:
         np.savez(inputs, x, np.array(0.5, np.float32), np.array(7))
     outputs = tmp_path / "out.npz"
-    code, out, err = run_cli(capsys, command, path, "forward", "--inputs", inputs, "--outputs", outputs)
+    code, out, err = run_main(capsys, command, path, "forward", "--inputs", inputs, "--outputs", outputs)
     assert (code, err) == (0, "")
     with np.load(outputs) as got:
         assert sorted(got.files) == ["arr_0", "arr_1"]
@@ -65,13 +59,13 @@ def test_run_and_replay(tmp_path, capsys, program, command, named, reference_fal
 def test_run_prints_outputs_without_outputs_file(tmp_path, capsys, program):
     path, x, _ = program
     np.savez(tmp_path / "in.npz", x=x, scale=np.array(2.0), n=np.array(1))
-    code, out, err = run_cli(capsys, "run", path, "forward", "--inputs", tmp_path / "in.npz", "--threads", 2)
+    code, out, err = run_main(capsys, "run", path, "forward", "--inputs", tmp_path / "in.npz", "--threads", 2)
     assert code == 0 and out.startswith("arr_0: float32[2, 4]\n") and "arr_1: 2" in out
 
 
 def test_inspect(capsys, program):
     path, _, _ = program
-    code, out, err = run_cli(capsys, "inspect", path)
+    code, out, err = run_main(capsys, "inspect", path)
     assert code == 0, err
     assert "format tensorvm-ir version 1" in out
     assert 'meta: {"model": "cli-test"}' in out
@@ -79,14 +73,14 @@ def test_inspect(capsys, program):
     assert "  forward(x: Tensor, scale: float, n: int) -> tuple[Tensor, int]\n    4 instructions: layer 2, add 1, mul 1" in out
     assert "weights (3, 144 bytes = 144 B):" in out
     assert "l.0.w  F32  [4, 4]           64 bytes" in out
-    code, out, _ = run_cli(capsys, "inspect", path, "--ir")
+    code, out, _ = run_main(capsys, "inspect", path, "--ir")
     assert code == 0 and out == (path / "program.py").read_text()
 
 
 def test_ops(capsys):
-    code, out, _ = run_cli(capsys, "ops")
+    code, out, _ = run_main(capsys, "ops")
     assert code == 0 and "linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor" in out
-    code, out, _ = run_cli(capsys, "ops", "--json")
+    code, out, _ = run_main(capsys, "ops", "--json")
     rows = json.loads(out)
     lin = next(r for r in rows if r["name"] == "linear")
     assert lin["params"][2] == {"name": "bias", "kind": "Tensor?", "variadic": False, "has_default": True, "default": None}
@@ -106,7 +100,7 @@ def test_errors_are_one_line(tmp_path, capsys, program, argv, match):
     np.savez(tmp_path / "bad.npz", q=x)
     np.savez(tmp_path / "vec.npz", x, np.ones(2), np.array(1))
     (tmp_path / "notnpz.npz").write_text("hello")
-    code, out, err = run_cli(capsys, *[a.format(tmp=tmp_path, prog=path) for a in argv])
+    code, out, err = run_main(capsys, *[a.format(tmp=tmp_path, prog=path) for a in argv])
     assert code == 1 and out == ""
     assert err.startswith("tensorvm: error: ") and err.count("\n") == 1, err
     assert match in err
@@ -116,7 +110,7 @@ def test_errors_are_one_line(tmp_path, capsys, program, argv, match):
 def test_vm_error_is_one_line(tmp_path, capsys, program):
     path, x, _ = program
     np.savez(tmp_path / "in.npz", np.ones((2, 3), np.float32), np.array(1.0), np.array(1))
-    code, out, err = run_cli(capsys, "run", path, "forward", "--inputs", tmp_path / "in.npz")
+    code, out, err = run_main(capsys, "run", path, "forward", "--inputs", tmp_path / "in.npz")
     assert code == 1 and err.count("\n") == 1
     assert "linear: x has 3 features" in err and "program.py:" in err
 

@@ -9,22 +9,11 @@ from tensorvm.pycompiler.cli import main
 from tensorvm.pycompiler.diff import compare
 from tensorvm.pycompiler.program_dir import write_program_dir
 
-from pyc_helpers import requires_vm
+from pyc_helpers import LOOP_FUNCTIONS, requires_vm
 
 pytestmark = requires_vm
 
-TEXT = """# tensorvm ir 1
-def more(i: int, n: int, x: Tensor) -> bool:
-    lt_0 = lt(i, n)
-    return lt_0
-
-def step(i: int, n: int, x: Tensor) -> tuple[int, int, Tensor]:
-    add_0 = add(i, 1)
-    w = param("w")
-    linear_0 = linear(x, w)
-    tanh_0 = tanh(linear_0)
-    return add_0, n, tanh_0
-
+TEXT = LOOP_FUNCTIONS + """
 def main(x: Tensor, n: int) -> tuple[Tensor, Tensor]:
     mul_0 = mul(x, 0.5)
     w_0, w_1, w_2 = while_loop(more, step, 0, n, mul_0)

@@ -5,10 +5,7 @@ import torch
 
 from tensorvm._C import call_op
 from op_checks import check, check_error, check_signature
-
-
-def f32(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
+from pyc_helpers import f32
 
 
 def torch_conv1d(x, w, b, stride, padding):

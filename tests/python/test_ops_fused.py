@@ -1,19 +1,15 @@
 """Fused ops (add_layer_norm, add_rms_norm, linear_act): the C++ kernels against their
-references, which are the two unfused ops one after the other (reference/ops.py,
-section F). The kernels must also agree bit for bit with the two C++ ops they replace,
+references, which are the two unfused ops one after the other (reference/ops/fused.py). The kernels must also agree bit for bit with the two C++ ops they replace,
 since the fusion passes put them in a program's place."""
 import numpy as np
 import pytest
 
 from tensorvm._C import call_op
 from op_checks import check, check_error, check_signature, vm_call
+from pyc_helpers import f32
 
 # Every kernel variant this CPU runs (conftest.py): linear_act's epilogue is the variant's.
 pytestmark = pytest.mark.usefixtures("kernel_variant")
-
-
-def f32(rng, *shape, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
 @pytest.mark.parametrize("name,group", [("add_layer_norm", "nn"), ("add_rms_norm", "nn"),

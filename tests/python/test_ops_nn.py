@@ -4,10 +4,7 @@ import pytest
 
 from tensorvm._C import call_op
 from op_checks import check, check_error, check_exact, check_signature
-
-
-def f32(rng, *shape, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
+from pyc_helpers import f32
 
 
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "embedding"])

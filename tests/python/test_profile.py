@@ -11,22 +11,11 @@ from tensorvm import _C
 from tensorvm.pycompiler.cli import main
 from tensorvm.pycompiler.program_dir import write_program_dir
 
-from pyc_helpers import requires_vm
+from pyc_helpers import LOOP_FUNCTIONS, requires_vm
 
 pytestmark = requires_vm
 
-TEXT = """# tensorvm ir 1
-def more(i: int, n: int, x: Tensor) -> bool:
-    lt_0 = lt(i, n)
-    return lt_0
-
-def step(i: int, n: int, x: Tensor) -> tuple[int, int, Tensor]:
-    add_0 = add(i, 1)
-    w = param("w")
-    linear_0 = linear(x, w)
-    tanh_0 = tanh(linear_0)
-    return add_0, n, tanh_0
-
+TEXT = LOOP_FUNCTIONS + """
 def half(x: Tensor) -> Tensor:
     mul_0 = mul(x, 0.5)
     return mul_0

@@ -7,21 +7,12 @@ import pytest
 import tensorvm
 from tensorvm import Tensor
 from tensorvm import ops as T
-from tensorvm.pycompiler import weights_io
 from tensorvm.pycompiler.ir_check import IRCheckError
 from tensorvm.pycompiler.replay import Replayer
 
-from pyc_helpers import reference_fallbacks, requires_vm  # noqa: F401 (fixture)
+from pyc_helpers import reference_fallbacks, requires_vm, write_program  # noqa: F401 (fixture)
 
 H = "# tensorvm ir 1\n"
-
-
-def write_program(path, text, weights=None, meta='{"format": "tensorvm-ir", "version": 1}'):
-    path.mkdir()
-    (path / "program.py").write_text(text)
-    weights_io.write(path / "weights.safetensors", weights or {})
-    (path / "meta.json").write_text(meta)
-    return path
 
 
 def test_replay_hand_written_program(tmp_path, rng, reference_fallbacks):

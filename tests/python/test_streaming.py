@@ -14,12 +14,11 @@ import pytest
 import tensorvm
 from tensorvm import Tensor
 from tensorvm import ops as T
-from tensorvm.pycompiler import weights_io
 from tensorvm.pycompiler.generation.streaming import token_rows
 from tensorvm.pycompiler.ir_check import IRCheckError, parse
 
 from marian_fixtures import imported, random_sources
-from pyc_helpers import requires_vm, tensorvm_run_tool
+from pyc_helpers import requires_vm, tensorvm_run_tool, write_program
 
 transformers = pytest.importorskip("transformers")
 pytestmark = requires_vm
@@ -29,14 +28,6 @@ TINY = "tiny-marian"
 # A stand-in for a search loop (shared with tests/cpp/test_emit.cpp): each step appends
 # last + 1 to every row and emits it.
 COUNTER = (Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "emit_counter.py").read_text()
-
-
-def write_program(path, text):
-    path.mkdir()
-    (path / "program.py").write_text(text)
-    weights_io.write(path / "weights.safetensors", {})
-    (path / "meta.json").write_text('{"format": "tensorvm-ir", "version": 1}')
-    return tensorvm.load(path)
 
 
 class Recorder:
@@ -52,7 +43,7 @@ class Recorder:
 
 @pytest.mark.parametrize("stop_after", [None, 1, 3])
 def test_emit_vm_and_replay_agree(tmp_path, stop_after):
-    prog = write_program(tmp_path / "p.tvm", COUNTER)
+    prog = tensorvm.load(write_program(tmp_path / "p.tvm", COUNTER))
     prompt = np.array([[10], [20]], np.int64)
     runs = {}
     for engine in ("vm", "replay"):
@@ -68,13 +59,13 @@ def test_emit_vm_and_replay_agree(tmp_path, stop_after):
 
 
 def test_emit_without_callback_answers_continue(tmp_path):
-    prog = write_program(tmp_path / "p.tvm", COUNTER)
+    prog = tensorvm.load(write_program(tmp_path / "p.tvm", COUNTER))
     for run in (prog.run, prog.replay):
         assert np.asarray(run("generate", np.array([[0]], np.int64), 4)).tolist() == [[0, 1, 2, 3]]
 
 
 def test_callback_exception_propagates_unchanged(tmp_path):
-    prog = write_program(tmp_path / "p.tvm", COUNTER)
+    prog = tensorvm.load(write_program(tmp_path / "p.tvm", COUNTER))
 
     def boom(channel, value):
         raise KeyError("host failed")
@@ -274,8 +265,8 @@ def test_streamers_take_batch_one_as_in_transformers(tiny):
 
 
 def test_a_program_without_emit_cannot_stream(tmp_path):
-    prog = write_program(tmp_path / "p.tvm", "# tensorvm ir 1\ndef generate(input_ids: Tensor) -> Tensor:\n"
-                         "    y = add(input_ids, 0)\n    return y\n")
+    text = "# tensorvm ir 1\ndef generate(input_ids: Tensor) -> Tensor:\n    y = add(input_ids, 0)\n    return y\n"
+    prog = tensorvm.load(write_program(tmp_path / "p.tvm", text))
     with pytest.raises(ValueError, match="does not stream"):
         prog.generate(np.array([[1, 2]], np.int64), streamer=ListStreamer())
 

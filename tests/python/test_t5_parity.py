@@ -19,6 +19,7 @@ import torch
 
 import tensorvm
 from parity_helpers import assert_encoder_states, assert_step_logits, logits_tol
+from pyc_helpers import import_checkpoint, torch_generate
 from tensorvm import _C
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -31,30 +32,16 @@ NAMES = ("t5-relu-tied", "t5-gated-untied")
 MT5 = "mt5-gated"  # T5 v1.1 under MT5ForConditionalGeneration: the parity tests only
 # 26 > max_distance: the encoder's far buckets; 52 query rows: the attention op's blocked path
 SOURCE_LENGTHS = (52, 9, 3, 26)
-_LOADED = {}
-
-
-def _load(name, tmp_path_factory):
-    """(program, transformers model) of a fixture checkpoint, imported once per session."""
-    import transformers
-
-    if name not in _LOADED:
-        path = random_checkpoints.ensure(name)
-        out = tmp_path_factory.mktemp(name) / "t5.tvm"
-        tensorvm.import_hf(path, out)
-        model_class = getattr(transformers, random_checkpoints.CONFIGS[name][0])
-        _LOADED[name] = tensorvm.load(out), model_class.from_pretrained(path, attn_implementation="eager").eval()
-    return _LOADED[name]
 
 
 @pytest.fixture(scope="module", params=NAMES)
 def case(request, tmp_path_factory):
-    return _load(request.param, tmp_path_factory)
+    return import_checkpoint(request.param, tmp_path_factory)
 
 
 @pytest.fixture(scope="module", params=(*NAMES, MT5))
 def any_case(request, tmp_path_factory):
-    return _load(request.param, tmp_path_factory)
+    return import_checkpoint(request.param, tmp_path_factory)
 
 
 def _batch(seed=0, lengths=SOURCE_LENGTHS, vocab=103):
@@ -74,10 +61,8 @@ def hf_generate(model, ids, mask, **kw):
     and out (the generate output object with return_dict_in_generate)."""
     from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-    kw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
-    with torch.no_grad():
-        out = model.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), do_sample=False,
-                             past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()), **kw)
+    out = torch_generate(model, input_ids=ids, attention_mask=mask, do_sample=False,
+                         past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()), **kw)
     return out if kw.get("return_dict_in_generate") else out.numpy()
 
 
@@ -151,7 +136,7 @@ def test_checkpoint_defaults(case):
 def test_merged_projections_are_covered(tmp_path_factory):
     """The mT5 fixture's q/k/v are 256 wide, so import's optimize merges them (one linear
     for q+k+v, one for the cross-attention's k+v): the parity tests above run that path."""
-    prog, _ = _load(MT5, tmp_path_factory)
+    prog, _ = import_checkpoint(MT5, tmp_path_factory)
     text = (Path(prog.path) / "program.py").read_text()
     assert "SelfAttention.q+k+v.weight" in text and "EncDecAttention.k+v.weight" in text
 
@@ -256,7 +241,7 @@ def test_translate_text_in_text_out(tmp_path, name, extra_ids):
     """import-hf carries the T5 tokenizer (t5-spm; mT5's is the same class); translate
     equals generate + batch_decode(skip_special_tokens=True), in Python and in tensorvm-run."""
     import transformers
-    from text_fixtures import run_cli
+    from pyc_helpers import run_cli
 
     ckpt = _with_tokenizer(name, tmp_path, extra_ids)
     prog = tensorvm.load(tensorvm.import_hf(ckpt, tmp_path / "t5.tvm"))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import tensorvm
+from pyc_helpers import import_checkpoint, torch_generate
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 if str(_FIXTURES) not in sys.path:
@@ -25,19 +25,9 @@ SUPPRESS = random_checkpoints.CONFIGS["whisper-odd"][3]["suppress_tokens"]
 BEGIN_SUPPRESS = random_checkpoints.CONFIGS["whisper-odd"][3]["begin_suppress_tokens"]
 
 
-def _load(name, tmp_path_factory):
-    import transformers
-
-    path = random_checkpoints.ensure(name)
-    out = tmp_path_factory.mktemp(name) / f"{name}.tvm"
-    tensorvm.import_hf(path, out)
-    model = transformers.WhisperForConditionalGeneration.from_pretrained(path, attn_implementation="eager")
-    return tensorvm.load(out), model.eval()
-
-
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory):
-    return _load("whisper-odd", tmp_path_factory)
+    return import_checkpoint("whisper-odd", tmp_path_factory)
 
 
 def features(model, batch, seed=0):
@@ -48,9 +38,8 @@ def features(model, batch, seed=0):
 def hf_generate(model, feats, prompt=None, **kw):
     from transformers.generation.utils import GenerationMixin
 
-    extra = {} if prompt is None else {"decoder_input_ids": torch.from_numpy(prompt)}
-    with torch.no_grad():
-        return GenerationMixin.generate(model, input_features=torch.from_numpy(feats), **extra, **kw)
+    extra = {} if prompt is None else {"decoder_input_ids": prompt}
+    return torch_generate(model, GenerationMixin.generate, input_features=feats, **extra, **kw)
 
 
 @pytest.mark.parametrize("batch", [1, 2])
@@ -154,7 +143,7 @@ def test_transcribe_audio(odd):
 
 def test_real_input_shape_3000_frames(tmp_path_factory):
     """Whisper's own input shape: 30 s of audio, 80 x 3000 frames, 1500 encoder positions."""
-    prog, model = _load("whisper-3000", tmp_path_factory)
+    prog, model = import_checkpoint("whisper-3000", tmp_path_factory)
     audio, feats = audio_and_features(model, 16000 * 12, seed=6)
     prompt = np.array([PROMPT] * 2, np.int64)
     for kw in (dict(num_beams=1), dict(num_beams=4, num_return_sequences=2)):

@@ -7,6 +7,8 @@ import json
 import random
 from pathlib import Path
 
+from pyc_helpers import run_cli  # noqa: F401 (the text tests call tf.run_cli)
+
 _NUMBERS_EN = "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred".split()
 _NUMBERS_FR = "zéro un deux trois quatre cinq six sept huit neuf dix onze douze vingt trente cent".split()
 _WORDS_EN = ("the cat sat on a mat and the dog ran to its house with many friends who were very happy today "
@@ -355,18 +357,6 @@ def tiny_m2m100_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0) -> Pat
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
-
-
-def run_cli(*args, ok=True):
-    """tensorvm-run with `args`; asserts success unless ok=False."""
-    import subprocess
-
-    from pyc_helpers import tensorvm_run_tool
-
-    res = subprocess.run([tensorvm_run_tool(), *map(str, args)], capture_output=True, timeout=300)
-    if ok:
-        assert res.returncode == 0, res.stderr.decode()
-    return res
 
 
 def make_nllb_tokenizer(out_dir: Path, seed: int = 0, src_lang: str = "fra_Latn", legacy: bool = False,
