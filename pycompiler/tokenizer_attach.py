@@ -12,8 +12,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from .importers import UnsupportedConfig
-from .tokenizer_files import _LAYOUTS, tokenizer_files, tokenizer_kind
+from .importers import ARCHITECTURES, UnsupportedConfig
+from .tokenizer_files import _LAYOUTS, files_of_kind
 from .tokenizer_template import TemplateRefused, with_template
 
 # Files that hold a vocabulary: a checkpoint with one of them has a tokenizer.
@@ -23,6 +23,18 @@ _VOCABULARY_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sente
 
 def _present(ckpt: Path) -> list:
     return [name for name in _VOCABULARY_FILES if (ckpt / name).is_file()]
+
+
+def tokenizer_kind(model_type: str) -> str | None:
+    """The tokenizer kind of model_type's Architecture (importers.ARCHITECTURES); None for
+    an architecture whose tokenizer is not read, or a model_type not in the table."""
+    arch = ARCHITECTURES.get(model_type)
+    return None if arch is None else arch.tokenizer
+
+
+def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
+    """tokenizer_files.files_of_kind for the kind model_type's Architecture names."""
+    return files_of_kind(checkpoint_dir, tokenizer_kind(model_type))
 
 
 def why_no_tokenizer(checkpoint_dir, model_type: str) -> str:

@@ -1,11 +1,13 @@
 """Which files of a transformers checkpoint directory make up its tokenizer, and the
 meta.json entry that tells the C++ text library (text/) how to read them.
 
-    files, entry = tokenizer_files(checkpoint_dir, "marian")
+    files, entry = files_of_kind(checkpoint_dir, "marian-spm")
     # files: {"tokenizer/source.spm": Path(...), ...} to copy into the program directory
     # entry: {"kind": "marian-spm", "files": {"source_spm": "tokenizer/source.spm", ...}}
 
-A checkpoint without the files gives ({}, None): the program is imported without a
+The kind is the one an Architecture names (importers: `Architecture.tokenizer`;
+tokenizer_attach.tokenizer_files looks it up by model_type). A checkpoint without the
+files gives ({}, None): the program is imported without a
 tokenizer, and the text verbs (tokenize, translate, complete) then say so. The special
 tokens some classes build at load are added to the entry by tokenizer_template.with_template.
 """
@@ -38,19 +40,10 @@ _LAYOUTS = {
 TOKENIZER_KINDS = ("tokenizer.json", *_LAYOUTS)
 
 
-def tokenizer_kind(model_type: str) -> str | None:
-    """The tokenizer kind of model_type's Architecture (importers.ARCHITECTURES); None for
-    an architecture whose tokenizer is not read, or a model_type not in the table."""
-    from .importers import ARCHITECTURES
-
-    arch = ARCHITECTURES.get(model_type)
-    return None if arch is None else arch.tokenizer
-
-
-def tokenizer_files(checkpoint_dir, model_type: str) -> tuple[dict, dict | None]:
+def files_of_kind(checkpoint_dir, kind: str | None) -> tuple[dict, dict | None]:
     """({name in the program directory: source path}, meta.json "tokenizer" entry), or
-    ({}, None) when the checkpoint has no tokenizer files of the kind its model uses."""
-    kind = tokenizer_kind(model_type)
+    ({}, None) when the checkpoint has no tokenizer files of `kind` (an Architecture's
+    `tokenizer`: one of TOKENIZER_KINDS, or None for none read)."""
     ckpt = Path(checkpoint_dir)
     if kind == "tokenizer.json":
         kind = _tokenizer_json_kind(ckpt / "tokenizer.json")

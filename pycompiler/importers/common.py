@@ -15,6 +15,10 @@ from typing import Callable, Optional
 from ..generation import config_fields
 from ..generation.search import generate_inputs, generation_config_defaults
 
+# Rope types whose frequencies do not change with the sequence length: the program stores
+# the loaded model's frequencies once (the others are refused at import).
+STATIC_ROPE = ("default", "linear", "llama3", "yarn")
+
 
 class UnsupportedConfig(ValueError):
     """The checkpoint asks for something this importer does not compute."""
@@ -258,8 +262,6 @@ def rotary_from_model(spec, rotary_emb, rotary_dim: int) -> None:
 def rotary_dim(config, head_dim: int) -> int:
     """The features of each head that rotary embedding turns (head_dim * partial_rotary_factor),
     for a rope type whose frequencies do not change with the length, or UnsupportedConfig."""
-    from .llama import STATIC_ROPE
-
     rope = dict(getattr(config, "rope_parameters", None) or {})
     if rope.get("rope_type", "default") not in STATIC_ROPE:
         raise UnsupportedConfig(f"import_hf: rope_type '{rope['rope_type']}' is not supported "

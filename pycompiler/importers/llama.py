@@ -11,12 +11,10 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
-    stored_weights
+from .common import STATIC_ROPE, Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, \
+    single_id, stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight",)
-# rope types whose frequencies do not change with the sequence length
-STATIC_ROPE = ("default", "linear", "llama3", "yarn")
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 

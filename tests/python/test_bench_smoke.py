@@ -1,6 +1,7 @@
 """Smoke run of the side-by-side benchmark (bench/compare.py --quick), so it cannot rot.
 
-Tiny checkpoint, small sizes, 2 repetitions: seconds, not a measurement. It checks what
+Tiny checkpoint, one length and batch size, both searches, 1 repetition: seconds, not a
+measurement. It checks what
 the full run promises: every engine runs, float32 engines reproduce transformers' tokens
 exactly (--strict makes the harness exit 1 otherwise), int8 engines report agreement,
 and the table, the bandwidth block, the JSON and the PNG chart are all produced.
@@ -33,14 +34,17 @@ def test_compare_quick(tmp_path):
             pytest.fail(msg)
         pytest.skip(msg)
     out = tmp_path / "quick.json"
+    # One length, batch 1 (what the bandwidth block reads), both searches: every engine's path
+    # once; the sizes of --quick itself add only time.
     cmd = [sys.executable, str(ROOT / "bench" / "compare.py"), "--quick", "--strict", "--reps", "1",
-           "--engines", ",".join(ENGINES), "--cache", str(tmp_path / "cache"), "--out", str(out)]
+           "--lengths", "8", "--batches", "1", "--engines", ",".join(ENGINES), "--cache", str(tmp_path / "cache"),
+           "--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert r.returncode == 0, f"compare.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
 
     report = json.loads(out.read_text())
     assert list(report["engines"]) == ENGINES
-    n_cases = 2 * 2 * 2  # lengths x batches x beams of --quick
+    n_cases = 1 * 1 * 2  # lengths x batches x beams
     for name, eng in report["engines"].items():
         assert eng["status"] == "ok", f"{name}: {eng.get('error')}"
         assert len(eng["cases"]) == n_cases, name

@@ -135,7 +135,7 @@ def test_import_reads_no_fifo_in_the_checkpoint(tmp_path, model_type, name):
     os.mkfifo(tmp_path / name)
     if model_type == "whisper":
         (tmp_path / "tokenizer.json").write_text("{}")
-    code = ("import sys\nfrom tensorvm.pycompiler.tokenizer_files import tokenizer_files\n"
+    code = ("import sys\nfrom tensorvm.pycompiler.tokenizer_attach import tokenizer_files\n"
             "print(tokenizer_files(sys.argv[1], sys.argv[2])[1])\n")
     try:
         r = subprocess.run([sys.executable, "-c", code, str(tmp_path), model_type], capture_output=True, text=True,

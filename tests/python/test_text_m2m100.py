@@ -120,7 +120,7 @@ def test_nllb_tokenizer_is_not_taken_for_m2m100(m2m100, tmp_path):
     this copy has no tokenizer.json, so the library numbers its pieces, test_text_nllb.py)."""
     import shutil
 
-    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+    from tensorvm.pycompiler.tokenizer_attach import tokenizer_files
 
     ckpt = m2m100[0]
     assert tokenizer_files(ckpt, "m2m_100")[1]["kind"] == "m2m100-spm"

@@ -146,7 +146,7 @@ def test_tokenizer_files_must_stay_inside(tmp_path, marian):
 
 
 def test_checkpoint_without_tokenizer_files(tmp_path):
-    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+    from tensorvm.pycompiler.tokenizer_attach import tokenizer_files
 
     assert tokenizer_files(tmp_path, "marian") == ({}, None)
     (tmp_path / "source.spm").write_bytes(b"x")

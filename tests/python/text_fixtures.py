@@ -127,7 +127,7 @@ def tokenizer_only_program(checkpoint_dir: Path, out: Path, model_type: str) -> 
     """A program directory holding only a tokenizer (and a one-line program), written as
     import-hf writes one: enough for the text library, quick to make."""
     from tensorvm.pycompiler.program_dir import write_program_dir
-    from tensorvm.pycompiler.tokenizer_files import tokenizer_files
+    from tensorvm.pycompiler.tokenizer_attach import tokenizer_files
     from tensorvm.pycompiler.tokenizer_template import with_template
 
     files, entry = tokenizer_files(checkpoint_dir, model_type)
