@@ -88,8 +88,14 @@ void LinearSpmEncoder::encode(std::string_view text, std::vector<std::string>& p
   if (!status.ok()) fail("sentencepiece: encode: {}", status.ToString());
   // By id, not by spelling: a piece of the model may itself be spelled "<0xE6>".
   bool in_unknown = false;
+  const int pieces_in_model = sp_.GetPieceSize();
   for (const int id : ids) {
     const bool byte = id >= first_byte_id_;
+    // Below first_byte_id_ the twin's ids should be the model's own, but a fuzzed model
+    // gave one the model lacks (tests/fuzz/findings.md): IdToPiece's protobuf CHECK would
+    // end the process, so it is this tokenizer's error instead.
+    if (!byte && (id < 0 || id >= pieces_in_model))
+      fail("sentencepiece: encode: piece id {} is not in the model ({} pieces)", id, pieces_in_model);
     if (!byte) pieces.push_back(sp_.IdToPiece(id));
     else if (in_unknown) pieces.back() += char(id - first_byte_id_);
     else pieces.emplace_back(1, char(id - first_byte_id_));
