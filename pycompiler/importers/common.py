@@ -259,13 +259,17 @@ def rotary_from_model(spec, rotary_emb, rotary_dim: int) -> None:
                                 f"expected [{rotary_dim // 2}]")
 
 
+def check_static_rope(rope_type: str) -> None:
+    """UnsupportedConfig unless rope_type's frequencies do not change with the length."""
+    if rope_type not in STATIC_ROPE:
+        raise UnsupportedConfig(f"import_hf: rope_type '{rope_type}' is not supported ({', '.join(STATIC_ROPE)})")
+
+
 def rotary_dim(config, head_dim: int) -> int:
     """The features of each head that rotary embedding turns (head_dim * partial_rotary_factor),
     for a rope type whose frequencies do not change with the length, or UnsupportedConfig."""
     rope = dict(getattr(config, "rope_parameters", None) or {})
-    if rope.get("rope_type", "default") not in STATIC_ROPE:
-        raise UnsupportedConfig(f"import_hf: rope_type '{rope['rope_type']}' is not supported "
-                                f"({', '.join(STATIC_ROPE)})")
+    check_static_rope(rope.get("rope_type", "default"))
     factor = rope.get("partial_rotary_factor", 1.0)
     dim = int(head_dim * factor)
     if dim % 2 or dim <= 0:

@@ -11,8 +11,8 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import STATIC_ROPE, Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, \
-    single_id, stored_weights
+from .common import Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields, \
+    stored_weights
 
 LINEAR_SUFFIXES = ("_proj.weight",)
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -33,24 +33,18 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, 
     rope = dict(getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {})
     # Gemma 3: one set of rope parameters per layer type
     for r in [rope[t] for t in LAYER_TYPES if isinstance(rope.get(t), dict)] or [rope]:
-        rope_type = r.get("rope_type", r.get("type", "default"))
-        if rope_type not in STATIC_ROPE:
-            raise UnsupportedConfig(f"import_hf: rope_type '{rope_type}' is not supported ({', '.join(STATIC_ROPE)})")
+        check_static_rope(r.get("rope_type", r.get("type", "default")))
     if getattr(config, "pretraining_tp", 1) not in (None, 1):
         raise UnsupportedConfig("import_hf: pretraining_tp > 1 is not supported")
     if getattr(config, "use_sliding_window", False) and any(
             t == "sliding_attention" for t in (getattr(config, "layer_types", None) or [])):
         raise UnsupportedConfig("import_hf: sliding-window attention layers are not supported")
-    eos = eos_ids(config, gen, config.vocab_size)
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return spec_class(
         d_model=config.hidden_size, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, ffn_dim=config.intermediate_size, vocab_size=config.vocab_size,
         max_position_embeddings=config.max_position_embeddings, eps=config.rms_norm_eps, activation=act,
-        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
-        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)), generation=opts,
-        **extra)
+        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(config, "mlp_bias", False)),
+        **decoder_only_fields(config, gen, config.vocab_size), **extra)
 
 
 def from_model(spec: LlamaSpec, model) -> None:
