@@ -15,7 +15,7 @@
 #include "ops/cpu.h"
 #include "ops/gemm_library.h"
 #include "ops/registry.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 #include "vm/vm.h"
 
 namespace {

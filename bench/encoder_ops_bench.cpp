@@ -24,7 +24,7 @@
 #include "ops/attention.h"
 #include "ops/cpu.h"
 #include "ops/registry.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace {
 

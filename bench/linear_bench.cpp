@@ -16,7 +16,7 @@
 
 #include "ops/cpu.h"
 #include "ops/registry.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 #include "vm/vm.h"
 
 namespace {

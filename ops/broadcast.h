@@ -26,9 +26,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "vm/tensor.h"
-#include "vm/thread_pool.h"
-#include "vm/value.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "core/value.h"
 
 namespace ops {
 

@@ -10,7 +10,7 @@
 #include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/w8a8_amx.h"
-#include "vm/error.h"
+#include "core/error.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

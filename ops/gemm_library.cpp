@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/cpu.h"
-#include "vm/error.h"
+#include "core/error.h"
 
 #if TENSORVM_HAVE_ONEDNN
 #include <dnnl.h>

@@ -9,7 +9,7 @@
 
 #include "ops/registry.h"
 #include "ops/select.h"
-#include "vm/rng.h"
+#include "core/rng.h"
 
 namespace ops {
 

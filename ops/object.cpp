@@ -2,7 +2,7 @@
 // object return the same handle, so the order of effects is visible in SSA.
 #include "ops/registry.h"
 #include "ops/select.h"
-#include "vm/kvcache.h"
+#include "core/kvcache.h"
 
 namespace ops {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vm/thread_pool.h"
-#include "vm/value.h"
+#include "core/thread_pool.h"
+#include "core/value.h"
 
 namespace ops {
 

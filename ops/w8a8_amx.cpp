@@ -11,7 +11,7 @@
 #include <string>
 
 #include "ops/cpu.h"
-#include "vm/error.h"
+#include "core/error.h"
 
 #if TENSORVM_HAVE_AMX
 namespace ops::kernels::amx {

@@ -1,6 +1,6 @@
 """Bundled checks: example inputs and the outputs they give, stored in the program
 directory (as ExecuTorch's bundled program stores them), for `tensorvm-run PROGRAM
-verify` to rerun on a device and compare (vm/cli/verify.cpp).
+verify` to rerun on a device and compare (cli/verify.cpp).
 
 A program directory's bundle is bundle.json (the manifest) and one
 bundle-<digest>.safetensors per case, holding `input.<parameter>` (a scalar as a 0-d

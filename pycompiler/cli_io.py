@@ -1,5 +1,5 @@
 """Inputs and outputs of `tensorvm run/replay`, the same rules as `tensorvm-run`
-(vm/cli/tensorvm_run.cpp), so both commands take the same files and options.
+(cli/tensorvm_run.cpp), so both commands take the same files and options.
 
 Each parameter takes, in this order: --ids (input_ids / attention_mask),
 --decoder-ids (decoder_input_ids, the decoder prompt: rows of one length), --arg

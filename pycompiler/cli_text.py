@@ -1,5 +1,5 @@
 """`tensorvm run|replay PROGRAM tokenize|translate|complete --text ... | --text-file F`:
-the text verbs of tensorvm-run (vm/cli/text_verbs.cpp) on the Python side, one output
+the text verbs of tensorvm-run (cli/text_verbs.cpp) on the Python side, one output
 line per input line, each line run on its own through the program's `generate` (in the
 C++ VM, or replayed with the reference ops), encoded and decoded by the C++ tokenizer."""
 from __future__ import annotations

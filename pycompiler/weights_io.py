@@ -1,6 +1,6 @@
 """safetensors files with numpy only, so the package needs neither torch nor safetensors.
 
-Layout as ir/safetensors_write.cpp writes it: an 8-byte little-endian header length,
+Layout as io/safetensors_write.cpp writes it: an 8-byte little-endian header length,
 the JSON header (padded with spaces so the data starts 64-byte aligned), then the
 tensors, each at a 64-byte aligned offset (zero gaps between them). The reader also
 takes foreign files with tensors packed back to back (possibly unaligned).
@@ -141,7 +141,7 @@ _INT64_MAX = 2**63 - 1
 
 def read_header(path) -> tuple[dict[str, _Entry], dict[str, str], int]:
     """(entries by name in file order, metadata, data section start), validated against
-    the file size with the rules of the C++ reader (ir/safetensors.cpp), so both accept
+    the file size with the rules of the C++ reader (io/safetensors.cpp), so both accept
     and refuse the same files."""
     path = os.fspath(path)
     # Non-blocking and checked before reading: a FIFO under this name is an error, not a hang.

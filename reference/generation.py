@@ -1,6 +1,6 @@
 """numpy reference of the generation ops: the seeded generator (rng, rand,
 multinomial) and the option checks (option_index, check). Same semantics and the
-same random stream as ops/generation.cpp and vm/rng.h, so a replayed program draws
+same random stream as ops/generation.cpp and core/rng.h, so a replayed program draws
 exactly the numbers the VM draws."""
 import numpy as np
 

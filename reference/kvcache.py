@@ -1,4 +1,4 @@
-"""numpy reference of the KV cache object and its ops (same semantics as vm/kvcache.cpp)."""
+"""numpy reference of the KV cache object and its ops (same semantics as core/kvcache.cpp)."""
 import numpy as np
 
 from .ops import OPS, OpError, op

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/regular_file.h"
+#include "io/regular_file.h"
 #include "text/byte_bpe.h"
 #include "text/m2m100.h"
 #include "text/marian.h"
@@ -48,8 +48,8 @@ std::string inside(const std::string& dir, const std::string& rel, const std::st
   }
   const std::string path = dir + "/" + rel;
   try {
-    ir::check_inside(dir, path);
-  } catch (const ir::FileError& e) {
+    io::check_inside(dir, path);
+  } catch (const io::FileError& e) {
     fail("{}: tokenizer file '{}': {}", meta_path, rel, e.what());
   }
   return path;

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/regular_file.h"
+#include "io/regular_file.h"
 
 namespace text {
 
@@ -10,8 +10,8 @@ std::string read_text_file(const std::string& path) {
   // Real tokenizer files are up to a few tens of MB (Gemma's tokenizer.json: 33 MB).
   constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(128) << 20;
   try {
-    return ir::read_regular_file(path, kMaxTokenizerFileBytes, "a file a tokenizer reads");
-  } catch (const ir::FileError& e) {
+    return io::read_regular_file(path, kMaxTokenizerFileBytes, "a file a tokenizer reads");
+  } catch (const io::FileError& e) {
     throw Error(e.what());
   }
 }

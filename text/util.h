@@ -18,7 +18,7 @@ template <typename... A>
 }
 
 // A file of a program's tokenizer (or its meta.json): a regular file of at most 128 MiB,
-// read without blocking (ir/regular_file.h); anything else is an Error naming it.
+// read without blocking (io/regular_file.h); anything else is an Error naming it.
 std::string read_text_file(const std::string& path);
 
 // An id of a tokenizer file: `j` as an int64 when it is a JSON integer that fits. Anything

@@ -196,14 +196,14 @@ Sites* sites_of(const Source& source) {
 
 WeightsFile::WeightsFile(const std::string& path, const LoadOptions& options) {
   try {
-    file_ = ir::WeightsFile::open(path, options.copy_weights || env_copy_weights());
-  } catch (const ir::WeightsError& e) {
+    file_ = io::WeightsFile::open(path, options.copy_weights || env_copy_weights());
+  } catch (const io::WeightsError& e) {
     throw Error(e.what());
   }
 }
 
 Value WeightsFile::get(const char* name) const {
-  const ir::TensorEntry* e = file_->find(name);
+  const io::TensorEntry* e = file_->find(name);
   if (!e) fail("param: no weight named '{}' in {}", name, file_->path());
   bytes_ += e->nbytes;
   return weight_tensor(*e, file_);

@@ -14,13 +14,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 #include "ops/registry.h"
 #include "vm/checks.h"
 #include "vm/profiler.h"
 #include "vm/program.h"
 #include "vm/session.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 #include "vm/weights.h"
 
 namespace vm::aot {
@@ -56,7 +56,7 @@ class WeightsFile {
   size_t bytes() const { return bytes_; }
 
  private:
-  std::shared_ptr<ir::WeightsFile> file_;
+  std::shared_ptr<io::WeightsFile> file_;
   mutable size_t bytes_ = 0;
 };
 
@@ -100,7 +100,7 @@ class Runtime {
   Hook* hook() const { return hook_; }
   Profiler* profiler() { return profiler_.get(); }
   uint64_t instructions_executed() const { return instructions_; }
-  // Keeps the worker threads counted as busy while a run lasts (vm/thread_pool.h).
+  // Keeps the worker threads counted as busy while a run lasts (core/thread_pool.h).
   struct Engaged {
     ThreadPool* pool;
     explicit Engaged(ThreadPool* p);

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vm/value.h"
+#include "core/value.h"
 
 namespace vm {
 

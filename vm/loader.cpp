@@ -18,8 +18,8 @@
 #include "ir/names.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/regular_file.h"
-#include "ir/safetensors.h"
+#include "io/regular_file.h"
+#include "io/safetensors.h"
 #include "ops/select.h"
 #include "vm/program.h"
 #include "vm/weights.h"
@@ -36,8 +36,8 @@ constexpr uint64_t kMaxMetaBytes = uint64_t(64) << 20;
 
 std::string read_file(const std::string& path, uint64_t max_bytes, std::string_view what) {
   try {
-    return ir::read_regular_file(path, max_bytes, what);
-  } catch (const ir::FileError& e) {
+    return io::read_regular_file(path, max_bytes, what);
+  } catch (const io::FileError& e) {
     throw Error(e.what());
   }
 }
@@ -242,7 +242,7 @@ class Loader {
     add(fn, s, std::move(ins));
   }
 
-  Value weight_value(const ir::TensorEntry& e) {
+  Value weight_value(const io::TensorEntry& e) {
     auto it = weight_cache_.find(e.name);
     if (it != weight_cache_.end()) return it->second;
     Value v = weight_tensor(e, weights_);
@@ -252,7 +252,7 @@ class Loader {
   }
 
   Value lookup_weight(const std::string& name, int line) {
-    const ir::TensorEntry* e = weights_ ? weights_->find(name) : nullptr;
+    const io::TensorEntry* e = weights_ ? weights_->find(name) : nullptr;
     if (!e) fail_at(line, "param: no weight named '{}' in {}", name, weights_ ? weights_->path() : "(no weights file)");
     return weight_value(*e);
   }
@@ -541,7 +541,7 @@ class Loader {
   }
 
  public:
-  std::shared_ptr<ir::WeightsFile> weights_;
+  std::shared_ptr<io::WeightsFile> weights_;
 
  private:
   Program& p_;
@@ -552,7 +552,7 @@ class Loader {
 };
 
 std::shared_ptr<const Program> Program::build(const std::string& text, const std::string& filename,
-                                              const std::function<std::shared_ptr<ir::WeightsFile>()>& open_weights) {
+                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights) {
   auto p = std::make_shared<Program>();
   p->text_ = text;
   p->filename_ = filename;
@@ -565,7 +565,7 @@ std::shared_ptr<const Program> Program::build(const std::string& text, const std
   Loader loader(*p, m);
   try {
     loader.weights_ = open_weights();
-  } catch (const ir::WeightsError& e) {
+  } catch (const io::WeightsError& e) {
     throw Error(e.what());
   }
   loader.load();
@@ -575,9 +575,9 @@ std::shared_ptr<const Program> Program::build(const std::string& text, const std
 
 std::shared_ptr<const Program> Program::from_text(const std::string& text, const std::string& weights_path,
                                                   const std::string& filename, const LoadOptions& options) {
-  return build(text, filename, [&]() -> std::shared_ptr<ir::WeightsFile> {
+  return build(text, filename, [&]() -> std::shared_ptr<io::WeightsFile> {
     if (weights_path.empty()) return nullptr;
-    return ir::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
+    return io::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
   });
 }
 
@@ -590,9 +590,9 @@ std::shared_ptr<const Program> Program::from_memory(std::string_view text, const
                                                     std::string_view meta_json, const LoadOptions& options,
                                                     std::shared_ptr<const void> owner) {
   if (!meta_json.empty()) check_meta(kMemoryMeta, std::string(meta_json));
-  auto p = build(std::string(text), kMemoryText, [&]() -> std::shared_ptr<ir::WeightsFile> {
+  auto p = build(std::string(text), kMemoryText, [&]() -> std::shared_ptr<io::WeightsFile> {
     if (!weights && weights_size == 0) return nullptr;
-    return ir::WeightsFile::from_memory(weights, weights_size, kMemoryWeights, options.copy_weights, std::move(owner));
+    return io::WeightsFile::from_memory(weights, weights_size, kMemoryWeights, options.copy_weights, std::move(owner));
   });
   if (!meta_json.empty()) const_cast<Program&>(*p).meta_json_ = std::string(meta_json);
   return p;
@@ -600,7 +600,7 @@ std::shared_ptr<const Program> Program::from_memory(std::string_view text, const
 
 std::shared_ptr<const Program> Program::from_reader(std::string_view text, WeightsReader& reader, std::string_view meta_json) {
   if (!meta_json.empty()) check_meta(kMemoryMeta, std::string(meta_json));
-  auto p = build(std::string(text), kMemoryText, [&] { return ir::WeightsFile::from_reader(reader, kMemoryWeights); });
+  auto p = build(std::string(text), kMemoryText, [&] { return io::WeightsFile::from_reader(reader, kMemoryWeights); });
   if (!meta_json.empty()) const_cast<Program&>(*p).meta_json_ = std::string(meta_json);
   return p;
 }

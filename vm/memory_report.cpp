@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "vm/arena.h"
+#include "core/arena.h"
 #include "vm/session.h"
 
 namespace vm {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "vm/program.h"
-#include "vm/value.h"
+#include "core/value.h"
 
 namespace vm {
 

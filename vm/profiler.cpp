@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "ir/atomic_file.h"
-#include "vm/error.h"
+#include "io/atomic_file.h"
+#include "core/error.h"
 
 namespace vm {
 
@@ -360,7 +360,7 @@ std::string Profiler::trace_json() const {
 void Profiler::write_trace(const std::string& path) const {
   const std::string json = trace_json();
   try {
-    ir::TempFile f(path);
+    io::TempFile f(path);
     f.write(json.data(), json.size());
     f.commit();
   } catch (const std::exception& e) {

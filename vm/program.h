@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 #include "ops/registry.h"
-#include "vm/value.h"
+#include "core/value.h"
 
 namespace ir {
 struct Module;
@@ -22,8 +22,8 @@ struct Module;
 namespace vm {
 
 // An app's source of weight bytes for Program::from_reader (an asset manager, a flash
-// partition): size() and read(offset, dst, n) -> bytes written. See ir/safetensors.h.
-using WeightsReader = ir::ByteReader;
+// partition): size() and read(offset, dst, n) -> bytes written. See io/safetensors.h.
+using WeightsReader = io::ByteReader;
 
 // Load-time limits, so that no program can make the interpreter overflow its own
 // stack or its 16-bit operand counts; a program past them is a load error.
@@ -139,12 +139,12 @@ class Program {
  private:
   friend class Loader;
   static std::shared_ptr<const Program> build(const std::string& text, const std::string& filename,
-                                              const std::function<std::shared_ptr<ir::WeightsFile>()>& open_weights);
+                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights);
   std::vector<Function> functions_;
   std::string text_;
   std::string filename_;
   std::string meta_json_ = "{}";
-  std::shared_ptr<ir::WeightsFile> weights_;
+  std::shared_ptr<io::WeightsFile> weights_;
   uint32_t max_stack_ = 0;
   size_t weight_bytes_ = 0;
 };

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "vm/arena.h"
+#include "core/arena.h"
 #include "vm/program.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace vm {
 
@@ -65,7 +65,7 @@ struct SessionOptions {
   // interpreter runs its loop without hook calls.
   bool profile = false;
   bool profile_trace = false;
-  // Carve every tensor of the session's runs from this arena (vm/arena.h) instead of
+  // Carve every tensor of the session's runs from this arena (core/arena.h) instead of
   // the heap: Arena::with_budget(bytes) or Arena::over({{buffer, size}, ...}). Null
   // (the default): a buffer pool of the session's own. Weights stay where the
   // program mapped them. Tensors a run returns stay carved until the caller drops

@@ -1,6 +1,6 @@
 #include "vm/session_pool.h"
 
-#include "vm/error.h"
+#include "core/error.h"
 
 namespace vm {
 

@@ -26,7 +26,7 @@ class SessionPool {
  public:
   // Every Session gets `options`. With `arena_bytes`, each gets an arena of its own of
   // that many bytes (Arena::with_budget) in place of options.arena, so runs at once do
-  // not compete for one budget; an options.arena is shared by all (vm/arena.h).
+  // not compete for one budget; an options.arena is shared by all (core/arena.h).
   explicit SessionPool(std::shared_ptr<const Program> program, SessionOptions options = {}, size_t arena_bytes = 0);
   SessionPool(const SessionPool&) = delete;
   SessionPool& operator=(const SessionPool&) = delete;

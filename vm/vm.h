@@ -4,10 +4,10 @@
 //   auto outputs = vm::run(session, "generate", {vm::Value(ids)});
 #pragma once
 
-#include "vm/arena.h"
+#include "core/arena.h"
 #include "vm/memory_report.h"
 #include "vm/program.h"
 #include "vm/session.h"
 #include "vm/session_pool.h"
-#include "vm/tensor.h"
-#include "vm/value.h"
+#include "core/tensor.h"
+#include "core/value.h"

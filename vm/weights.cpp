@@ -7,7 +7,7 @@ namespace vm {
 
 namespace {
 
-Value read_weight(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+Value read_weight(const io::TensorEntry& e, const std::shared_ptr<io::WeightsFile>& file) {
   Shape shape(e.shape.begin(), e.shape.end());
   auto wrap = [&](DType dt) {
     const size_t es = dtype_size(dt);
@@ -55,15 +55,15 @@ Value read_weight(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFil
 
 }  // namespace
 
-Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file) {
+Value weight_tensor(const io::TensorEntry& e, const std::shared_ptr<io::WeightsFile>& file) {
   Value v = read_weight(e, file);
   v.as_tensor().buffer()->mark_weight();
   return v;
 }
 
-std::vector<std::pair<size_t, const ir::TensorEntry*>> indexed_weights(const ir::WeightsFile& file,
+std::vector<std::pair<size_t, const io::TensorEntry*>> indexed_weights(const io::WeightsFile& file,
                                                                        const std::string& name_template) {
-  std::vector<std::pair<size_t, const ir::TensorEntry*>> out;
+  std::vector<std::pair<size_t, const io::TensorEntry*>> out;
   const auto hole = name_template.find("{}");
   if (hole == std::string::npos) return out;
   const std::string prefix = name_template.substr(0, hole), suffix = name_template.substr(hole + 2);

@@ -8,19 +8,19 @@
 #include <utility>
 #include <vector>
 
-#include "ir/safetensors.h"
-#include "vm/value.h"
+#include "io/safetensors.h"
+#include "core/value.h"
 
 namespace vm {
 
 // A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
 // a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16; its
 // buffer is marked a weight (Buffer::is_weight), so hosts hand it out read-only.
-Value weight_tensor(const ir::TensorEntry& e, const std::shared_ptr<ir::WeightsFile>& file);
+Value weight_tensor(const io::TensorEntry& e, const std::shared_ptr<io::WeightsFile>& file);
 
 // The entries a name template ("layers.{}.fc1.weight") names with "{}" replaced by a
 // plain decimal index (no sign, no leading zero, at most 6 digits), as (index, entry).
-std::vector<std::pair<size_t, const ir::TensorEntry*>> indexed_weights(const ir::WeightsFile& file,
+std::vector<std::pair<size_t, const io::TensorEntry*>> indexed_weights(const io::WeightsFile& file,
                                                                        const std::string& name_template);
 
 }  // namespace vm

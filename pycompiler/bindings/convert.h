@@ -7,7 +7,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include "vm/value.h"
+#include "core/value.h"
 
 namespace tvm_py {
 

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiled.h"
-#include "vm/run_io.h"
+#include "cli/run_io.h"
 #include "vm/vm.h"
 
 namespace {

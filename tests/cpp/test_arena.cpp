@@ -1,4 +1,4 @@
-// The app's memory arena (vm/arena.h, docs/runtime.md "A memory arena"): runs in an
+// The app's memory arena (core/arena.h, docs/runtime.md "A memory arena"): runs in an
 // arena give the pool's bits, carve every tensor from it (KV caches and kernels'
 // scratch included), fail past it with an error naming the instruction and leave the
 // session usable; caller buffers of any alignment; two regions; measure_memory.

@@ -18,7 +18,7 @@
 #include "ops/cpu.h"
 #include "ops/registry.h"
 #include "test_helpers.h"
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "vm/rng.h"
+#include "core/rng.h"
 #include "vm/vm.h"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <functional>
 #include <string>
 
-#include "ir/safetensors.h"
-#include "vm/kvcache.h"
+#include "io/safetensors.h"
+#include "core/kvcache.h"
 #include "vm/vm.h"
 #include "test_helpers.h"
 
@@ -210,8 +210,8 @@ TEST_CASE("hardening: a FIFO under a program's file names is an error, not a han
   const std::string fifo = dir + "/w.safetensors";
   std::remove(fifo.c_str());
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK_THROWS_WITH(ir::WeightsFile::open(fifo), Catch::Contains("not a regular file"));
-  CHECK_THROWS_WITH(ir::WeightsFile::open(fifo, true), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(io::WeightsFile::open(fifo), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(io::WeightsFile::open(fifo, true), Catch::Contains("not a regular file"));
   std::remove(fifo.c_str());
 }
 
@@ -241,7 +241,7 @@ TEST_CASE("hardening: weights copied at load survive the file being truncated in
   write_text(dir + "/program.py", "# tensorvm ir 1\ndef f() -> Tensor:\n    w = param(\"w\")\n    return w\n");
   std::vector<float> w(1 << 16);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i);
-  ir::write_safetensors(dir + "/weights.safetensors", {{"w", "F32", {int64_t(w.size())}, w.data(), w.size() * 4}});
+  io::write_safetensors(dir + "/weights.safetensors", {{"w", "F32", {int64_t(w.size())}, w.data(), w.size() * 4}});
   vm::LoadOptions copy;
   copy.copy_weights = true;
   auto p = vm::Program::load(dir, copy);

@@ -1,4 +1,4 @@
-// The .npz reader and writer (ir/npz.h): numpy's own files, round trips, and
+// The .npz reader and writer (io/npz.h): numpy's own files, round trips, and
 // malformed input, which must give a WeightsError and never a crash.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/npz.h"
+#include "io/npz.h"
 
 namespace {
 
@@ -57,13 +57,13 @@ const char kCompressedNpz[] =
 std::string numpy_npz() { return std::string(kNumpyNpz, sizeof kNumpyNpz - 1); }
 
 template <typename T>
-std::vector<T> values(const ir::ArrayData& a) {
+std::vector<T> values(const io::ArrayData& a) {
   std::vector<T> out(a.data.size() / sizeof(T));
   std::memcpy(out.data(), a.data.data(), a.data.size());
   return out;
 }
 
-std::vector<ir::ArrayData> parse(const std::string& bytes) { return ir::parse_npz(bytes.data(), bytes.size(), "test.npz"); }
+std::vector<io::ArrayData> parse(const std::string& bytes) { return io::parse_npz(bytes.data(), bytes.size(), "test.npz"); }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,12 +106,12 @@ TEST_CASE("npz: write then read every dtype, 0-d and empty arrays", "[npz]") {
   const std::vector<int32_t> i{7};
   const std::vector<uint8_t> b{1, 0, 1};
   const std::vector<int8_t> c{-128, 127};
-  std::vector<ir::TensorToWrite> in{
+  std::vector<io::TensorToWrite> in{
       {"f", "F32", {2, 2}, f.data(), 16}, {"l", "I64", {2}, l.data(), 16}, {"i", "I32", {}, i.data(), 4},
       {"b", "BOOL", {3}, b.data(), 3},    {"c", "I8", {1, 2}, c.data(), 2}, {"e", "F32", {0, 5}, nullptr, 0}};
   TempPath tmp;
-  ir::write_npz(tmp.path, in);
-  auto out = ir::read_npz(tmp.path);
+  io::write_npz(tmp.path, in);
+  auto out = io::read_npz(tmp.path);
   REQUIRE(out.size() == in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     CHECK(out[k].name == in[k].name);
@@ -131,9 +131,9 @@ TEST_CASE("npz: write then read every dtype, 0-d and empty arrays", "[npz]") {
 TEST_CASE("npz: writer rejects what it cannot write", "[npz]") {
   const std::vector<float> f{1, 2};
   TempPath tmp;
-  CHECK_THROWS_WITH(ir::write_npz(tmp.path, {{"x", "F16", {2}, f.data(), 4}}), Catch::Contains("F16"));
-  CHECK_THROWS_WITH(ir::write_npz(tmp.path, {{"x", "F32", {3}, f.data(), 8}}), Catch::Contains("do not match"));
-  CHECK_THROWS_WITH(ir::write_npz(tmp.path, {{"x", "F32", {2}, f.data(), 8}, {"x", "F32", {2}, f.data(), 8}}),
+  CHECK_THROWS_WITH(io::write_npz(tmp.path, {{"x", "F16", {2}, f.data(), 4}}), Catch::Contains("F16"));
+  CHECK_THROWS_WITH(io::write_npz(tmp.path, {{"x", "F32", {3}, f.data(), 8}}), Catch::Contains("do not match"));
+  CHECK_THROWS_WITH(io::write_npz(tmp.path, {{"x", "F32", {2}, f.data(), 8}, {"x", "F32", {2}, f.data(), 8}}),
                     Catch::Contains("repeated"));
 }
 
@@ -144,7 +144,7 @@ TEST_CASE("npz: compressed members name numpy.savez", "[npz]") {
 
 TEST_CASE("npz: every truncation is an error, not a crash", "[npz]") {
   const std::string bytes = numpy_npz();
-  for (size_t n = 0; n < bytes.size(); ++n) CHECK_THROWS_AS(parse(bytes.substr(0, n)), ir::WeightsError);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK_THROWS_AS(parse(bytes.substr(0, n)), io::WeightsError);
 }
 
 TEST_CASE("npz: every single-byte corruption is caught or harmless", "[npz]") {
@@ -158,7 +158,7 @@ TEST_CASE("npz: every single-byte corruption is caught or harmless", "[npz]") {
         // Only bytes the reader does not interpret (times, attributes, version fields) may change.
         REQUIRE(arrays.size() == 3);
         CHECK(values<float>(arrays[0]) == std::vector<float>{0, 1, 2, 3, 4, 5});
-      } catch (const ir::WeightsError&) {
+      } catch (const io::WeightsError&) {
       }
     }
   }
@@ -172,7 +172,7 @@ TEST_CASE("npy: header errors are named", "[npz]") {
     out += static_cast<char>(h.size() >> 8);
     return out + h + std::string(data_bytes, '\0');
   };
-  auto parse_one = [](const std::string& b) { return ir::parse_npy(b.data(), b.size(), "x.npy"); };
+  auto parse_one = [](const std::string& b) { return io::parse_npy(b.data(), b.size(), "x.npy"); };
   CHECK(parse_one(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8)).shape == std::vector<int64_t>{2});
   CHECK_THROWS_WITH(parse_one(npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", 4)),
                     Catch::Contains("'<f2' is not supported"));
@@ -192,7 +192,7 @@ TEST_CASE("npy: header errors are named", "[npz]") {
 
 TEST_CASE("npz: a file that is not a ZIP, or holds something other than .npy", "[npz]") {
   CHECK_THROWS_WITH(parse("hello, this is not an npz file at all"), Catch::Contains("not an .npz file"));
-  CHECK_THROWS_WITH(ir::read_npz("/nonexistent/x.npz"), Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(io::read_npz("/nonexistent/x.npz"), Catch::Contains("cannot open"));
   // Rename member a.npy to a.txt in both headers: no longer an array.
   std::string bytes = numpy_npz();
   for (size_t pos = 0; (pos = bytes.find("a.npy", pos)) != std::string::npos; ++pos) bytes.replace(pos, 5, "a.txt");

@@ -1,4 +1,4 @@
-// The buffer pool's caching policy (vm/tensor.h, docs/runtime.md "The buffer pool"):
+// The buffer pool's caching policy (core/tensor.h, docs/runtime.md "The buffer pool"):
 // size classes bound the rounding, a loop whose tensors grow by a position per step
 // keeps the pool's held bytes near its live bytes, and a steady loop still allocates
 // nothing after its first step, even past a reset of the peaks.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vm/tensor.h"
+#include "core/tensor.h"
 
 using vm::Pool;
 using vm::Ref;

@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 #include "test_helpers.h"
 #include "vm/vm.h"
 
@@ -39,7 +39,7 @@ std::string weights_file() {
   static const float w1[6] = {0.5f, -1, 2, 0, 1, -2};
   static const float b[2] = {0.25f, -0.75f};
   const std::string path = "/tmp/tensorvm_test_memory_" + std::to_string(::getpid()) + ".safetensors";
-  ir::write_safetensors(path, {{"layers.0.w", "F32", {2, 3}, w0, sizeof w0},
+  io::write_safetensors(path, {{"layers.0.w", "F32", {2, 3}, w0, sizeof w0},
                                {"layers.1.w", "F32", {2, 3}, w1, sizeof w1},
                                {"bias", "F32", {2}, b, sizeof b}});
   return path;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 
 namespace {
 
@@ -62,8 +62,8 @@ std::string st_file(const std::string& header, const std::string& data) { return
 
 void expect_weights_error(const std::string& path, const std::string& fragment) {
   try {
-    ir::WeightsFile::open(path);
-  } catch (const ir::WeightsError& e) {
+    io::WeightsFile::open(path);
+  } catch (const io::WeightsError& e) {
     INFO("what(): " << e.what());
     CHECK(std::string(e.what()).rfind(path + ": ", 0) == 0);
     CHECK(std::string(e.what()).find(fragment) != std::string::npos);
@@ -81,7 +81,7 @@ TEST_CASE("safetensors: write and read back") {
   std::vector<uint8_t> flags = {1, 0, 1};
   std::vector<uint16_t> bf16 = {0x3f80, 0xc000};
   int32_t scalar = 42;
-  std::vector<ir::TensorToWrite> ts = {
+  std::vector<io::TensorToWrite> ts = {
       {"model.decoder.layers.0.fc1.weight", "F32", {2, 3}, f32.data(), f32.size() * 4},
       {"ids", "I64", {3}, i64.data(), 24},
       {"mask", "BOOL", {3}, flags.data(), 3},
@@ -90,7 +90,7 @@ TEST_CASE("safetensors: write and read back") {
       {"scalar", "I32", {}, &scalar, 4},
   };
   std::string path = dir.file("weights.safetensors");
-  ir::write_safetensors(path, ts, {{"format", "pt"}, {"note", "é"}});
+  io::write_safetensors(path, ts, {{"format", "pt"}, {"note", "é"}});
   CHECK(dir.files() == std::vector<std::string>{"weights.safetensors"});  // no temp file left
 
   std::string raw = read_bytes(path);
@@ -99,11 +99,11 @@ TEST_CASE("safetensors: write and read back") {
   CHECK((8 + header_len) % 64 == 0);
   CHECK(raw[8] == '{');
 
-  auto wf = ir::WeightsFile::open(path);
+  auto wf = io::WeightsFile::open(path);
   CHECK(wf->path() == path);
   REQUIRE(wf->size() == ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
-    const ir::TensorEntry& e = wf->entries()[i];
+    const io::TensorEntry& e = wf->entries()[i];
     INFO(e.name);
     CHECK(e.name == ts[i].name);  // file order is write order
     CHECK(e.dtype == ts[i].dtype);
@@ -116,11 +116,11 @@ TEST_CASE("safetensors: write and read back") {
   }
   CHECK(wf->metadata() == std::map<std::string, std::string>{{"format", "pt"}, {"note", "é"}});
   CHECK(wf->find("missing") == nullptr);
-  CHECK_THROWS_AS(wf->at("missing"), ir::WeightsError);
+  CHECK_THROWS_AS(wf->at("missing"), io::WeightsError);
 
   // Overwriting an existing file replaces it whole.
-  ir::write_safetensors(path, {ts[1]}, {});
-  auto again = ir::WeightsFile::open(path);
+  io::write_safetensors(path, {ts[1]}, {});
+  auto again = io::WeightsFile::open(path);
   REQUIRE(again->size() == 1);
   CHECK(again->metadata().empty());
   CHECK(std::memcmp(again->at("ids").data, i64.data(), 24) == 0);
@@ -131,13 +131,13 @@ TEST_CASE("safetensors: alignment 1 packs tensors back to back") {
   TempDir dir;
   std::vector<uint8_t> a = {1, 2, 3}, b = {4, 5};
   std::string path = dir.file("packed.safetensors");
-  ir::write_safetensors(path, {{"a", "U8", {3}, a.data(), 3}, {"b", "U8", {2}, b.data(), 2}}, {}, 1);
+  io::write_safetensors(path, {{"a", "U8", {3}, a.data(), 3}, {"b", "U8", {2}, b.data(), 2}}, {}, 1);
   std::string raw = read_bytes(path);
   uint64_t header_len = static_cast<unsigned char>(raw[0]);
   CHECK((8 + header_len) % 8 == 0);
   CHECK(raw.size() == 8 + header_len + 5);
   CHECK(raw.substr(raw.size() - 5) == "\x01\x02\x03\x04\x05");
-  auto wf = ir::WeightsFile::open(path);
+  auto wf = io::WeightsFile::open(path);
   CHECK(static_cast<const uint8_t*>(wf->at("b").data)[1] == 5);
 }
 
@@ -145,11 +145,11 @@ TEST_CASE("safetensors: writer rejects bad input") {
   TempDir dir;
   std::string path = dir.file("w.safetensors");
   float x[4] = {};
-  auto expect = [&](const std::vector<ir::TensorToWrite>& ts, const std::string& fragment) {
+  auto expect = [&](const std::vector<io::TensorToWrite>& ts, const std::string& fragment) {
     try {
-      ir::write_safetensors(path, ts, {});
+      io::write_safetensors(path, ts, {});
       FAIL("no error for " << fragment);
-    } catch (const ir::WeightsError& e) {
+    } catch (const io::WeightsError& e) {
       INFO(e.what());
       CHECK(std::string(e.what()).find(fragment) != std::string::npos);
     }
@@ -164,9 +164,9 @@ TEST_CASE("safetensors: writer rejects bad input") {
   expect({{"bad\xff", "F32", {4}, x, 16}}, "UTF-8");
   CHECK(dir.files().empty());
   try {
-    ir::write_safetensors(dir.file("no/such/dir/w.safetensors"), {{"x", "F32", {4}, x, 16}}, {});
+    io::write_safetensors(dir.file("no/such/dir/w.safetensors"), {{"x", "F32", {4}, x, 16}}, {});
     FAIL("no error");
-  } catch (const ir::WeightsError& e) {
+  } catch (const io::WeightsError& e) {
     CHECK(std::string(e.what()).find("cannot create a temporary file") != std::string::npos);
   }
 }
@@ -258,7 +258,7 @@ TEST_CASE("safetensors: foreign layouts that are valid") {
       "\"a\":{\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[1,3]},"
       "\"__metadata__\":{}}   ";
   write_bytes(p, st_file(header, std::string("\x09\x34\x12\x07", 4)));
-  auto wf = ir::WeightsFile::open(p);
+  auto wf = io::WeightsFile::open(p);
   REQUIRE(wf->size() == 3);
   CHECK(wf->entries()[0].name == "a");
   CHECK(wf->entries()[1].name == "z");  // an empty tensor sorts by its offset and overlaps nothing
@@ -269,7 +269,7 @@ TEST_CASE("safetensors: foreign layouts that are valid") {
   CHECK(*static_cast<const uint8_t*>(wf->at("b").data) == 7);
 
   write_bytes(p, st_file("{}", ""));
-  CHECK(ir::WeightsFile::open(p)->size() == 0);
+  CHECK(io::WeightsFile::open(p)->size() == 0);
 }
 
 TEST_CASE("safetensors: every truncation and byte flip is an error, never a crash") {
@@ -277,12 +277,12 @@ TEST_CASE("safetensors: every truncation and byte flip is an error, never a cras
   std::vector<float> x = {1, 2, 3, 4, 5};
   std::vector<int64_t> y = {7, 8};
   std::string good = dir.file("good.safetensors");
-  ir::write_safetensors(good, {{"x", "F32", {5}, x.data(), 20}, {"y", "I64", {2}, y.data(), 16}}, {{"k", "v"}});
+  io::write_safetensors(good, {{"x", "F32", {5}, x.data(), 20}, {"y", "I64", {2}, y.data(), 16}}, {{"k", "v"}});
   std::string bytes = read_bytes(good);
   std::string p = dir.file("cut.safetensors");
   for (size_t n = 0; n < bytes.size(); ++n) {
     write_bytes(p, bytes.substr(0, n));
-    CHECK_THROWS_AS(ir::WeightsFile::open(p), ir::WeightsError);
+    CHECK_THROWS_AS(io::WeightsFile::open(p), io::WeightsError);
   }
   std::mt19937 rng(7);
   std::uniform_int_distribution<size_t> pos(0, bytes.size() - 1);
@@ -292,9 +292,9 @@ TEST_CASE("safetensors: every truncation and byte flip is an error, never a cras
     m[pos(rng)] = static_cast<char>(val(rng));
     write_bytes(p, m);
     try {
-      auto wf = ir::WeightsFile::open(p);
-      for (const ir::TensorEntry& e : wf->entries()) CHECK(e.nbytes <= bytes.size());
-    } catch (const ir::WeightsError&) {
+      auto wf = io::WeightsFile::open(p);
+      for (const io::TensorEntry& e : wf->entries()) CHECK(e.nbytes <= bytes.size());
+    } catch (const io::WeightsError&) {
     }
   }
 }

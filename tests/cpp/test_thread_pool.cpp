@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "vm/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace {
 

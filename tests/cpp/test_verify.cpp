@@ -1,4 +1,4 @@
-// vm/cli/verify: tensorvm-run's check of a bundle, on a manifest and arrays held in
+// cli/verify: tensorvm-run's check of a bundle, on a manifest and arrays held in
 // memory (the end-to-end runs through the command line are tests/python/test_bundle.py).
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "vm/cli/verify.h"
+#include "cli/verify.h"
 
 namespace {
 
@@ -16,8 +16,8 @@ def f(x: Tensor) -> Tensor:
     return y
 )";
 
-ir::ArrayData f32_array(const std::string& name, const std::vector<float>& values) {
-  ir::ArrayData a{name, "F32", {int64_t(values.size())}, std::vector<unsigned char>(values.size() * 4)};
+io::ArrayData f32_array(const std::string& name, const std::vector<float>& values) {
+  io::ArrayData a{name, "F32", {int64_t(values.size())}, std::vector<unsigned char>(values.size() * 4)};
   if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());  // data() of an empty vector may be null
   return a;
 }
@@ -29,10 +29,10 @@ std::string manifest(const std::string& output) {
          output + "]}]}";
 }
 
-int verify(const std::string& manifest_text, ir::ArrayData expected = f32_array("expected.0", {2, 3}),
-           ir::ArrayData input = f32_array("input.x", {1, 2})) {
+int verify(const std::string& manifest_text, io::ArrayData expected = f32_array("expected.0", {2, 3}),
+           io::ArrayData input = f32_array("input.x", {1, 2})) {
   const auto program = vm::Program::from_memory(kProgram, nullptr, 0);
-  const cli::BundleArrays arrays = [&](const std::string&) { return std::vector<ir::ArrayData>{input, expected}; };
+  const cli::BundleArrays arrays = [&](const std::string&) { return std::vector<io::ArrayData>{input, expected}; };
   return cli::verify_bundle(manifest_text, "p.tvm/bundle.json", arrays, program, {});
 }
 
@@ -62,7 +62,7 @@ TEST_CASE("verify_bundle reports a manifest field of the wrong type as a vm::Err
 // [2^32, 2^32, 0] (empty, and valid as a file) made verify multiply its dims past int64
 // (UBSan; the wrapped count happened to be 0). It is a shape mismatch.
 TEST_CASE("verify_bundle compares an empty expected array whose other dims overflow int64") {
-  ir::ArrayData empty = f32_array("expected.0", {});
+  io::ArrayData empty = f32_array("expected.0", {});
   empty.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
   CHECK(verify(manifest(R"({"index": 0, "compare": "exact"})"), empty) == 1);
 }
@@ -71,7 +71,7 @@ TEST_CASE("verify_bundle compares an empty expected array whose other dims overf
 // which must not be given null (UBSan). One whose other dims multiply past int64 is
 // refused (vm::contiguous_strides, test_hardening.cpp).
 TEST_CASE("verify_bundle runs a case whose input array is empty") {
-  ir::ArrayData empty = f32_array("input.x", {}), expected = f32_array("expected.0", {});
+  io::ArrayData empty = f32_array("input.x", {}), expected = f32_array("expected.0", {});
   empty.shape = expected.shape = {2, 0};
   CHECK(verify(manifest(R"({"index": 0, "compare": "exact"})"), expected, empty) == 0);
   empty.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};

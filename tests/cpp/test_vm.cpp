@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 #include "vm/vm.h"
 #include "test_helpers.h"
 
@@ -35,7 +35,7 @@ std::string write_weights(const std::string& name) {
   static float w0[6] = {1, 0, 0, 0, 1, 0};
   static float w1[6] = {0, 1, 0, 0, 0, 1};
   std::string path = temp_path(name);
-  ir::write_safetensors(path, {{"layers.0.w", "F32", {2, 3}, w0, sizeof(w0)}, {"layers.1.w", "F32", {2, 3}, w1, sizeof(w1)}});
+  io::write_safetensors(path, {{"layers.0.w", "F32", {2, 3}, w0, sizeof(w0)}, {"layers.1.w", "F32", {2, 3}, w1, sizeof(w1)}});
   return path;
 }
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include "ir/wav_file.h"
+#include "io/wav_file.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ std::vector<unsigned char> wav(int format, int channels, int rate, int bits, con
 
 std::string error_of(const std::vector<unsigned char>& b) {
   try {
-    ir::parse_wav(b, "x.wav");
+    io::parse_wav(b, "x.wav");
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -53,7 +53,7 @@ std::string error_of(const std::vector<unsigned char>& b) {
 TEST_CASE("wav: PCM 16 and float 32 mono at 16 kHz") {
   std::vector<unsigned char> pcm;
   for (int16_t v : {int16_t(0), int16_t(16384), int16_t(-32768), int16_t(32767)}) put16(pcm, uint16_t(v));
-  const ir::WavAudio a = ir::parse_wav(wav(1, 1, 16000, 16, pcm), "x.wav");
+  const io::WavAudio a = io::parse_wav(wav(1, 1, 16000, 16, pcm), "x.wav");
   REQUIRE(a.samples == std::vector<float>{0.0f, 0.5f, -1.0f, 32767.0f / 32768.0f});
   std::vector<unsigned char> f32;
   for (float v : {0.25f, -0.75f}) {
@@ -61,7 +61,7 @@ TEST_CASE("wav: PCM 16 and float 32 mono at 16 kHz") {
     std::memcpy(&u, &v, 4);
     put32(f32, u);
   }
-  REQUIRE(ir::parse_wav(wav(3, 1, 16000, 32, f32), "x.wav").samples == std::vector<float>{0.25f, -0.75f});
+  REQUIRE(io::parse_wav(wav(3, 1, 16000, 32, f32), "x.wav").samples == std::vector<float>{0.25f, -0.75f});
 }
 
 TEST_CASE("wav: other formats are refused with the reason") {

@@ -23,7 +23,7 @@ PREFIXED = re.compile(r"(v|f|w|op|t|i|s|l)_[A-Za-z0-9_]*")
 CMAKE_COMMANDS = {"cmake_minimum_required", "project", "set", "if", "else", "endif", "add_subdirectory",
                   "find_package", "add_library", "target_include_directories", "target_link_libraries",
                   "target_compile_options", "add_executable", "target_link_options"}
-CPP_DIRECTIVE = re.compile(r'#(?:pragma once|include <[a-z_/.]+>|include "vm/[a-z_/]+\.h"|endif|include "(\w+)\.h"'
+CPP_DIRECTIVE = re.compile(r'#(?:pragma once|include <[a-z_/.]+>|include "(?:vm|cli)/[a-z_/]+\.h"|endif|include "(\w+)\.h"'
                            r'|ifdef (\w+)|error "the namespace (\w+) is a macro[^"\n]*")')
 
 

@@ -5,7 +5,7 @@
 // (.safetensors or .npz) and weights.safetensors; a missing part is empty (no meta, no
 // weights). Inputs of odd size copy the weights (LoadOptions::copy_weights), even ones
 // borrow them in place. Loading and verifying must end in a verdict, a vm::Error or an
-// ir::WeightsError, never a crash; the runs are under the limits of fuzz_limits.h.
+// io::WeightsError, never a crash; the runs are under the limits of fuzz_limits.h.
 // FUZZ_VERBOSE=1 prints why an input stopped and verify's lines.
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,9 +20,9 @@
 #include "fuzz_limits.h"
 #include "fuzz_memfile.h"
 #include "fuzz_verbose.h"
-#include "ir/array_file.h"
-#include "ir/safetensors.h"
-#include "vm/cli/verify.h"
+#include "io/array_file.h"
+#include "io/safetensors.h"
+#include "cli/verify.h"
 
 namespace {
 
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const cli::BundleArrays read_arrays = [arrays](const std::string&) {
     fuzz::MemFile file(reinterpret_cast<const uint8_t*>(arrays.data()), arrays.size());
-    return ir::read_arrays(file.path());
+    return io::read_arrays(file.path());
   };
   fuzz::Limits limits;
   try {
@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (fuzz::verbose()) std::fprintf(stderr, "verify: %s\n", rc == 0 ? "passed" : "failed");
   } catch (const vm::Error& e) {
     fuzz::stopped("verify", e);
-  } catch (const ir::WeightsError& e) {
+  } catch (const io::WeightsError& e) {
     fuzz::stopped("verify (arrays)", e);
   } catch (const fuzz::HarnessLimit& e) {
     fuzz::stopped("verify (harness limit)", e);

@@ -1,26 +1,26 @@
-// libFuzzer target: bytes as a safetensors file through ir::WeightsFile::open, and the
+// libFuzzer target: bytes as a safetensors file through io::WeightsFile::open, and the
 // same bytes through WeightsFile::from_memory (borrowed: libFuzzer's exactly sized copy,
 // so ASan sees any read past the end). Any input must end in a WeightsFile or an
-// ir::WeightsError, the same for both. Every entry the reader hands out is read end to
+// io::WeightsError, the same for both. Every entry the reader hands out is read end to
 // end, so a pointer or size outside the mapping faults here.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 #include "fuzz_memfile.h"
-#include "ir/safetensors.h"
+#include "io/safetensors.h"
 
-static std::shared_ptr<ir::WeightsFile> load(const uint8_t* data, size_t size, bool from_memory) {
+static std::shared_ptr<io::WeightsFile> load(const uint8_t* data, size_t size, bool from_memory) {
   try {
-    if (from_memory) return ir::WeightsFile::from_memory(data, size, "fuzz", /*copy=*/false);
+    if (from_memory) return io::WeightsFile::from_memory(data, size, "fuzz", /*copy=*/false);
     fuzz::MemFile file(data, size);
-    return ir::WeightsFile::open(file.path());
-  } catch (const ir::WeightsError&) {
+    return io::WeightsFile::open(file.path());
+  } catch (const io::WeightsError&) {
     return nullptr;
   }
 }
 
-static void read_all(const std::shared_ptr<ir::WeightsFile>& wf);
+static void read_all(const std::shared_ptr<io::WeightsFile>& wf);
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto from_file = load(data, size, false);
@@ -34,12 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-static void read_all(const std::shared_ptr<ir::WeightsFile>& wf) {
+static void read_all(const std::shared_ptr<io::WeightsFile>& wf) {
   unsigned sum = 0;
-  for (const ir::TensorEntry& t : wf->entries()) {
+  for (const io::TensorEntry& t : wf->entries()) {
     size_t count = 1;
     for (int64_t d : t.shape) count *= static_cast<size_t>(d);
-    if (count * ir::dtype_size(t.dtype) != t.nbytes) {
+    if (count * io::dtype_size(t.dtype) != t.nbytes) {
       std::fprintf(stderr, "tensor '%s': nbytes %zu does not match its dtype and shape\n", t.name.c_str(), t.nbytes);
       std::abort();
     }

@@ -1,5 +1,5 @@
-// libFuzzer target: bytes as a WAV file through ir::parse_wav (an exactly sized copy, so
-// ASan sees any read past the end) and, for inputs of odd size, through ir::read_wav
+// libFuzzer target: bytes as a WAV file through io::parse_wav (an exactly sized copy, so
+// ASan sees any read past the end) and, for inputs of odd size, through io::read_wav
 // (from a memfd). Any input must end in audio or a std::runtime_error naming the file,
 // the same for both; audio must be at the 16 kHz asked for, with no more samples than
 // the bytes after the headers hold.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_memfile.h"
-#include "ir/wav_file.h"
+#include "io/wav_file.h"
 
 namespace {
 
@@ -20,12 +20,12 @@ constexpr size_t kMaxInput = 1 << 16;
 
 struct Outcome {
   bool ok = false;
-  ir::WavAudio audio;
+  io::WavAudio audio;
 };
 
 Outcome parse(const std::vector<unsigned char>& bytes) {
   try {
-    return {true, ir::parse_wav(bytes, "fuzz.wav")};
+    return {true, io::parse_wav(bytes, "fuzz.wav")};
   } catch (const std::runtime_error&) {
     return {};
   }
@@ -34,7 +34,7 @@ Outcome parse(const std::vector<unsigned char>& bytes) {
 Outcome read(const uint8_t* data, size_t size) {
   fuzz::MemFile file(data, size);
   try {
-    return {true, ir::read_wav(file.path())};
+    return {true, io::read_wav(file.path())};
   } catch (const std::runtime_error&) {
     return {};
   }

@@ -6,7 +6,7 @@
 Seeds are real programs: the IR texts of the C++ tests (tests/cpp), the example of
 docs/ir.md, small programs that exercise every op family on the harness's inputs
 (f32[2, 3] and i64[2, 3] tensors, ints 2, floats 0.5), and safetensors files laid out
-as ir::write_safetensors writes them. The tokenizer targets get tokenizer.json files of
+as io::write_safetensors writes them. The tokenizer targets get tokenizer.json files of
 each supported shape and small sentencepiece models (seed_formats.py), fuzz_wav WAV
 files of each format, fuzz_bundle programs with a bundle that passes and one that
 fails. --marian adds a program directory imported by the tests (tiny-marian.tvm:
@@ -145,7 +145,7 @@ def negx(x: Tensor) -> Tensor:
 
 
 def safetensors_bytes(tensors, metadata=None, align=64):
-    """ir::write_safetensors' layout: the data section at a multiple of 8, tensors 64-aligned."""
+    """io::write_safetensors' layout: the data section at a multiple of 8, tensors 64-aligned."""
     header, data = {}, b""
     for name, dtype, shape, payload in tensors:
         data += b"\0" * (-len(data) % align)

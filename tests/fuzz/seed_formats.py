@@ -7,7 +7,7 @@ import zipfile
 import zlib
 from io import BytesIO
 
-# ---- WAV (ir/wav_file.cpp)
+# ---- WAV (io/wav_file.cpp)
 
 
 def chunk(tag, body):
@@ -87,7 +87,7 @@ def spm_model(pieces, model_type=UNIGRAM, byte_fallback=False, charsmap=b"", add
     return out + field_bytes(3, normalizer)
 
 
-# ---- .npz (ir/npz.cpp)
+# ---- .npz (io/npz.cpp)
 
 NPY_DESCR = {"F32": ("<f4", "f"), "I64": ("<i8", "q"), "I32": ("<i4", "i"), "BOOL": ("|b1", "?"), "F64": ("<f8", "d")}
 

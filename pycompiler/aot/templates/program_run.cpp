@@ -1,11 +1,11 @@
 // @NS:namespace@-run: tensorvm-run's command line for the compiled program @SOURCE:cpp_comment@
 //   @NS:namespace@-run PROGRAM_DIR FUNCTION [--ids "1 2 3; 4 5"] [--arg NAME=VALUE]... [--threads N] [--time] ...
 //   @NS:namespace@-run PROGRAM_DIR translate|complete|tokenize --text "..." [--arg NAME=VALUE]...
-// (vm/cli/aot_cli.h lists the options; PROGRAM_DIR supplies weights.safetensors and the tokenizer).
+// (cli/aot_cli.h lists the options; PROGRAM_DIR supplies weights.safetensors and the tokenizer).
 #include <memory>
 
 #include "@NS:namespace@.h"
-#include "vm/cli/aot_cli.h"
+#include "cli/aot_cli.h"
 
 int main(int argc, char** argv) {
   vm::aot::CliProgram p;

@@ -1,0 +1,31 @@
+# The layers test: a file of one layer may include only its own layer's headers and those
+# of the layers it links (CMakeLists.txt's TENSORVM_LAYER_DEPS_<layer>, written to TABLE at
+# configure time, so the build and this test read one list). The include directory of
+# every layer is the source root, so only this test stops an include that goes up.
+#   cmake -DSOURCE_DIR=. -DTABLE=build/layers.cmake -P check_layers.cmake
+include(${TABLE})
+set(all_layers ${TENSORVM_LAYERS} text cli)
+set(bad "")
+set(checked 0)
+foreach(layer IN LISTS all_layers)
+  set(allowed ${layer} ${TENSORVM_LAYER_DEPS_${layer}})
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${layer}/*.h ${SOURCE_DIR}/${layer}/*.cpp)
+  foreach(f IN LISTS files)
+    math(EXPR checked "${checked} + 1")
+    file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[A-Za-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([A-Za-z_]+)/.*" "\\1" target "${line}")
+      if(target IN_LIST all_layers AND NOT target IN_LIST allowed)
+        file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+        string(APPEND bad "\n  ${rel}: ${line} (${layer} may include ${allowed})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "includes that go up a layer:${bad}")
+endif()
+if(checked LESS 50)
+  message(FATAL_ERROR "the layers test found only ${checked} files under ${SOURCE_DIR}: wrong SOURCE_DIR?")
+endif()
+message(STATUS "layers: ${checked} files, no include goes up")
