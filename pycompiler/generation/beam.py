@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import ops as T
 from ..control import cond, emit, while_loop
-from . import end_tokens, final_tokens
+from . import checks, end_tokens, final_tokens
 from . import processors as P
 from .branches import asked, best_candidates, first, named, recorded, sampled_candidates, second
 
@@ -126,7 +126,7 @@ def beam_search_function(s):
         """Beam search (or beam sampling) with K = num_beams rows per sentence; returns the
         num_return best finished hypotheses per sentence, best first, and their scores."""
         o = P.Options(OPTS, opts)
-        T.check(T.le(num_return, num_beams), "generate: num_return_sequences must be at most num_beams")
+        T.check(T.le(num_return, num_beams), checks.RETURN_AT_MOST_BEAMS)
         B, K = T.size(states, 0), num_beams
         cache = s.init_cache(states, T.mul(B, K), o.limit)
         mask = s.rows_mask(mask, K)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import ops as T
 from ..control import cond
-from . import end_tokens
+from . import checks, end_tokens
 from . import processors as P
 from .branches import named
 
@@ -17,13 +17,12 @@ from .branches import named
 def _source(s, input_ids, get):
     """(batch, attention_mask): the encoder's input (a decoder-only model's prompt) checked."""
     first_input, max_pos, what = s.first_input, s.model.max_positions, s.prompt_or_source
-    T.check(T.gt(T.size(input_ids, 0), 0), f"generate: {first_input} has no rows (an empty batch)")
+    T.check(T.gt(T.size(input_ids, 0), 0), checks.no_rows(first_input))
     batch = T.size(input_ids, 0)
     if first_input == "input_features":  # the model's encode checks the features' shape
         return batch, T.if_none(get("attention_mask"), T.full([batch, T.size(input_ids, -1)], 1, dtype="i64"))
-    T.check(T.gt(T.size(input_ids, 1), 0), f"generate: input_ids has no tokens (a zero-length {what})")
-    T.check(T.le(T.size(input_ids, 1), max_pos),
-            f"generate: the {what} is longer than max_position_embeddings ({max_pos})")
+    T.check(T.gt(T.size(input_ids, 1), 0), checks.no_tokens(what))
+    T.check(T.le(T.size(input_ids, 1), max_pos), checks.too_long(what, max_pos))
     return batch, T.if_none(get("attention_mask"), T.full_like(input_ids, 1))
 
 
@@ -33,17 +32,16 @@ def _prompt(s, input_ids, get, batch):
     if s.decoder_only:
         return input_ids, "input_ids"
     prompt = T.if_none(get("decoder_input_ids"), T.full([batch, 1], s.ids.decoder_start, dtype="i64"))
-    T.check(T.eq(T.size(prompt, 0), batch), f"generate: decoder_input_ids must have one row per {s.first_input} row")
-    T.check(T.gt(T.size(prompt, 1), 0), "generate: decoder_input_ids has no tokens")
+    T.check(T.eq(T.size(prompt, 0), batch), checks.prompt_rows(s.first_input))
+    T.check(T.gt(T.size(prompt, 1), 0), checks.PROMPT_EMPTY)
     return prompt, "decoder_input_ids"
 
 
 def _default_limit(s, prompt_len):
-    """transformers' max_length when neither the call nor the checkpoint sets one:
-    20 tokens after the prompt, within the position table."""
+    """The checkpoint's max_length, else transformers' default (checks.py)."""
     if s.defaults["max_length"] is not None:
         return s.defaults["max_length"]
-    return T.minimum(T.add(prompt_len, 20), s.model.max_positions)
+    return checks.default_max_length(prompt_len, s.model.max_positions, T.add, T.minimum)
 
 
 def _length_limit(s, get, prompt_len, what):
@@ -52,14 +50,13 @@ def _length_limit(s, get, prompt_len, what):
     max_pos = s.model.max_positions
     checkpoint_new = s.defaults.get("max_new_tokens")
     new = T.if_none(get("max_new_tokens"), -1 if checkpoint_new is None else checkpoint_new)
-    T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), "generate: max_new_tokens must be greater than 0")
+    T.check(T.logical_or(T.eq(new, -1), T.gt(new, 0)), checks.NEW_TOKENS_POSITIVE)
     limit = cond(T.gt(new, 0), P.length_from_new_tokens, P.length_as_given, new, prompt_len,
                  T.if_none(get("max_length"), _default_limit(s, prompt_len)))
     if not s.decoder_only:
-        T.check(T.gt(limit, 1), "generate: max_length must be at least 2 (it counts the decoder start token)")
-    T.check(T.gt(limit, prompt_len), f"generate: max_length must be greater than the length of {what}")
-    T.check(T.le(limit, max_pos),
-            f"generate: max_length (or max_new_tokens + prompt) is past max_position_embeddings ({max_pos})")
+        T.check(T.gt(limit, 1), checks.LIMIT_AT_LEAST_2)
+    T.check(T.gt(limit, prompt_len), checks.limit_after_prompt(what))
+    T.check(T.le(limit, max_pos), checks.past_positions(max_pos))
     return limit
 
 
@@ -67,11 +64,11 @@ def _search_shape(s, get):
     """(num_beams, num_return_sequences, length_penalty, early_stopping's index)."""
     defaults = s.defaults
     beams = T.if_none(get("num_beams"), defaults.get("num_beams", 1))
-    T.check(T.ge(beams, 1), "generate: num_beams must be at least 1")
+    T.check(T.ge(beams, 1), checks.at_least("num_beams", 1))
     num_return = T.if_none(get("num_return_sequences"), defaults.get("num_return_sequences", 1))
-    T.check(T.ge(num_return, 1), "generate: num_return_sequences must be at least 1")
+    T.check(T.ge(num_return, 1), checks.at_least("num_return_sequences", 1))
     penalty = T.add(T.if_none(get("length_penalty"), defaults.get("length_penalty", 1.0)), 0.0)
-    T.check(T.eq(penalty, penalty), "generate: length_penalty must be a number, not NaN")
+    T.check(T.eq(penalty, penalty), checks.must_be("length_penalty", checks.NOT_NAN))
     stopping = T.option_index(T.if_none(get("early_stopping"), defaults.get("early_stopping", False)), False,
                               True, "never", what="early_stopping")
     return beams, num_return, penalty, stopping

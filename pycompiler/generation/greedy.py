@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import ops as T
 from ..control import cond, while_loop
-from . import end_tokens, final_tokens
+from . import checks, end_tokens, final_tokens
 from . import processors as P
 from .branches import asked, best_token, draw_token, named, recorded
 
@@ -42,8 +42,7 @@ def sample_search_function(s):
         """Greedy search, or sampling with num_return rows per sentence (their cache rows
         share the sentence's cross-attention K/V)."""
         o = P.Options(OPTS, opts)
-        T.check(T.logical_or(o.sample, T.eq(num_return, 1)), "generate: greedy search (num_beams=1, do_sample=False) "
-                "returns one sequence per input: num_return_sequences must be 1")
+        T.check(T.logical_or(o.sample, T.eq(num_return, 1)), checks.GREEDY_ONE_SEQUENCE)
         rows = T.mul(T.size(states, 0), num_return)
         cache = s.init_cache(states, rows, o.limit)
         mask = s.rows_mask(mask, num_return)
