@@ -99,7 +99,7 @@ def _features(array) -> np.ndarray:
 
 def _keywords(program, kwargs: dict) -> tuple:
     """(generate's parameters, meta, decoder-only?, the keywords that reach the program)."""
-    params = [p.name for p in program.module.function("generate").params]
+    params = [p.name for p in program.function("generate").params]
     meta = program.meta or {}
     decoder_only = meta.get("is_encoder_decoder") is False
     if decoder_only and kwargs.get("decoder_input_ids") is not None:
