@@ -203,8 +203,8 @@ Line lex_line(std::string_view s, int number, const std::string& filename) {
   if (s.find('\r') != std::string_view::npos) throw ParseError(filename, number, "carriage return not followed by a newline");
   if (s.find('\0') != std::string_view::npos) throw ParseError(filename, number, "NUL byte in source");
   if (find_invalid_utf8(s) != std::string_view::npos) throw ParseError(filename, number, "invalid UTF-8");
-  // Even in comments: a tab or control character there is invisible trouble, and
-  // pycompiler/ir_check.py refuses them on any line too.
+  // Even in comments: a tab or control character there is invisible trouble
+  // (pycompiler/ir_check.py has this lexer read the text it checks).
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     if (c == '\t') throw ParseError(filename, number, "tab character; use spaces");

@@ -68,7 +68,7 @@ def bundle(program, function: str, inputs: Sequence[Any], *, atol: float = 1e-4,
         raise BundleError("bundle: the program was loaded from memory; load it from its directory to bundle into it")
     if atol < 0 or rtol < 0:
         raise BundleError(f"tolerances must be >= 0, got atol={atol}, rtol={rtol}")
-    fn = program.module.function(function)
+    fn = program.function(function)
     arrays: dict[str, np.ndarray] = {}
     for p, v in zip(fn.params, inputs):
         if v is not None:

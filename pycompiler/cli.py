@@ -59,7 +59,7 @@ def cmd_run(args, replay: bool) -> int:
         raise CLIError("--text and --text-file go with the verbs tokenize, translate and complete")
     if args.src_lang is not None or args.tgt_lang is not None:
         raise CLIError("--src-lang and --tgt-lang go with the verbs tokenize and translate")
-    fn = program.module.function(args.function)
+    fn = program.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
     t0 = time.perf_counter()
@@ -80,7 +80,7 @@ def cmd_profile(args) -> int:
     if args.trace is not None and not args.trace.endswith(".json"):
         raise CLIError(f"--trace {args.trace}: the name must end in .json")
     program = load(args.program, num_threads=args.threads)
-    fn = program.module.function(args.function)
+    fn = program.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
     prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None,
@@ -103,7 +103,7 @@ def cmd_diff(args) -> int:
         raise CLIError("diff takes PROGRAM FUNCTION (the VM against the replay) or PROGRAM_A PROGRAM_B FUNCTION")
     *paths, function = args.paths
     program = load(paths[0])
-    fn = program.module.function(function)
+    fn = program.function(function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
     report = diff(program, function, *inputs, other=paths[1] if len(paths) == 2 else None, rtol=args.rtol, atol=args.atol)
@@ -247,7 +247,7 @@ def cmd_bundle(args) -> int:
     from .program import load
 
     program = load(args.program)
-    fn = program.module.function(args.function)
+    fn = program.function(args.function)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
     case = bundle(program, args.function, inputs, atol=args.atol, rtol=args.rtol, replace=args.replace)

@@ -55,7 +55,7 @@ def cmd_memory(args, program) -> int:
         raise CLIError(f"inspect --memory: name the function to measure (one of {', '.join(functions)})")
     if name not in functions:
         raise CLIError(f"inspect --memory: no function '{name}' (functions: {', '.join(functions)})")
-    fn = program.module.function(name)
+    fn = program.function(name)
     pad = program.meta.get("pad_token_id", 0)
     inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0,
                           arrays_by_name=shaped_arrays(fn, args.shapes))

@@ -53,7 +53,7 @@ def run_verb(program, verb: str, lines: list, arg_pairs, replay: bool, src_lang=
         raise CLIError(f"translate: {program.path} is a decoder-only program; use the verb complete")
     if verb == "complete" and not decoder_only:
         raise CLIError(f"complete: {program.path} is not a decoder-only program; use the verb translate")
-    fn = program.module.function("generate")
+    fn = program.function("generate")
     pad = program.meta.get("pad_token_id", 0)
     for i, line in enumerate(lines, 1):
         ids = tok.encode(line, src_lang=src_lang)

@@ -255,7 +255,7 @@ def diff(program, function: str, *inputs: Any, other=None, rtol: float = 1e-4, a
         test, ref = left, right
     else:
         b = _open(other)
-        _C.run_watched(b.session, function, coerce_inputs(b.module.function(function), tuple(values)), right)
+        _C.run_watched(b.session, function, coerce_inputs(b.function(function), tuple(values)), right)
         names = (a.path.name, b.path.name) if a.path.name != b.path.name else (str(a.path), str(b.path))
         test, ref = right, left
     texts = {(f.name, s.line): ir.print_stmt(s) for f in a.module.functions for s in f.body}

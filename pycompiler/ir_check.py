@@ -1,22 +1,24 @@
 """Checks IR text against the grammar of docs/ir.md before Python ever runs it.
 
 `tensorvm.replay` execs program text, which may come from anywhere, so this is an
-allow-list: the AST may contain only the node shapes the grammar produces, every
-name must be a parameter, a local, a function of the program, an op or an IR
-builtin, and literals must be spelled as the C++ lexer spells them. Anything else
-(imports, attributes, dunders, operators, lambdas, ...) is an IRCheckError naming
-the line. The walk follows the grammar, so its depth is fixed whatever the input.
+allow-list over the Python AST: it may contain only the node shapes the grammar
+produces, and every name must be a parameter, a local, a function of the program,
+an op or an IR builtin. Anything else (imports, attributes, dunders, operators,
+lambdas, ...) is an IRCheckError naming the line. The walk follows the grammar, so
+its depth is fixed whatever the input. How the text is spelled (one statement a
+line, no trailing commas, literals as the C++ lexer spells them, no tabs or
+control characters) is the C++ parser's to check (`_C.parse_and_print`, ir/parser.cpp):
+it reads the same text after the walk, so Python accepts what the VM accepts.
 """
 from __future__ import annotations
 
 import ast
-import io
 import keyword
 import re
-import tokenize
 import warnings
 from typing import Iterable, NamedTuple, Optional
 
+from .. import _C
 from . import ir, registry
 from .literals import HEADER, INT64_MAX, MAX_LIST_ITEMS
 from .types import VALUE_TYPES
@@ -33,12 +35,8 @@ def called_ops(module: ir.Module) -> set[str]:
 RESERVED = frozenset({"param", "while_loop", "cond", "emit", "inf", "nan"})
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_INT = re.compile(r"(0|[1-9][0-9]*)\Z")
-_FLOAT = re.compile(r"([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
-_STRING = re.compile(r"""("(?:[^"\\]|\\(?:[\\"'ntr]|x[0-9A-Fa-f]{2}))*"|'(?:[^'\\]|\\(?:[\\"'ntr]|x[0-9A-Fa-f]{2}))*')\Z""")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_LINE_ENDS = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
-_ALLOWED_OPS_TOKENS = frozenset({"(", ")", "[", "]", ",", "=", ":", "-", "->"})
+# The C++ parser's errors read "program.py:LINE: message".
+_CPP_ERROR = re.compile(r"[^\n]*?:(\d+): (.*)\Z", re.S)
 
 # Why a node is refused, for errors that say what was written rather than "bad node".
 _REFUSED = {
@@ -120,7 +118,6 @@ class _Checker:
     def __init__(self, text: str, filename: str, ops: Optional[Iterable[str]], types: Optional[Iterable[str]]):
         self.text = text
         self.filename = filename
-        self.lines = text.split("\n")
         self.any_callee = ops == "*"
         self.ops = frozenset() if self.any_callee else frozenset(registry.ops() if ops is None else ops)
         if types == "*":
@@ -136,26 +133,29 @@ class _Checker:
 
     # ------------------------------------------------------------ text level
 
-    def check_text(self):
-        first = self.lines[0].rstrip("\r") if self.lines else ""
+    def check_header(self):
+        first = self.text.split("\n", 1)[0].rstrip("\r")
         if first != HEADER:
             if first.startswith("# tensorvm ir "):
                 self.fail(1, f"unsupported IR version in header {first[:40]!r} (this reader knows {HEADER!r})")
             self.fail(1, f"missing header: the first line must be {HEADER!r}")
-        for i, raw in enumerate(self.lines, 1):
-            line = raw[:-1] if raw.endswith("\r") else raw
-            if "\r" in line:
-                self.fail(i, "carriage return not followed by a newline")
-            if "\t" in line:
-                self.fail(i, "tab character; use spaces")
-            m = _CONTROL.search(line)
-            if m:
-                self.fail(i, f"control character \\x{ord(m.group()):02x} (write it as an escape inside a string)")
+
+    def check_spelling(self):
+        """The C++ parser reads the text (where this build has it): what the AST walk
+        cannot see, how each line is spelled, is refused as the VM refuses it."""
+        parse = getattr(_C, "parse_and_print", None)
+        if parse is None:
+            return
+        try:
+            parse(self.text)
+        except _C.VMError as e:
+            m = _CPP_ERROR.match(str(e))
+            self.fail(int(m.group(1)), m.group(2)) if m else self.fail(0, str(e))
 
     def parse_ast(self) -> ast.Module:
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes etc.: refused below anyway
+                warnings.simplefilter("ignore")  # invalid escapes etc.: the C++ parser refuses them
                 return ast.parse(self.text, filename=self.filename, mode="exec", type_comments=False)
         except SyntaxError as e:
             self.fail(e.lineno or 0, f"syntax error: {e.msg}")
@@ -163,67 +163,6 @@ class _Checker:
             self.fail(0, "nesting too deep")
         except ValueError as e:
             self.fail(0, str(e))
-
-    def check_tokens(self) -> Optional[IRCheckError]:
-        """Per line: the operator tokens used and where comments stand.
-
-        Returns the first violation instead of raising it, so that the AST walk,
-        whose messages say more, reports a problem on the same or an earlier line.
-        """
-        self.op_tokens: dict[int, list[str]] = {}
-        code_lines = set()
-        first: Optional[IRCheckError] = None
-
-        def note(row, msg):
-            nonlocal first
-            if first is None:
-                first = IRCheckError(self.filename, row, msg)
-
-        prev = last = None
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
-                row = tok.start[0]
-                if prev is not None and prev.string == "," and (tok.string in (")", "]") or tok.type == tokenize.NEWLINE):
-                    note(row, "trailing comma (only 'a, = f(...)' may end a list of names with ',')")
-                if last is not None and row > last.end[0] and last.type not in _LINE_ENDS:
-                    note(last.end[0], "unexpected '\\': line continuation is not allowed")
-                last = tok
-                if tok.type not in (tokenize.NL, tokenize.COMMENT):
-                    prev = tok
-                if tok.type == tokenize.COMMENT:
-                    if row in code_lines:
-                        note(row, "a comment must stand on its own line, not after code")
-                elif tok.type == tokenize.OP:
-                    if tok.string not in _ALLOWED_OPS_TOKENS:
-                        if tok.string == ".":
-                            note(row, "unexpected '.': attributes are not allowed")
-                        elif tok.string == ";":
-                            note(row, "unexpected ';': one statement per line")
-                        else:
-                            note(row, f"unexpected '{tok.string}': operators are not allowed, write an op call like add(x, y)")
-                    self.op_tokens.setdefault(row, []).append(tok.string)
-                    code_lines.add(row)
-                elif tok.type in (tokenize.NAME, tokenize.NUMBER, tokenize.STRING):
-                    code_lines.add(row)
-                elif tok.type == tokenize.ERRORTOKEN and not tok.string.isspace():
-                    note(row, f"unexpected character {tok.string!r}")
-        except tokenize.TokenError as e:
-            self.fail(e.args[1][0] if len(e.args) > 1 else 0, f"syntax error: {e.args[0]}")
-        except (SyntaxError, IndentationError) as e:
-            self.fail(e.lineno or 0, f"syntax error: {e.msg}")
-        return first
-
-    def count(self, line: int, tok: str) -> int:
-        return self.op_tokens.get(line, []).count(tok)
-
-    def source(self, node: ast.AST) -> str:
-        # col offsets are UTF-8 byte offsets; statements were checked to be one line.
-        raw = self.lines[node.lineno - 1].encode("utf-8")
-        return raw[node.col_offset:node.end_col_offset].decode("utf-8")
-
-    def one_line(self, node: ast.AST, what: str):
-        if node.end_lineno != node.lineno:
-            self.fail(node.lineno, f"{what} must stand on one line (no line continuation)")
 
     # ------------------------------------------------------------ names
 
@@ -263,17 +202,14 @@ class _Checker:
     # ------------------------------------------------------------ program
 
     def run(self) -> tuple[ast.Module, ir.Module]:
-        self.check_text()
-        tree = self.parse_ast()
-        token_error = self.check_tokens()
+        self.check_header()
         try:
-            module = self.walk(tree)
-        except IRCheckError as e:
-            if token_error is not None and token_error.line < e.line:
-                raise token_error from None
+            tree = self.parse_ast()
+        except IRCheckError:
+            self.check_spelling()  # the C++ parser says more than Python's syntax error
             raise
-        if token_error is not None:
-            raise token_error
+        module = self.walk(tree)
+        self.check_spelling()
         return tree, module
 
     def walk(self, tree: ast.Module) -> ir.Module:
@@ -316,7 +252,7 @@ class _Checker:
         if getattr(node, "type_params", None):
             self.fail(line, "type parameters are not allowed")
         a = node.args
-        if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or self.count(line, "*"):
+        if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg:
             self.fail(line, "parameters are plain 'name: Type' (no '/', '*', *args or **kwargs)")
         if a.defaults or a.kw_defaults:
             self.fail(line, "default values are not allowed")
@@ -328,8 +264,6 @@ class _Checker:
                          + [node.returns.end_lineno])
         if header_end != line:
             self.fail(line, "a 'def' line must stand on one line")
-        if self.count(line, "(") != 1 or self.count(line, ")") != 1:
-            self.fail(line, "unexpected parentheses in the 'def' line")
         params = []
         bound: dict[str, int] = {}
         for p in a.args:
@@ -364,7 +298,6 @@ class _Checker:
             if stmt.lineno == prev_end or (k + 1 < len(node.body) and node.body[k + 1].lineno == stmt.end_lineno):
                 self.fail(stmt.lineno, "one statement per line (no ';')")
             prev_end = stmt.end_lineno
-            self.one_line(stmt, "a statement")
             if isinstance(stmt, ast.Return):
                 fn.body.append(self.return_stmt(stmt, bound, assigned_later))
                 ret_line = stmt.lineno
@@ -379,8 +312,6 @@ class _Checker:
             if not (isinstance(node.value, ast.Name) and node.value.id == "tuple"):
                 self.fail(line, "the only subscript allowed is a 'tuple[...]' return annotation")
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if isinstance(node.slice, ast.Tuple) and self.count(line, "(") != 1:
-                self.fail(line, "unexpected parentheses in 'tuple[...]'")
             return [self.type_ok(e, line) for e in elts], True
         return [self.type_ok(node, line)], False
 
@@ -420,25 +351,16 @@ class _Checker:
         self.fail(line, _refusal(node))
 
     def constant(self, node: ast.Constant, line: int, negative: bool) -> ir.Expr:
+        """A literal's value (how it is spelled: check_spelling)."""
         v = node.value
-        text = self.source(node)
-        if v is None or isinstance(v, bool):
+        if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
-            if not _INT.match(text):
-                self.fail(line, f"invalid integer literal '{text}' (decimal digits, no leading zeros or '_')")
             if v > INT64_MAX + (1 if negative else 0):
-                self.fail(line, f"integer literal {'-' if negative else ''}{text} does not fit in int64")
+                self.fail(line, f"integer literal {'-' if negative else ''}{v} does not fit in int64")
             return -v if negative else v
         if isinstance(v, float):
-            if not _FLOAT.match(text):
-                self.fail(line, f"invalid float literal '{text}'")
             return -v if negative else v
-        if isinstance(v, str):
-            if not _STRING.match(text):
-                self.fail(line, "string literals are one quoted string with the escapes \\\\ \\\" \\' \\n \\t \\r \\xNN "
-                                f"(no prefixes, triple quotes or concatenation): {text[:40]}")
-            return v
         self.fail(line, f"{type(v).__name__} literals are not allowed")
 
     def int_list(self, node: ast.List, line: int, bound: dict, later: dict) -> ir.IntList:
@@ -499,8 +421,6 @@ class _Checker:
             self.name_ok(line, k.arg, "keyword argument")
             kwargs.append((k.arg, self.expr(k.value, line, bound, later, function_ok=True)))
             self.note_function_arg(fname, k.value, line)
-        if self.count(line, "(") != 1 or self.count(line, ")") != 1:
-            self.fail(line, "unexpected parentheses: a statement is 'names = call(args)'")
         if not self.any_callee:
             self.builtin_shape(callee, args, kwargs, line)
         names = []
@@ -563,8 +483,6 @@ class _Checker:
 
     def return_stmt(self, stmt: ast.Return, bound: dict, later: dict) -> ir.Return:
         line = stmt.lineno
-        if self.count(line, "("):
-            self.fail(line, "unexpected parentheses in 'return'")
         if stmt.value is None:
             return ir.Return([], line)
         values = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]

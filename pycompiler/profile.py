@@ -103,7 +103,7 @@ def profile(program, function: str, *args: Any, warmup: int = 0, repeat: int = 1
 
     if warmup < 0 or repeat < 1:
         raise ValueError(f"profile: warmup must be >= 0 and repeat >= 1, got {warmup} and {repeat}")
-    fn = program.module.function(function)
+    fn = program.function(function)
     inputs = coerce_inputs(fn, tuple(inputs_by_name(fn, args, named)))
     session = program.session
     for _ in range(warmup):

@@ -19,6 +19,13 @@ from .replay import Replayer
 DETECT_LANGUAGE = -1
 
 
+def _signature(info: dict) -> ir.Function:
+    """An ir.Function with the signature the C++ loader resolved (Program.function_info)."""
+    params = [ir.Param(n, t) for n, t in zip(info["params"], info["param_types"])]
+    return_types = list(info["return_types"])
+    return ir.Function(info["name"], params, return_types, info.get("returns_tuple", len(return_types) > 1))
+
+
 class Program:
     """A program directory opened from Python: `.run` in the C++ VM, `.replay` in Python.
 
@@ -46,6 +53,7 @@ class Program:
         self.copy_weights = copy_weights
         self.arena_bytes = arena_bytes
         self._module: Optional[ir.Module] = None
+        self._signatures: Optional[ir.Module] = None
         self._vm_program = None
         self._init_sessions()
         self._replayer = None
@@ -85,7 +93,7 @@ class Program:
         self.max_instructions = max_instructions
         self.copy_weights = True
         self.arena_bytes = 0
-        self._module = self._replayer = None
+        self._module = self._signatures = self._replayer = None
         self._init_sessions()
         # Loaded now, so bad bytes fail here rather than at the first run.
         self._vm_program = _C.Program.from_memory(self.ir, weights, meta_text)
@@ -97,15 +105,43 @@ class Program:
 
     @property
     def module(self) -> ir.Module:
+        """The whole program as IR data, parsed (and checked) in Python on first use: for
+        what reads the bodies (aot, dot, diff, info). Signatures: `function`."""
         if self._module is None:
             with self._lock:  # threads starting at once parse it once
                 if self._module is None:
                     self._module = parse(self.ir, filename=str(self.path / PROGRAM_FILE) if self.path else "program.py")
         return self._module
 
+    def _signature_module(self) -> ir.Module:
+        """Every function's signature, its body left empty: from the program the C++
+        loader resolved (function_info) where this build has the VM, so that running a
+        program never parses its text a second time in Python; else from `module`."""
+        if self._signatures is None:
+            if self._module is None and self._replayer is not None:
+                return self._replayer.module  # replayed only: parsed and checked already, no C++ load
+            if self._module is not None or not hasattr(_C, "Program"):
+                return self.module
+            vm = self._vm()
+            self._signatures = ir.Module([_signature(vm.function_info(name)) for name in vm.functions()])
+        return self._signatures
+
+    def function(self, name: str) -> ir.Function:
+        """The signature of function `name` (params, return types; the body only where
+        `module` was already parsed). KeyError names the program's functions."""
+        return self._signature_module().function(name)
+
     @property
     def functions(self) -> list[str]:
-        return self.module.function_names
+        return self._signature_module().function_names
+
+    def calls(self, callee: str) -> bool:
+        """Whether some function calls `callee` (an op, a builtin such as emit, a function):
+        from the C++ program's op counts, or from `module` where it is parsed already."""
+        if self._module is None and hasattr(_C, "Program"):
+            vm = self._vm()
+            return any(callee in vm.function_info(name)["op_counts"] for name in vm.functions())
+        return any(getattr(s, "callee", None) == callee for f in self.module.functions for s in f.body)
 
     def signature(self, function: str) -> str:
         return self.module.function(function).signature()
@@ -148,7 +184,7 @@ class Program:
         `high_water_at` (the instruction that last raised the arena's high-water mark),
         and `outputs` as `run` returns them. The figures hold for these inputs: a
         while_loop runs as often as they make it (docs/runtime.md, "A memory arena")."""
-        fn = self.module.function(function)
+        fn = self.function(function)
         report = _C.measure_memory(self._vm(), function, coerce_inputs(fn, inputs), self.num_threads)
         report["outputs"] = shape_result(fn, report["outputs"])
         return report
@@ -158,7 +194,7 @@ class Program:
         `on_emit(channel, value)` receives the program's emits (docs/ir.md, emit);
         returning False from it answers "stop". Safe from any thread, and from inside
         an on_emit of another run: each call runs on a Session of its own."""
-        fn = self.module.function(function)
+        fn = self.function(function)
         return shape_result(fn, self._sessions().run(function, coerce_inputs(fn, inputs), on_emit))
 
     def generate(self, input_ids=None, attention_mask=None, **kwargs) -> Any:

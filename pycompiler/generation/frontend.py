@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import config_fields
+from . import checks, config_fields
 from .search import generate_inputs
 from .streaming import check_streamer, streamer_callback
 
@@ -93,8 +93,115 @@ def _features(array) -> np.ndarray:
         raise ValueError(f"generate: input_features must be a float array [batch, n_mels, frames], "
                          f"got {a.dtype}{list(a.shape)}")
     if a.shape[0] == 0:
-        raise ValueError("generate: input_features has no rows (an empty batch)")
+        raise ValueError(checks.no_rows("input_features"))
     return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _keywords(program, kwargs: dict) -> tuple:
+    """(generate's parameters, meta, decoder-only?, the keywords that reach the program)."""
+    params = [p.name for p in program.function("generate").params]
+    meta = program.meta or {}
+    decoder_only = meta.get("is_encoder_decoder") is False
+    if decoder_only and kwargs.get("decoder_input_ids") is not None:
+        raise ValueError("generate: decoder_input_ids is for encoder-decoder models; a decoder-only model's prompt "
+                         "is input_ids")
+    kwargs = {name: v for name, v in kwargs.items() if _accepted(name, v, meta)}
+    for name in kwargs:
+        if name in OPTIONS and name not in params and kwargs[name] is not None:
+            raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
+                             "re-import the checkpoint with this version of tensorvm")
+    return params, meta, decoder_only, kwargs
+
+
+def _source(first: str, input_ids, input_features):
+    """The encoder's input (a decoder-only model's prompt), given once: an encoder that
+    reads features (Whisper) names its input input_features, as transformers does."""
+    if (input_ids is None) == (input_features is None):
+        raise TypeError(f"generate: pass the encoder's input, {first}, once (positionally or by name)")
+    if input_features is not None and first != "input_features":
+        raise ValueError(f"generate: this program's encoder takes {first}, not input_features")
+    return input_ids if input_features is None else input_features
+
+
+def _encoder_input(first: str, source, attention_mask, decoder_only: bool) -> tuple:
+    """(ids or features, attention mask, source length to check against the position table)."""
+    if first == "input_features":
+        ids = _features(source)
+        mask = None if attention_mask is None else _ids(attention_mask, "attention_mask")
+        if mask is not None and mask.shape != (ids.shape[0], ids.shape[2]):
+            raise ValueError(f"generate: attention_mask {list(mask.shape)} must be [batch, frames] "
+                             f"{[ids.shape[0], ids.shape[2]]}")
+        return ids, mask, 0  # the program's encoder checks the frames
+    ids = _ids(source, "input_ids")
+    mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
+    if mask.shape != ids.shape:
+        raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
+    if ids.shape[0] == 0:
+        raise ValueError(checks.no_rows("input_ids"))
+    if ids.shape[1] == 0:
+        raise ValueError(checks.no_tokens("prompt" if decoder_only else "source"))
+    return ids, mask, ids.shape[1]
+
+
+def _prompt_length(opts: dict, ids: np.ndarray, first: str, decoder_only: bool) -> int:
+    """The decoder prompt's length (a decoder-only model's input_ids, else
+    decoder_input_ids or the start token); decoder_input_ids is converted in `opts`."""
+    if opts.get("decoder_input_ids") is None:
+        return ids.shape[1] if decoder_only else 1
+    prompt = _ids(opts["decoder_input_ids"], "decoder_input_ids")
+    if prompt.shape[0] != ids.shape[0]:
+        raise ValueError(checks.got(checks.prompt_rows(first), f"{list(prompt.shape)} for {ids.shape[0]} rows"))
+    if prompt.shape[1] == 0:
+        raise ValueError(checks.PROMPT_EMPTY)
+    opts["decoder_input_ids"] = prompt
+    return prompt.shape[1]
+
+
+def _check_search(value) -> None:
+    """num_return_sequences against the search (value(name): the call's or the default)."""
+    beams, sample, n = value("num_beams") or 1, bool(value("do_sample")), value("num_return_sequences") or 1
+    if beams == 1 and not sample and n != 1:
+        raise ValueError(checks.got(checks.GREEDY_ONE_SEQUENCE, f"{n} (it needs num_beams >= {n} or do_sample=True)"))
+    if beams > 1 and n > beams:
+        raise ValueError(checks.got(checks.RETURN_AT_MOST_BEAMS, f"{n} for num_beams={beams}"))
+
+
+def _check_lengths(value, meta: dict, prompt_len: int, source_len: int, decoder_only: bool) -> None:
+    """The length limit as the program computes it (max_new_tokens, the call's or the
+    checkpoint's, wins over max_length), against the prompt and the position table."""
+    max_pos = meta.get("max_position_embeddings")
+    if value("max_new_tokens") is not None:
+        limit = value("max_new_tokens") + prompt_len
+    elif value("max_length") is not None:
+        limit = value("max_length")
+    else:
+        limit = checks.default_max_length(prompt_len, max_pos)
+    if limit < 2:
+        raise ValueError(checks.got(checks.LIMIT_AT_LEAST_2, limit))
+    if limit <= prompt_len:
+        what = "input_ids" if decoder_only else "decoder_input_ids"
+        raise ValueError(checks.got(checks.limit_after_prompt(what),
+                                    f"max_length {limit} for a prompt of {prompt_len}"))
+    if max_pos is not None and source_len > max_pos:
+        raise ValueError(checks.got(checks.too_long("prompt" if decoder_only else "source", max_pos), source_len))
+    if max_pos is not None and limit > max_pos:
+        raise ValueError(checks.got(checks.past_positions(max_pos), limit))
+
+
+def _output(out, as_dict: bool, value):
+    """The sequences, or a GenerateOutput with what was asked for."""
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    sequences = out[0]
+    if not as_dict:
+        return sequences
+    seq_scores = out[1] if len(out) > 1 else None
+    steps = out[2] if len(out) > 2 else None
+    raw = out[3] if len(out) > 3 else None
+    return GenerateOutput(
+        sequences=sequences,
+        sequences_scores=seq_scores if value("output_scores") else None,
+        scores=tuple(np.asarray(s) for s in steps) if (value("output_scores") and steps is not None) else None,
+        logits=tuple(np.asarray(s) for s in raw) if (value("output_logits") and raw is not None) else None)
 
 
 def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm", streamer=None,
@@ -108,24 +215,9 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     if "generate" not in program.functions:
         raise ValueError(f"{program.path} has no generate function (it has {program.functions})")
     check_streamer(streamer, program)
-    params = [p.name for p in program.module.function("generate").params]
-    meta = program.meta or {}
-    decoder_only = meta.get("is_encoder_decoder") is False
-    if decoder_only and kwargs.get("decoder_input_ids") is not None:
-        raise ValueError("generate: decoder_input_ids is for encoder-decoder models; a decoder-only model's prompt "
-                         "is input_ids")
-    kwargs = {name: v for name, v in kwargs.items() if _accepted(name, v, meta)}
-    for name in kwargs:
-        if name in OPTIONS and name not in params and kwargs[name] is not None:
-            raise ValueError(f"generate: this program's generate has no input {name!r} (it takes {params[1:]}); "
-                             "re-import the checkpoint with this version of tensorvm")
-    # an encoder that reads features (Whisper) names its input input_features, as transformers does
+    params, meta, decoder_only, kwargs = _keywords(program, kwargs)
     first = params[0]
-    if (input_ids is None) == (input_features is None):
-        raise TypeError(f"generate: pass the encoder's input, {first}, once (positionally or by name)")
-    source = input_ids if input_features is None else input_features
-    if input_features is not None and first != "input_features":
-        raise ValueError(f"generate: this program's encoder takes {first}, not input_features")
+    source = _source(first, input_ids, input_features)
     defaults = dict(meta.get("generation") or {})
     as_dict = kwargs.pop("return_dict_in_generate", None)
     as_dict = bool(defaults.get("return_dict_in_generate") if as_dict is None else as_dict) or \
@@ -133,57 +225,14 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     defaults.setdefault("max_length", meta.get("max_length", 20))
     defaults.setdefault("num_beams", meta.get("num_beams", 1))
     opts = _check(kwargs, meta)
-    if first == "input_features":
-        ids = _features(source)
-        mask = None if attention_mask is None else _ids(attention_mask, "attention_mask")
-        if mask is not None and mask.shape != (ids.shape[0], ids.shape[2]):
-            raise ValueError(f"generate: attention_mask {list(mask.shape)} must be [batch, frames] "
-                             f"{[ids.shape[0], ids.shape[2]]}")
-        source_len = 0  # the program's encoder checks the frames
-    else:
-        ids = _ids(source, "input_ids")
-        mask = np.ones_like(ids) if attention_mask is None else _ids(attention_mask, "attention_mask")
-        if mask.shape != ids.shape:
-            raise ValueError(f"generate: attention_mask {list(mask.shape)} does not match input_ids {list(ids.shape)}")
-        source_len = ids.shape[1]
-    if ids.shape[0] == 0:
-        raise ValueError("generate: input_ids has no rows (an empty batch)")
-    if first != "input_features" and ids.shape[1] == 0:
-        raise ValueError(f"generate: input_ids has no tokens (a zero-length {'prompt' if decoder_only else 'source'}); "
-                         "transformers refuses it too")
-
-    prompt_len = ids.shape[1] if decoder_only else 1
-    if opts.get("decoder_input_ids") is not None:
-        prompt = _ids(opts["decoder_input_ids"], "decoder_input_ids")
-        if prompt.shape[0] != ids.shape[0] or prompt.shape[1] == 0:
-            raise ValueError(f"generate: decoder_input_ids {list(prompt.shape)} must have one row of at least one "
-                             f"token per {first} row ({ids.shape[0]})")
-        opts["decoder_input_ids"], prompt_len = prompt, prompt.shape[1]
+    ids, mask, source_len = _encoder_input(first, source, attention_mask, decoder_only)
+    prompt_len = _prompt_length(opts, ids, first, decoder_only)
 
     def value(name):
         return defaults.get(name) if opts.get(name) is None else opts[name]
 
-    beams, sample, n = value("num_beams") or 1, bool(value("do_sample")), value("num_return_sequences") or 1
-    if beams == 1 and not sample and n != 1:
-        raise ValueError(f"generate: greedy search (num_beams=1, do_sample=False) returns one sequence per input; "
-                         f"num_return_sequences={n} needs num_beams >= {n} or do_sample=True")
-    if beams > 1 and n > beams:
-        raise ValueError(f"generate: num_return_sequences ({n}) has to be at most num_beams ({beams})")
-    max_pos = meta.get("max_position_embeddings")
-    if value("max_new_tokens") is not None:  # the call's, else the checkpoint's, wins over max_length
-        limit = value("max_new_tokens") + prompt_len
-    elif value("max_length") is not None:
-        limit = value("max_length")
-    else:  # transformers: 20 tokens after the prompt, within the position table
-        limit = prompt_len + 20 if max_pos is None else min(prompt_len + 20, max_pos)
-    if limit is not None and limit < 2:
-        raise ValueError(f"generate: max_length must be at least 2 (the decoder start token counts), got {limit}")
-    if limit is not None and limit <= prompt_len:
-        what = "input_ids" if decoder_only else "decoder_input_ids"
-        raise ValueError(f"generate: max_length ({limit}) must be greater than the length of {what} ({prompt_len})")
-    if max_pos is not None and ((limit is not None and limit > max_pos) or source_len > max_pos):
-        raise ValueError(f"generate: lengths beyond max_position_embeddings={max_pos} are not supported "
-                         f"({'prompt' if decoder_only else 'source'} {source_len}, max_length {limit})")
+    _check_search(value)
+    _check_lengths(value, meta, prompt_len, source_len, decoder_only)
     inputs = {first: ids, "attention_mask": mask, **opts}
     if as_dict and "output_scores" in params:
         inputs.setdefault("output_scores", None)
@@ -194,15 +243,4 @@ def generate(program, input_ids=None, attention_mask=None, *, engine: str = "vm"
     out = (program.run if engine == "vm" else program.replay)("generate", *args, on_emit=on_emit)
     if streamer is not None:
         streamer.end()
-    out = out if isinstance(out, (list, tuple)) else (out,)
-    sequences = out[0]
-    if not as_dict:
-        return sequences
-    seq_scores = out[1] if len(out) > 1 else None
-    steps = out[2] if len(out) > 2 else None
-    raw = out[3] if len(out) > 3 else None
-    return GenerateOutput(
-        sequences=sequences,
-        sequences_scores=seq_scores if value("output_scores") else None,
-        scores=tuple(np.asarray(s) for s in steps) if (value("output_scores") and steps is not None) else None,
-        logits=tuple(np.asarray(s) for s in raw) if (value("output_logits") and raw is not None) else None)
+    return _output(out, as_dict, value)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .checks import NOT_NAN, at_least, got, must_be
 
 NO_DEFAULT = object()  # an input that is no generation_config field (max_new_tokens, seed, ...)
 
@@ -42,7 +43,7 @@ def _int(name, v, low=None):
         raise ValueError(f"generate: {name} must be an int, got {v!r}")
     v = int(v)
     if low is not None and v < low:
-        raise ValueError(f"generate: {name} must be at least {low}, got {v}")
+        raise ValueError(got(at_least(name, low), v))
     return v
 
 
@@ -64,13 +65,13 @@ def bool_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
     return Input(name, check, doc, default)
 
 
-def float_input(name: str, ok: Callable[[float], bool] = lambda v: v == v, what: str = "a number, not NaN",
+def float_input(name: str, ok: Callable[[float], bool] = lambda v: v == v, what: str = NOT_NAN,
                 doc: str = "", default: Any = NO_DEFAULT) -> Input:
     """A float; `ok` says which values are allowed and `what` names them in the error."""
     def check(v, meta):
         v = _float(name, v)
         if not ok(v):
-            raise ValueError(f"generate: {name} must be {what}, got {v}")
+            raise ValueError(got(must_be(name, what), v))
         return v
     return Input(name, check, doc, default)
 

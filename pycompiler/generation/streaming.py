@@ -83,7 +83,7 @@ def emits_tokens(program) -> bool:
     """Whether any function of the program emits (programs imported before streaming do
     not); remembered per Program, as a walk of a large program costs a millisecond."""
     if program not in _EMITS:
-        _EMITS[program] = any(getattr(s, "callee", None) == "emit" for f in program.module.functions for s in f.body)
+        _EMITS[program] = program.calls("emit")
     return _EMITS[program]
 
 

@@ -105,7 +105,7 @@ def test_bad_features(odd):
         prog.generate(feats[0])
     with pytest.raises(TypeError, match="pass the encoder's input, input_features, once"):
         prog.generate(feats, input_features=feats)
-    with pytest.raises(ValueError, match="one row of at least one token per input_features row"):
+    with pytest.raises(ValueError, match="decoder_input_ids must have one row per input_features row"):
         prog.generate(feats, decoder_input_ids=np.array([PROMPT] * 2))
 
 
