@@ -143,10 +143,9 @@ TEST_CASE("attention over many query rows: a double reference, the streamed path
     int64_t B, H, Hkv, Tq, Tk, D, Dv;
     Mask mask;
   };
-  // CI's sanitizer and qemu runs (TENSORVM_TESTS_SHORT, set by .ci/test) leave out the two
-  // Whisper-length cases, minutes there; the smaller ones cross the same blocked paths, and
-  // every other run (ctest, the long sanitizer and aarch64 runs) keeps them.
-  const bool short_run = std::getenv("TENSORVM_TESTS_SHORT") != nullptr;
+  // Short runs (test_helpers::tests_short) leave out the two Whisper-length cases; the
+  // smaller ones cross the same blocked paths.
+  const bool short_run = test_helpers::tests_short();
   // Whisper-length and odd sizes: partial GEMM tiles of keys and value columns, blocks of
   // rows cut anywhere, head sizes 40 / 64 / 80, one key, Dv != D, GQA and MQA.
   for (const Case c : {Case{1, 2, 1, 1499, 1499, 64, 64, none}, Case{2, 3, 3, 300, 1499, 40, 40, causal_padded},

@@ -1,6 +1,7 @@
 // Small helpers shared by the Catch2 test files.
 #pragma once
 
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -8,6 +9,11 @@
 #include <string>
 
 namespace test_helpers {
+
+// CI's sanitizer and qemu runs (TENSORVM_TESTS_SHORT=1, set by .ci/test) run the largest
+// cases of a few kernel tests smaller, minutes there; ctest and the long sanitizer and
+// aarch64 runs keep them whole. A short case still crosses the same code paths.
+inline bool tests_short() { return std::getenv("TENSORVM_TESTS_SHORT") != nullptr; }
 
 // The message of the exception `f` throws, or "(no error)".
 inline std::string error_of(const std::function<void()>& f) {

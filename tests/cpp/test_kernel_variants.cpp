@@ -16,6 +16,7 @@
 #include "ops/gemm_library.h"
 #include "ops/registry.h"
 #include "core/thread_pool.h"
+#include "test_helpers.h"
 
 namespace {
 
@@ -88,6 +89,9 @@ TEST_CASE("linear, linear_int8: every variant matches the reference on any threa
     ops::set_kernel_variant(variant);
     for (int64_t rows : {1, 2, 5, 8, 9, 17, 32, 33, 64, 300}) {
       for (int64_t in : {1, 7, 77, 300, 4100}) {  // 4100: weight rows past L1 (blocked_rows)
+        // Short runs leave out the largest case (300 rows of 4100), half the test's work;
+        // 64 rows of 4100 and 300 of 300 cross the same paths.
+        if (test_helpers::tests_short() && rows * in > 300 * 300) continue;
         const int64_t outf = 97;  // odd: partial tiles, odd split points
         INFO(variant << " rows " << rows << " in " << in);
         Tensor x = random_tensor(DType::f32, {rows, in}, g);
@@ -213,7 +217,9 @@ TEST_CASE("erf within 2 ulp of libm's in double, exact gelu close to its formula
   // down to denormals (erf(x) ~ 2x/sqrt(pi): relative accuracy matters there), the pieces'
   // seams, and the special values.
   std::vector<float> xs;
-  for (int i = -600000; i <= 600000; ++i) xs.push_back(float(i) * 1e-5f);
+  // (Short runs: every 7th point of the dense range.)
+  const int dense_step = test_helpers::tests_short() ? 7 : 1;
+  for (int i = -600000; i <= 600000; i += dense_step) xs.push_back(float(i) * 1e-5f);
   for (int e = -149; e <= 10; ++e)
     for (float m : {1.0f, 1.1f, 1.5f, 1.9f}) {
       xs.push_back(std::ldexp(m, e));
@@ -284,7 +290,9 @@ TEST_CASE("tanh gelu within a few ulp of its formula in double, the same bits on
   // Dense over [-12, 12] (past about -10 the value underflows to 0 in float), the powers of
   // two from denormals up (x^3 overflows from about 7e12), and the special values.
   std::vector<float> xs;
-  for (int i = -1200000; i <= 1200000; i += 3) xs.push_back(float(i) * 1e-5f);
+  // (Short runs: every 21st point of the dense range.)
+  const int dense_step = test_helpers::tests_short() ? 21 : 3;
+  for (int i = -1200000; i <= 1200000; i += dense_step) xs.push_back(float(i) * 1e-5f);
   for (int e = -149; e <= 127; ++e)
     for (float m : {1.0f, 1.3f, 1.9f}) {
       xs.push_back(std::ldexp(m, e));
