@@ -7,7 +7,7 @@ from functools import partial
 from ..models import bart
 from ..models.bart import BartSpec
 from .common import Architecture, UnsupportedConfig, canonical_name, stored_weights
-from .m2m100 import linear_weights, meta, spec_fields  # the same: one vocabulary, every linear and the head
+from .m2m100 import spec_fields
 
 # model_type -> (pre_norm, layernorm_embedding, position_offset)
 _LAYOUT = {"bart": (False, True, 2), "mbart": (True, True, 2), "pegasus": (True, False, 0)}
@@ -39,8 +39,7 @@ def weights(spec: BartSpec, state: dict) -> dict:
 
 
 def _arch(model_type: str, model_class: str, tokenizer) -> Architecture:
-    return Architecture(model_class, partial(spec_from_config, model_type), weights, linear_weights, meta, bart.build,
-                        tokenizer=tokenizer)
+    return Architecture(model_class, partial(spec_from_config, model_type), weights, bart.build, tokenizer=tokenizer)
 
 
 BART = _arch("bart", "BartForConditionalGeneration", "tokenizer.json")

@@ -8,7 +8,7 @@ import numpy as np
 from ..models import gemma3
 from ..models.gemma3 import Gemma3Spec
 from .common import Architecture, UnsupportedConfig
-from .llama import _sliding_window, _spec, linear_weights, meta
+from .llama import _sliding_window, _spec, meta
 from .llama import weights as llama_weights
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -55,4 +55,4 @@ def weights(spec: Gemma3Spec, state: dict) -> dict:
     return w
 
 
-GEMMA3 = Architecture("Gemma3ForCausalLM", _gemma3_spec, weights, linear_weights, meta, gemma3.build, from_model)
+GEMMA3 = Architecture("Gemma3ForCausalLM", _gemma3_spec, weights, gemma3.build, meta=meta, from_model=from_model)

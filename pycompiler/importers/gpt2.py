@@ -7,10 +7,8 @@ import numpy as np
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
 from ..models.layers import ACTIVATIONS
-from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
-    stored_weights
-
-LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
+from .common import (Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options,
+                     linear_weights_ending, single_id, stored_weights)
 
 
 def spec_from_config(config, gen) -> GPT2Spec:
@@ -60,13 +58,5 @@ def weights(spec: GPT2Spec, state: dict) -> dict:
     return w
 
 
-def linear_weights(spec: GPT2Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: GPT2Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "max_position_embeddings": spec.max_position_embeddings}
-
-
-ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)
+ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, gpt2.build,
+                    linear_weights=linear_weights_ending("_proj.weight", "fc_in.weight", "fc_out.weight"))

@@ -8,7 +8,7 @@ import numpy as np
 from ..models import gpt_neox
 from ..models.gpt_neox import GPTNeoXSpec
 from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
+                     linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
 
 
 def spec_from_config(config, gen) -> GPTNeoXSpec:
@@ -44,6 +44,6 @@ def weights(spec: GPTNeoXSpec, state: dict) -> dict:
     return w
 
 
-LINEARS = linear_weights_ending("_proj.weight", "dense.weight", "dense_h_to_4h.weight", "dense_4h_to_h.weight")
-ARCH = Architecture("GPTNeoXForCausalLM", spec_from_config, weights, LINEARS, decoder_only_meta, gpt_neox.build,
-                    from_model)
+ARCH = Architecture("GPTNeoXForCausalLM", spec_from_config, weights, gpt_neox.build, from_model=from_model,
+                    linear_weights=linear_weights_ending("_proj.weight", "dense.weight", "dense_h_to_4h.weight",
+                                                         "dense_4h_to_h.weight"))

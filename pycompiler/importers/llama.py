@@ -11,10 +11,9 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields, \
-    stored_weights
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields, spec_meta,
+                     stored_weights)
 
-LINEAR_SUFFIXES = ("_proj.weight",)
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
@@ -85,15 +84,8 @@ def _split_fused(spec: LlamaSpec, w: dict) -> dict:
     return out
 
 
-def linear_weights(spec: LlamaSpec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
 def meta(spec: LlamaSpec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "max_position_embeddings": spec.max_position_embeddings,
-            "num_key_value_heads": spec.kv_heads}
-
+    return {**spec_meta(spec), "num_key_value_heads": spec.kv_heads}
 
 
 def _llama_spec(config, gen) -> LlamaSpec:
@@ -142,10 +134,10 @@ def _smollm3_spec(config, gen) -> LlamaSpec:
                  nope_layers=tuple(i for i in range(config.num_hidden_layers) if not rope[i]))
 
 
-LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, linear_weights, meta, llama.build, from_model)
-QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, linear_weights, meta, llama.build, from_model)
-MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, linear_weights, meta, llama.build, from_model)
-GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, linear_weights, meta, llama.build, from_model)
-PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, linear_weights, meta, llama.build, from_model)
-QWEN3 = Architecture("Qwen3ForCausalLM", _qwen3_spec, weights, linear_weights, meta, llama.build, from_model)
-SMOLLM3 = Architecture("SmolLM3ForCausalLM", _smollm3_spec, weights, linear_weights, meta, llama.build, from_model)
+LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, llama.build, meta=meta, from_model=from_model)
+QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, llama.build, meta=meta, from_model=from_model)
+MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, llama.build, meta=meta, from_model=from_model)
+GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, llama.build, meta=meta, from_model=from_model)
+PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, llama.build, meta=meta, from_model=from_model)
+QWEN3 = Architecture("Qwen3ForCausalLM", _qwen3_spec, weights, llama.build, meta=meta, from_model=from_model)
+SMOLLM3 = Architecture("SmolLM3ForCausalLM", _smollm3_spec, weights, llama.build, meta=meta, from_model=from_model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..models import m2m100
 from ..models.m2m100 import POSITIONS, M2M100Spec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
                      eos_ids, generation_options, start_and_pad, stored_weights)
 
 
@@ -49,15 +49,5 @@ def weights(spec: M2M100Spec, state: dict) -> dict:
     return w
 
 
-def linear_weights(spec: M2M100Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: M2M100Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-            "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
-
-
-ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, m2m100.build,
-                    from_model, tokenizer="m2m100-spm")  # or nllb-spm: tokenizer_files tells them apart
+ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, m2m100.build, from_model=from_model,
+                    tokenizer="m2m100-spm")  # or nllb-spm: tokenizer_files tells them apart

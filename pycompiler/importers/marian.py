@@ -6,7 +6,7 @@ import numpy as np
 
 from ..models import marian
 from ..models.marian import MarianSpec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
                      eos_ids, generation_options, start_and_pad, stored_weights)
 
 
@@ -47,19 +47,4 @@ def weights(spec: MarianSpec, state: dict) -> dict:
     return w
 
 
-def linear_weights(spec: MarianSpec, w: dict) -> list:
-    """The weights quantize= turns into int8: every linear layer's and the output projection."""
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: MarianSpec) -> dict:
-    return {
-        "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-        "decoder_start_token_id": spec.decoder_start_token_id,
-        "vocab_size": spec.vocab_size, "decoder_vocab_size": spec.decoder_vocab_size,
-        "max_position_embeddings": spec.max_position_embeddings,
-    }
-
-
-ARCH = Architecture("MarianMTModel", spec_from_config, weights, linear_weights, meta, marian.build,
-                    tokenizer="marian-spm")
+ARCH = Architecture("MarianMTModel", spec_from_config, weights, marian.build, tokenizer="marian-spm")

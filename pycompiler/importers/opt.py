@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..models import opt
 from ..models.opt import POSITION_OFFSET, OPTSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
+                     linear_weights_ending, stored_weights)
 
 
 def spec_from_config(config, gen) -> OPTSpec:
@@ -31,7 +31,5 @@ def weights(spec: OPTSpec, state: dict) -> dict:
     return w
 
 
-ARCH = Architecture("OPTForCausalLM", spec_from_config, weights,
-                    linear_weights_ending("_proj.weight", "fc1.weight", "fc2.weight", "project_in.weight",
-                                          "project_out.weight"),
-                    decoder_only_meta, opt.build)
+ARCH = Architecture("OPTForCausalLM", spec_from_config, weights, opt.build,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES, "project_in.weight", "project_out.weight"))

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..models import phi
 from ..models.phi import PhiSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
+                     linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
 
 
 def spec_from_config(config, gen) -> PhiSpec:
@@ -35,6 +35,5 @@ def weights(spec: PhiSpec, state: dict) -> dict:
     return {**stored_weights(state), "rotary.inv_freq": np.asarray(spec.inv_freq, np.float32)}
 
 
-ARCH = Architecture("PhiForCausalLM", spec_from_config, weights,
-                    linear_weights_ending("_proj.weight", "dense.weight", "fc1.weight", "fc2.weight"),
-                    decoder_only_meta, phi.build, from_model)
+ARCH = Architecture("PhiForCausalLM", spec_from_config, weights, phi.build, from_model=from_model,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES, "dense.weight"))

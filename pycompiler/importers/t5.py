@@ -8,7 +8,7 @@ import numpy as np
 from ..models import t5
 from ..models.t5 import DECODER_BIAS, ENCODER_BIAS, T5Spec
 from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, eos_ids, generation_options,
-                     start_and_pad, stored_weights)
+                     linear_weights_ending, start_and_pad, stored_weights)
 
 LINEAR_SUFFIXES = tuple(f".{n}.weight" for n in ("q", "k", "v", "o", "wi", "wi_0", "wi_1", "wo"))
 
@@ -78,17 +78,8 @@ def weights(spec: T5Spec, state: dict) -> dict:
     return w
 
 
-def linear_weights(spec: T5Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: T5Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-            "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size}
-
-
-ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, t5.build,
-                    from_model, tokenizer="t5-spm")
-MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, linear_weights, meta, t5.build,
-                   from_model, tokenizer="t5-spm")
+# the meta.json entries are the default's (importers/common.py: spec_meta): no max_position_embeddings
+ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, t5.build,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES), from_model=from_model, tokenizer="t5-spm")
+MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, t5.build,
+                   linear_weights=linear_weights_ending(*LINEAR_SUFFIXES), from_model=from_model, tokenizer="t5-spm")

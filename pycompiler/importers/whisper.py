@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..models import whisper
 from ..models.whisper import WhisperSpec
-from .common import (Architecture, LINEAR_SUFFIXES, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
                      eos_ids, generation_options, start_and_pad, stored_weights)
 
 
@@ -67,12 +67,6 @@ def mel_filters(n_mels: int):
     return np.ascontiguousarray(fe.mel_filters, dtype=np.float32)
 
 
-def linear_weights(spec: WhisperSpec, w: dict) -> list:
-    """The weights quantize= turns into int8: every linear layer's and the output projection
-    (the convolutions stay f32)."""
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
 def meta(spec: WhisperSpec) -> dict:
     return {
         "pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
@@ -83,5 +77,6 @@ def meta(spec: WhisperSpec) -> dict:
     }
 
 
-ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, linear_weights, meta, whisper.build,
+# linear_weights: the default's (the convolutions stay f32)
+ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, whisper.build, meta=meta,
                     tokenizer="whisper-bpe")
