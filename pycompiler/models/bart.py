@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import (cross_kv, key_mask, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
+from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .layers import (cross_kv, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
                      post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
@@ -84,10 +83,7 @@ def build(spec: BartSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return enc_layer(q8, act, x, mask, d, he, ENC + "layers.{}.", layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -107,11 +103,8 @@ def build(spec: BartSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_attention_kv(cache, states, layer):
         return cross_kv(q8, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
-    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
                                  embed=lambda tokens, start, end: _embed(spec, DEC, spec.decoder_embed, tokens, start,
                                                                          end),
                                  decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=d,
-                                 decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
-                                 max_positions=spec.max_position_embeddings, generation=spec.generation)
+                                 decoder_heads=hd, max_positions=spec.max_position_embeddings)

@@ -31,11 +31,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds, input_names
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import (cross_kv, key_mask, output_projection, position_rows, post_norm_decoder_layer,
-                     post_norm_encoder_layer)
+from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .layers import cross_kv, output_projection, position_rows, post_norm_decoder_layer, post_norm_encoder_layer
 
 
 @dataclass
@@ -93,10 +91,7 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return post_norm_encoder_layer(spec.quantize, spec.activation, x, mask, d, he, "model.encoder.layers.{}.", layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -112,18 +107,10 @@ def build(spec: MarianSpec, weights, meta=None) -> ProgramBuilder:
         logits = output_projection(spec.quantize, x, spec.lm_head)
         return T.add(logits, T.param("final_logits_bias"))
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.decoder_vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
                           embed=lambda tokens, start, end: _embed_decoder(spec, tokens, start, end),
                           decoder_layer=lambda *a: _decoder_layer(spec, *a),
                           cross_kv=lambda cache, states, layer: cross_kv(
                               spec.quantize, cache, states, d, hd, "model.decoder.layers.{}.encoder_attn", layer),
-                          head=head, width=d, decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
-                          max_positions=spec.max_position_embeddings, generation=spec.generation)
-    # generate's inputs keep transformers' names (no op or function may take one).
-    names = [p.name for p in pb.program().function("generate").params]
-    if names != ["input_ids", *input_names()]:
-        raise AssertionError(f"generate's inputs were renamed: {names}")
-    return pb
+                          head=head, width=d, decoder_heads=hd, max_positions=spec.max_position_embeddings)
 

@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds, input_names
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, key_mask, linear, output_projection, self_attention
+from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
 
 # the per-distance bias tables, written by the importer: [2 * max_distance + 1, heads]
 # (distance key - query + max_distance) and [max_distance + 1, heads] (query - key)
@@ -116,10 +115,7 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return _feed_forward(spec, _self_attention(spec, x, mask, ENC + "0.", layer), ENC + "1.", layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -149,15 +145,8 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
             x = T.mul(x, spec.d_model ** -0.5)
         return output_projection(q8, x, spec.lm_head)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
                           embed=lambda tokens, start, end: T.embedding(tokens, T.param(spec.decoder_embed)),
                           decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=spec.d_model,
-                          decoder_layers=spec.decoder_layers, decoder_heads=spec.num_heads, ids=ids,
-                          max_positions=NO_POSITION_LIMIT, generation=spec.generation, head_dim=spec.d_kv,
+                          decoder_heads=spec.num_heads, max_positions=NO_POSITION_LIMIT, head_dim=spec.d_kv,
                           self_mask=lambda start, end: position_bias(spec, start, end, False))
-    names = [p.name for p in pb.program().function("generate").params]
-    if names != ["input_ids", *input_names()]:
-        raise AssertionError(f"generate's inputs were renamed: {names}")
-    return pb
