@@ -5,26 +5,8 @@ from __future__ import annotations
 
 from ..models import m2m100
 from ..models.m2m100 import POSITIONS, M2M100Spec
-from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
-                     eos_ids, generation_options, start_and_pad, stored_weights)
-
-
-def spec_fields(config, gen) -> dict:
-    """The spec fields M2M100 shares with the BART family (importers/bart.py), from a
-    config with one vocabulary, or UnsupportedConfig."""
-    act = checked_activation(config.activation_function)
-    check_heads(config, config.d_model)
-    eos = eos_ids(config, gen, config.vocab_size)
-    # transformers' default for an encoder-decoder: 20 tokens after the decoder start
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
-                              default_max_length=min(20 + 1, config.max_position_embeddings))
-    decoder_start, pad = start_and_pad(config, gen)
-    return dict(
-        d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
-        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
-        vocab_size=config.vocab_size, activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
-        max_position_embeddings=config.max_position_embeddings, generation=opts)
+from .bart import spec_fields  # the BART family's, with one vocabulary
+from .common import Architecture, UnsupportedConfig, canonical_name, stored_weights
 
 
 def spec_from_config(config, gen) -> M2M100Spec:

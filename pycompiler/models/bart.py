@@ -1,17 +1,26 @@
-"""The BART family proper (BartForConditionalGeneration, MBartForConditionalGeneration,
-PegasusForConditionalGeneration): encoder-decoders that differ from one another only
-in where their LayerNorms sit and how positions are embedded.
+"""The BART family (BartForConditionalGeneration, MBartForConditionalGeneration,
+PegasusForConditionalGeneration, MarianMTModel): encoder-decoders that differ from one
+another only in where their LayerNorms sit and how positions are embedded, and, for
+Marian, in a decoder vocabulary that may be its own.
 
     bart     post-LN layers, layernorm_embedding, learned positions offset by 2
     mbart    pre-LN layers + a final layer_norm per stack, layernorm_embedding, learned offset 2
     pegasus  pre-LN layers + a final layer_norm per stack, sinusoidal positions (offset 0)
+    marian   post-LN layers, sinusoidal positions (offset 0); with
+             share_encoder_decoder_embeddings false, separate decoder embeddings and
+             an output matrix of decoder_vocab_size rows
 
-All three: tied embeddings (scaled by sqrt(d_model) when scale_embedding), an output
-matrix tied to them, final_logits_bias. Positions count from 0 at the first slot
-whatever the padding, as transformers counts them (arange, not the token ids).
+All: embeddings scaled by sqrt(d_model) when scale_embedding, final_logits_bias.
+Positions count from 0 at the first slot whatever the padding, as transformers counts
+them (arange, not the token ids).
 
     encode(input_ids, attention_mask) -> encoder states
     init_cache / prefill / decode_step / generate: models/encoder_decoder.py
+
+The encoder and the cross-attention K/V run once per generate call; each decode step
+feeds one token per row, so a call costs N + M token passes. Beam rows share their
+sentence's cross-attention K/V (layers.py: the queries of a sentence's beams are its
+query positions), so no K/V is copied per beam.
 """
 from __future__ import annotations
 
@@ -30,7 +39,7 @@ ENC, DEC = "model.encoder.", "model.decoder."
 
 @dataclass
 class BartSpec:
-    """Everything in a BART / MBart / Pegasus config that changes the computation."""
+    """Everything in a BART / MBart / Pegasus / Marian config that changes the computation."""
     d_model: int
     encoder_layers: int
     decoder_layers: int
@@ -46,11 +55,16 @@ class BartSpec:
     pre_norm: bool  # pre-LN layers and a final layer_norm closing each stack (MBart, Pegasus)
     layernorm_embedding: bool  # a LayerNorm right after the embeddings in each stack (BART, MBart)
     position_offset: int  # the row of position 0 in the position tables (2 for BART's learned ones)
+    decoder_vocab_size: int | None = None  # the output's rows (Marian's own decoder vocabulary); None: vocab_size
     encoder_embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
     decoder_embed: str = "model.shared.weight"
     lm_head: str = "lm_head.weight"
     quantize: str | None = None
     generation: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.decoder_vocab_size is None:
+            self.decoder_vocab_size = self.vocab_size
 
     @property
     def embed_scale(self) -> float:
@@ -58,6 +72,9 @@ class BartSpec:
 
 
 def _shift(position, offset: int):
+    """position + offset; with no offset (Pegasus, Marian) no instruction."""
+    if not offset:
+        return position
     return position + offset if isinstance(position, int) else T.add(position, offset)
 
 

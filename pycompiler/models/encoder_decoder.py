@@ -1,7 +1,7 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
+The network (models/bart.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
     decoder_layer(x [rows, n, d], cache, source_mask, self_mask, layer, n) -> x

@@ -60,7 +60,7 @@ class WhisperSpec:
     eos_token_id: int | tuple
     decoder_start_token_id: int
     lm_head: str = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
-    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as marian.py)
+    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as bart.py)
     generation: dict = field(default_factory=dict)
     language_ids: tuple = ()  # generation_config's lang_to_id ids: detect_language is built when there are some
 
