@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..models import opt
 from ..models.opt import POSITION_OFFSET, OPTSpec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     linear_weights_ending, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation,
+                     decoder_only_fields, linear_weights_ending, stored_weights)
 
 
 def spec_from_config(config, gen) -> OPTSpec:

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..models import phi
 from ..models.phi import PhiSpec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation,
+                     decoder_only_fields, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
 
 
 def spec_from_config(config, gen) -> PhiSpec:
