@@ -270,14 +270,15 @@ def decoder_only_fields(config, gen, vocab_size: int) -> dict:
             "generation": generation_options(config, gen, vocab_size=vocab_size, eos=eos, default_max_length=None)}
 
 
-def rotary_from_model(spec, rotary_emb, rotary_dim: int) -> None:
+def rotary_from_model(spec, rotary_emb, rotary_dim: int, why: str = "") -> None:
     """spec.inv_freq and spec.rope_scale from the loaded model's rotary embedding (inv_freq
-    with rope scaling applied, attention_scaling), checked to cover rotary_dim features."""
+    with rope scaling applied, attention_scaling), checked to cover rotary_dim features
+    (`why`: what the refusal adds)."""
     spec.inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
     spec.rope_scale = float(rotary_emb.attention_scaling)
     if spec.inv_freq.shape != (rotary_dim // 2,):
         raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, "
-                                f"expected [{rotary_dim // 2}]")
+                                f"expected [{rotary_dim // 2}]{why}")
 
 
 def check_static_rope(rope_type: str) -> None:

@@ -11,8 +11,8 @@ import numpy as np
 from ..models import llama
 from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields, spec_meta,
-                     stored_weights)
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields,
+                     rotary_from_model, spec_meta, stored_weights)
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
@@ -48,12 +48,7 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, 
 
 def from_model(spec: LlamaSpec, model) -> None:
     """The rotary embedding's frequencies and scaling, as the loaded model computes them."""
-    rotary = model.model.rotary_emb
-    spec.inv_freq = rotary.inv_freq.detach().float().numpy().copy()
-    spec.rope_scale = float(rotary.attention_scaling)
-    if spec.inv_freq.shape != (spec.head_dim // 2,):
-        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, expected "
-                                f"[{spec.head_dim // 2}] (partial rotary is not supported)")
+    rotary_from_model(spec, model.model.rotary_emb, spec.head_dim, " (partial rotary is not supported)")
 
 
 def weights(spec: LlamaSpec, state: dict) -> dict:

@@ -25,12 +25,12 @@ query positions), so no K/V is copied per beam.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
 from .layers import (cross_kv, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
                      post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
 
@@ -38,19 +38,9 @@ ENC, DEC = "model.encoder.", "model.decoder."
 
 
 @dataclass
-class BartSpec:
+class BartSpec(EncoderDecoderSpec):
     """Everything in a BART / MBart / Pegasus / Marian config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
-    activation: str
     scale_embedding: bool
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
     max_position_embeddings: int
     pre_norm: bool  # pre-LN layers and a final layer_norm closing each stack (MBart, Pegasus)
     layernorm_embedding: bool  # a LayerNorm right after the embeddings in each stack (BART, MBart)
@@ -58,9 +48,6 @@ class BartSpec:
     decoder_vocab_size: int | None = None  # the output's rows (Marian's own decoder vocabulary); None: vocab_size
     encoder_embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
     decoder_embed: str = "model.shared.weight"
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.decoder_vocab_size is None:

@@ -26,12 +26,26 @@ here: no op or function may rename one).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ops as T
 from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
 from .layers import causal, key_mask
+from .spec import ModelSpec
 
 KVCache = ObjectType("KVCache")
+
+
+@dataclass
+class EncoderDecoderSpec(ModelSpec):
+    """The fields the BART-style encoder-decoder specs share (models/bart.py, m2m100.py,
+    whisper.py); a model's spec adds its own after them."""
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    decoder_start_token_id: int
 
 
 def padding_source_mask(pb):

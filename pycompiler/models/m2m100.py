@@ -16,12 +16,12 @@ input of generate, so one program serves every target language.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
 from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
 
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
@@ -29,24 +29,11 @@ ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
 
 
 @dataclass
-class M2M100Spec:
+class M2M100Spec(EncoderDecoderSpec):
     """Everything in an M2M100 config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
-    activation: str
     scale_embedding: bool
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
     max_position_embeddings: int
     embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
     positions: object = None  # the sinusoidal table [padding_idx + max_positions + 2, d_model] (import)
 
     @property

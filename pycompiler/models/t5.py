@@ -30,6 +30,7 @@ from ..builder import ProgramBuilder
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder, padding_source_mask
 from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .spec import ModelSpec
 
 # the per-distance bias tables, written by the importer: [2 * max_distance + 1, heads]
 # (distance key - query + max_distance) and [max_distance + 1, heads] (query - key)
@@ -41,28 +42,20 @@ NO_POSITION_LIMIT = 1 << 30
 
 
 @dataclass
-class T5Spec:
+class T5Spec(ModelSpec):
     """Everything in a T5 config that changes the computation."""
-    d_model: int
     d_kv: int
     num_heads: int
     encoder_layers: int
     decoder_layers: int
-    vocab_size: int
-    activation: str  # dense_act_fn, transformers' name
     gated: bool  # DenseGatedActDense (wi_0, wi_1) rather than DenseActDense (wi)
     eps: float
     scale_decoder_outputs: bool  # v1.0: logits from hidden * d_model**-0.5
     max_distance: int
-    pad_token_id: int
-    eos_token_id: int | tuple
     decoder_start_token_id: int
     # weight names, after resolving ties to one stored tensor
     encoder_embed: str = "encoder.embed_tokens.weight"
     decoder_embed: str = "decoder.embed_tokens.weight"
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
     bias_tables: dict = field(default_factory=dict)  # ENCODER_BIAS / DECODER_BIAS -> array (import)
 
     @property

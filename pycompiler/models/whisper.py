@@ -25,44 +25,32 @@ checkpoint's generation_config through the library's processors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..generation import input_names
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder
 from .layers import (cross_kv, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
                      pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
-MEL_FILTERS = "mel_filters"
-LANGUAGE_IDS = "generation_config.lang_to_id"  # i64 [languages], ascending: lang_to_id's token ids  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
+MEL_FILTERS = "mel_filters"  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
+LANGUAGE_IDS = "generation_config.lang_to_id"  # i64 [languages], ascending: lang_to_id's token ids
 # WhisperFeatureExtractor's framing: 16 kHz audio, n_fft 400, hop 160; the audio is padded
 # or cut to the encoder's frames x hop samples (30 s for Whisper's 3000 frames)
 SAMPLING_RATE, N_FFT, HOP = 16000, 400, 160
 
 
 @dataclass
-class WhisperSpec:
+class WhisperSpec(EncoderDecoderSpec):
     """Everything in a Whisper config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
     num_mel_bins: int
     max_source_positions: int  # encoder positions; the features have twice as many frames
     max_target_positions: int
-    activation: str
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
-    lm_head: str = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
-    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as bart.py)
-    generation: dict = field(default_factory=dict)
     language_ids: tuple = ()  # generation_config's lang_to_id ids: detect_language is built when there are some
+    lm_head = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
 
     @property
     def frames(self) -> int:
