@@ -25,9 +25,7 @@ def spec_from_config(config, gen) -> GPT2Spec:
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return GPT2Spec(
-        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head,
-        ffn_dim=config.n_inner if config.n_inner is not None else 4 * config.n_embd,
-        vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
+        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head, vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
         eps=config.layer_norm_epsilon, activation=act,
         eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
         scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)

@@ -16,7 +16,7 @@ def spec_from_config(config, gen) -> GPTNeoXSpec:
     if d % heads:
         raise UnsupportedConfig(f"import_hf: hidden_size {d} is not divisible by num_attention_heads {heads}")
     return GPTNeoXSpec(
-        d_model=d, layers=config.num_hidden_layers, heads=heads, ffn_dim=config.intermediate_size,
+        d_model=d, layers=config.num_hidden_layers, heads=heads,
         vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         eps=config.layer_norm_eps, activation=checked_activation(config.hidden_act, "hidden_act"),
         rotary_dim=rotary_dim(config, d // heads), parallel_residual=bool(config.use_parallel_residual),

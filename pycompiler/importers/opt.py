@@ -14,7 +14,7 @@ def spec_from_config(config, gen) -> OPTSpec:
     pre = bool(config.do_layer_norm_before)
     return OPTSpec(
         d_model=d, embed_dim=config.word_embed_proj_dim or d, layers=config.num_hidden_layers, heads=heads,
-        ffn_dim=config.ffn_dim, vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
+        vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         activation=checked_activation(config.activation_function), pre_norm=pre,
         final_norm=pre and not getattr(config, "_remove_final_layer_norm", False),
         norm_affine=bool(getattr(config, "layer_norm_elementwise_affine", True)),

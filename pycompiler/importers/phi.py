@@ -19,7 +19,7 @@ def spec_from_config(config, gen) -> PhiSpec:
     if getattr(config, "head_dim", None) not in (None, d // heads):
         raise UnsupportedConfig(f"import_hf: head_dim {config.head_dim} is not hidden_size / num_attention_heads")
     return PhiSpec(
-        d_model=d, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads, ffn_dim=config.intermediate_size,
+        d_model=d, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         eps=config.layer_norm_eps, activation=checked_activation(config.hidden_act, "hidden_act"),
         rotary_dim=rotary_dim(config, d // heads), qk_layernorm=bool(config.qk_layernorm),

@@ -2,6 +2,8 @@
 weights -> the names models/whisper.py reads."""
 from __future__ import annotations
 
+from ..generation import whisper_tasks
+from ..generation.whisper_tasks import HOP, LANGUAGE_IDS, MEL_FILTERS, N_FFT, SAMPLING_RATE
 from ..models import whisper
 from ..models.whisper import WhisperSpec
 from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
@@ -48,11 +50,11 @@ def weights(spec: WhisperSpec, state: dict) -> dict:
     if pos.shape != (spec.max_source_positions, spec.d_model):
         raise UnsupportedConfig(f"import_hf: model.encoder.embed_positions.weight is {list(pos.shape)}, "
                                 f"not [{spec.max_source_positions}, {spec.d_model}]")
-    w[whisper.MEL_FILTERS] = mel_filters(spec.num_mel_bins)
+    w[MEL_FILTERS] = mel_filters(spec.num_mel_bins)
     if spec.language_ids:
         import numpy as np
 
-        w[whisper.LANGUAGE_IDS] = np.array(spec.language_ids, dtype=np.int64)
+        w[LANGUAGE_IDS] = np.array(spec.language_ids, dtype=np.int64)
     return w
 
 
@@ -62,8 +64,7 @@ def mel_filters(n_mels: int):
     import numpy as np
     from transformers import WhisperFeatureExtractor
 
-    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=whisper.SAMPLING_RATE, n_fft=whisper.N_FFT,
-                                 hop_length=whisper.HOP)
+    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=SAMPLING_RATE, n_fft=N_FFT, hop_length=HOP)
     return np.ascontiguousarray(fe.mel_filters, dtype=np.float32)
 
 
@@ -78,5 +79,10 @@ def meta(spec: WhisperSpec) -> dict:
 
 
 # linear_weights: the default's (the convolutions stay f32)
-ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, whisper.build, meta=meta,
+def build(spec: WhisperSpec, weights, meta=None):
+    """The network (models/whisper.py), then the tasks around it (generation/whisper_tasks.py)."""
+    return whisper_tasks.build_whisper_tasks(whisper.build(spec, weights, meta), spec)
+
+
+ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, build, meta=meta,
                     tokenizer="whisper-bpe")

@@ -29,7 +29,6 @@ P = "transformer.h.{}."
 @dataclass
 class GPT2Spec(DecoderOnlySpec):
     """Everything in a GPT-2 config that changes the computation."""
-    ffn_dim: int
     eps: float
     scale_attention: bool = True
 

@@ -26,7 +26,6 @@ P = "gpt_neox.layers.{}."
 @dataclass
 class GPTNeoXSpec(DecoderOnlySpec):
     """Everything in a GPT-NeoX config that changes the computation."""
-    ffn_dim: int
     eps: float
     rotary_dim: int  # features of each head that are rotated (head_dim * rotary_pct)
     parallel_residual: bool = True

@@ -25,7 +25,6 @@ POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding's offset
 class OPTSpec(DecoderOnlySpec):
     """Everything in an OPT config that changes the computation."""
     embed_dim: int  # word_embed_proj_dim: the embeddings' and the output matrix's width
-    ffn_dim: int
     pre_norm: bool = True  # do_layer_norm_before
     final_norm: bool = True  # pre-LN without _remove_final_layer_norm
     norm_affine: bool = True  # layer_norm_elementwise_affine

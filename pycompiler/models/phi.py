@@ -28,7 +28,6 @@ P = "model.layers.{}."
 class PhiSpec(DecoderOnlySpec):
     """Everything in a Phi config that changes the computation."""
     kv_heads: int
-    ffn_dim: int
     eps: float
     rotary_dim: int  # features of each head that are rotated (head_dim * partial_rotary_factor)
     qk_layernorm: bool = False
