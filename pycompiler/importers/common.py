@@ -61,7 +61,9 @@ class Architecture:
     build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
     linear_weights: Callable  # (spec, weights) -> [name]: what quantize= turns into int8
     meta: Callable  # spec -> this architecture's meta.json entries
-    from_model: Optional[Callable]  # (spec, loaded model): what the state dict lacks (buffers)
+    # (spec, loaded model) -> {name: array} or None: the weights the state dict lacks (buffers),
+    # made from the loaded model; it may also set spec fields from it (rope_scale)
+    from_model: Optional[Callable]
     # The kind of tokenizer the text library reads for it (tokenizer_files.py): "tokenizer.json"
     # (the kind that file is: byte-level or sentencepiece-style BPE), a kind that needs other
     # files ("marian-spm", "t5-spm", ...), or None (not read: the import carries none).
@@ -270,15 +272,16 @@ def decoder_only_fields(config, gen, vocab_size: int) -> dict:
             "generation": generation_options(config, gen, vocab_size=vocab_size, eos=eos, default_max_length=None)}
 
 
-def rotary_from_model(spec, rotary_emb, rotary_dim: int, why: str = "") -> None:
-    """spec.inv_freq and spec.rope_scale from the loaded model's rotary embedding (inv_freq
-    with rope scaling applied, attention_scaling), checked to cover rotary_dim features
-    (`why`: what the refusal adds)."""
-    spec.inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
+def rotary_from_model(spec, rotary_emb, rotary_dim: int, why: str = "") -> dict:
+    """A from_model of a rotary model: the weight `rotary.inv_freq` and spec.rope_scale from
+    the loaded model's rotary embedding (inv_freq with rope scaling applied,
+    attention_scaling), checked to cover rotary_dim features (`why`: what the refusal adds)."""
+    inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
     spec.rope_scale = float(rotary_emb.attention_scaling)
-    if spec.inv_freq.shape != (rotary_dim // 2,):
-        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, "
+    if inv_freq.shape != (rotary_dim // 2,):
+        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {inv_freq.shape}, "
                                 f"expected [{rotary_dim // 2}]{why}")
+    return {"rotary.inv_freq": inv_freq}
 
 
 def check_static_rope(rope_type: str) -> None:

@@ -24,14 +24,14 @@ def spec_from_config(config, gen) -> GPTNeoXSpec:
         **decoder_only_fields(config, gen, config.vocab_size))
 
 
-def from_model(spec: GPTNeoXSpec, model) -> None:
-    rotary_from_model(spec, model.gpt_neox.rotary_emb, spec.rotary_dim)
+def from_model(spec: GPTNeoXSpec, model) -> dict:
+    return rotary_from_model(spec, model.gpt_neox.rotary_emb, spec.rotary_dim)
 
 
 def weights(spec: GPTNeoXSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
     h, hd = spec.heads, spec.d_model // spec.heads
-    w = {"rotary.inv_freq": np.asarray(spec.inv_freq, np.float32)}
+    w = {}
     for name, a in stored_weights(state).items():
         base, fused, what = name.rpartition("attention.query_key_value.")
         if not fused:

@@ -46,16 +46,14 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, 
         **decoder_only_fields(config, gen, config.vocab_size), **extra)
 
 
-def from_model(spec: LlamaSpec, model) -> None:
+def from_model(spec: LlamaSpec, model) -> dict:
     """The rotary embedding's frequencies and scaling, as the loaded model computes them."""
-    rotary_from_model(spec, model.model.rotary_emb, spec.head_dim, " (partial rotary is not supported)")
+    return rotary_from_model(spec, model.model.rotary_emb, spec.head_dim, " (partial rotary is not supported)")
 
 
 def weights(spec: LlamaSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    w = _split_fused(spec, {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n})
-    w["rotary.inv_freq"] = np.asarray(spec.inv_freq, np.float32)
-    return w
+    return _split_fused(spec, {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n})
 
 
 def _split_fused(spec: LlamaSpec, w: dict) -> dict:

@@ -13,12 +13,12 @@ def spec_from_config(config, gen) -> M2M100Spec:
     return M2M100Spec(**spec_fields(config, gen))
 
 
-def from_model(spec: M2M100Spec, model) -> None:
+def from_model(spec: M2M100Spec, model) -> dict:
     """The position table as transformers makes it, long enough for every position a
     source or max_length allows (ids run up to padding_idx + length)."""
     table = model.model.encoder.embed_positions
     rows = spec.pad_token_id + spec.max_position_embeddings + 2
-    spec.positions = table.get_embedding(rows, spec.d_model, spec.pad_token_id).float().numpy().copy()
+    return {POSITIONS: table.get_embedding(rows, spec.d_model, spec.pad_token_id).float().numpy().copy()}
 
 
 def weights(spec: M2M100Spec, state: dict) -> dict:
@@ -26,9 +26,7 @@ def weights(spec: M2M100Spec, state: dict) -> dict:
     if canonical_name(state, "model.decoder.embed_tokens.weight") != spec.embed:
         raise UnsupportedConfig("import_hf: separate encoder and decoder embeddings are not supported")
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    w = stored_weights(state)
-    w[POSITIONS] = spec.positions
-    return w
+    return stored_weights(state)
 
 
 ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, m2m100.build, from_model=from_model,

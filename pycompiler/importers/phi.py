@@ -2,8 +2,6 @@
 model's rotary_emb."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..models import phi
 from ..models.phi import PhiSpec
 from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation,
@@ -26,13 +24,13 @@ def spec_from_config(config, gen) -> PhiSpec:
         **decoder_only_fields(config, gen, config.vocab_size))
 
 
-def from_model(spec: PhiSpec, model) -> None:
-    rotary_from_model(spec, model.model.rotary_emb, spec.rotary_dim)
+def from_model(spec: PhiSpec, model) -> dict:
+    return rotary_from_model(spec, model.model.rotary_emb, spec.rotary_dim)
 
 
 def weights(spec: PhiSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    return {**stored_weights(state), "rotary.inv_freq": np.asarray(spec.inv_freq, np.float32)}
+    return stored_weights(state)
 
 
 ARCH = Architecture("PhiForCausalLM", spec_from_config, weights, phi.build, from_model=from_model,

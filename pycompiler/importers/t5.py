@@ -62,20 +62,18 @@ def _bias_table(attention, distances, bidirectional: bool) -> np.ndarray:
         return attention.relative_attention_bias(buckets(distances)).float().numpy().copy()
 
 
-def from_model(spec: T5Spec, model) -> None:
+def from_model(spec: T5Spec, model) -> dict:
     md = spec.max_distance
     enc = model.encoder.block[0].layer[0].SelfAttention
     dec = model.decoder.block[0].layer[0].SelfAttention
-    spec.bias_tables = {ENCODER_BIAS: _bias_table(enc, np.arange(-md, md + 1), True),
-                        DECODER_BIAS: _bias_table(dec, -np.arange(0, md + 1), False)}
+    return {ENCODER_BIAS: _bias_table(enc, np.arange(-md, md + 1), True),
+            DECODER_BIAS: _bias_table(dec, -np.arange(0, md + 1), False)}
 
 
 def weights(spec: T5Spec, state: dict) -> dict:
     for role in ("encoder_embed", "decoder_embed", "lm_head"):
         setattr(spec, role, canonical_name(state, getattr(spec, role)))
-    w = stored_weights(state)
-    w.update(spec.bias_tables)
-    return w
+    return stored_weights(state)
 
 
 # the meta.json entries are the default's (importers/common.py: spec_meta): no max_position_embeddings

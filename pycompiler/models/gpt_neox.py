@@ -31,7 +31,6 @@ class GPTNeoXSpec(DecoderOnlySpec):
     parallel_residual: bool = True
     attention_bias: bool = True
     rope_scale: float = 1.0
-    inv_freq: object = None  # [rotary_dim / 2] f32, the checkpoint model's rotary frequencies
 
 
 def build(spec: GPTNeoXSpec, weights, meta=None) -> ProgramBuilder:

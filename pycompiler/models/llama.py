@@ -49,7 +49,6 @@ class LlamaSpec(DecoderOnlySpec):
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head's q and k before rotary
     nope_layers: tuple = ()  # SmolLM3: the layers without rotary
     rope_scale: float = 1.0  # transformers' attention_scaling (multiplies cos and sin)
-    inv_freq: object = None  # [head_dim / 2] f32, the checkpoint model's rotary frequencies
 
 
 def rms_norm(spec: LlamaSpec):

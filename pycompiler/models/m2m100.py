@@ -34,7 +34,6 @@ class M2M100Spec(EncoderDecoderSpec):
     scale_embedding: bool
     max_position_embeddings: int
     embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
-    positions: object = None  # the sinusoidal table [padding_idx + max_positions + 2, d_model] (import)
 
     @property
     def embed_scale(self) -> float:

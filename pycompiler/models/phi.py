@@ -32,7 +32,6 @@ class PhiSpec(DecoderOnlySpec):
     rotary_dim: int  # features of each head that are rotated (head_dim * partial_rotary_factor)
     qk_layernorm: bool = False
     rope_scale: float = 1.0
-    inv_freq: object = None  # [rotary_dim / 2] f32, the checkpoint model's rotary frequencies
 
 
 def build(spec: PhiSpec, weights, meta=None) -> ProgramBuilder:

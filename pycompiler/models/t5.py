@@ -23,7 +23,7 @@ program clamps the distance and picks rows: arange, sub, clamp, embedding.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
@@ -56,7 +56,6 @@ class T5Spec(ModelSpec):
     # weight names, after resolving ties to one stored tensor
     encoder_embed: str = "encoder.embed_tokens.weight"
     decoder_embed: str = "decoder.embed_tokens.weight"
-    bias_tables: dict = field(default_factory=dict)  # ENCODER_BIAS / DECODER_BIAS -> array (import)
 
     @property
     def inner(self) -> int:
