@@ -259,7 +259,7 @@ def quantize_linears(weights: dict, names, mode: str) -> None:
         weights[f"{name}.scale"] = scale
 
 
-# Shared by the decoder-only importers (GPT-NeoX, OPT, Phi) and by plugins: their specs
+# Shared by the decoder-only importers (GPT-2, GPT-NeoX, OPT, Phi, Llama) and by plugins: their specs
 # name eos_token_id, pad_token_id, vocab_size, max_position_embeddings and lm_head.
 
 def decoder_only_fields(config, gen, vocab_size: int) -> dict:

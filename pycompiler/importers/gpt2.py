@@ -6,29 +6,23 @@ import numpy as np
 
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
-from ..models.layers import ACTIVATIONS
-from .common import (Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options,
-                     linear_weights_ending, single_id, stored_weights)
+from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
+                     linear_weights_ending, stored_weights)
 
 
 def spec_from_config(config, gen) -> GPT2Spec:
-    act = config.activation_function
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    act = checked_activation(config.activation_function)
     if config.n_embd % config.n_head:
         raise UnsupportedConfig(f"import_hf: n_embd {config.n_embd} is not divisible by n_head {config.n_head}")
     for flag in ("scale_attn_by_inverse_layer_idx", "add_cross_attention"):
         if getattr(config, flag, False):
             raise UnsupportedConfig(f"import_hf: GPT-2 with {flag}=True is not supported")
     # reorder_and_upcast_attn only changes fp16 rounding: every product here is f32 already
-    eos = eos_ids(config, gen, config.vocab_size)
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return GPT2Spec(
-        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head, vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
-        eps=config.layer_norm_epsilon, activation=act,
-        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
-        scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)
+        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head, vocab_size=config.vocab_size,
+        max_position_embeddings=config.n_positions, eps=config.layer_norm_epsilon, activation=act,
+        scale_attention=bool(getattr(config, "scale_attn_weights", True)),
+        **decoder_only_fields(config, gen, config.vocab_size))
 
 
 def weights(spec: GPT2Spec, state: dict) -> dict:

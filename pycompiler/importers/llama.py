@@ -9,19 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import llama
-from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields,
-                     rotary_from_model, spec_meta, stored_weights)
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, checked_activation,
+                     decoder_only_fields, rotary_from_model, spec_meta, stored_weights)
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, spec_class=LlamaSpec,
           **extra) -> LlamaSpec:
-    act = act or config.hidden_act
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: hidden_act '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    act = checked_activation(act or config.hidden_act, "hidden_act")
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads
     if heads % kv_heads:
         raise UnsupportedConfig(f"import_hf: num_attention_heads {heads} is not a multiple of "
