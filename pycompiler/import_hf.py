@@ -52,10 +52,10 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
     config, gen = load_config(path)
     spec = arch.spec_from_config(config, gen)
     state, model = load_weights(path, arch.model_class, config)
-    if arch.from_model is not None:  # buffers the state dict does not hold (rotary inv_freq)
-        arch.from_model(spec, model)
+    # weights the state dict does not hold, made from the loaded model (rotary inv_freq)
+    extra = (arch.from_model(spec, model) if arch.from_model is not None else None) or {}
     tied = {n: c for n, (c, _) in state.items() if n != c}
-    weights = arch.weights(spec, state)
+    weights = {**arch.weights(spec, state), **extra}
     del state, model
     weights.update(token_list_defaults(spec.generation))
     if quantize is not None:

@@ -17,6 +17,7 @@ functions over a small model interface, and its Python front end.
     frontend.py    Program.generate: checks the keywords, runs the program's generate
     final_tokens.py  streaming, program side: what each step makes final, emitted to the host
     streaming.py   streaming, host side: transformers' streamer protocol, the CLI's printout
+    whisper_tasks.py  Whisper's transcribe and detect_language, around its network and generate
 
 docs/extending.md says how to add a model or a processor.
 """

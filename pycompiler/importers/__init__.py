@@ -14,11 +14,11 @@ ARCHITECTURES (docs/extending.md).
 """
 from __future__ import annotations
 
-from . import bart, gemma3, gpt2, gpt_neox, llama, m2m100, marian, opt, phi, t5, whisper
+from . import bart, gemma3, gpt2, gpt_neox, llama, m2m100, opt, phi, t5, whisper
 from .common import Architecture, UnsupportedConfig
 
 ARCHITECTURES = {
-    "marian": marian.ARCH,
+    "marian": bart.MARIAN,
     "m2m_100": m2m100.ARCH,
     "bart": bart.BART,
     "mbart": bart.MBART,

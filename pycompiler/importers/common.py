@@ -8,7 +8,7 @@ importers/__init__.py maps model_type to it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -24,30 +24,68 @@ class UnsupportedConfig(ValueError):
     """The checkpoint asks for something this importer does not compute."""
 
 
-@dataclass(frozen=True)
+LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
+
+
+def linear_weights_ending(*suffixes) -> Callable:
+    """A linear_weights function: the 2-D weights whose names end with `suffixes`, and the output matrix."""
+    def linear_weights(spec, w: dict) -> list:
+        return [n for n in w if n.endswith(suffixes) and w[n].ndim == 2] + [spec.lm_head]
+    return linear_weights
+
+
+def spec_meta(spec) -> dict:
+    """The meta.json entries of a spec with the usual fields: its end and padding ids and
+    vocabulary; an encoder-decoder's (it has decoder_start_token_id) decoder start and
+    decoder vocabulary (decoder_vocab_size where the spec has one, else vocab_size); and
+    max_position_embeddings where the spec has it (T5's positions are relative)."""
+    meta = {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id}
+    if hasattr(spec, "decoder_start_token_id"):
+        meta.update(decoder_start_token_id=spec.decoder_start_token_id, vocab_size=spec.vocab_size,
+                    decoder_vocab_size=getattr(spec, "decoder_vocab_size", spec.vocab_size))
+    else:
+        meta["vocab_size"] = spec.vocab_size
+    if hasattr(spec, "max_position_embeddings"):
+        meta["max_position_embeddings"] = spec.max_position_embeddings
+    return meta
+
+
+@dataclass(frozen=True, init=False)
 class Architecture:
     """How one model_type is imported (an entry of importers.ARCHITECTURES, built in or
     added with register_architecture). Checked when made: a bad field is a TypeError or
-    ValueError naming it."""
+    ValueError naming it. The fields after `build` are keywords only, with defaults."""
     model_class: str  # the transformers class that loads the checkpoint
     spec_from_config: Callable  # (config, generation_config) -> the model file's spec, or UnsupportedConfig
     weights: Callable  # (spec, state) -> {name: array} under the names the model file reads
+    build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
     linear_weights: Callable  # (spec, weights) -> [name]: what quantize= turns into int8
     meta: Callable  # spec -> this architecture's meta.json entries
-    build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
-    from_model: Optional[Callable] = None  # (spec, loaded model): what the state dict lacks (buffers)
+    # (spec, loaded model) -> {name: array} or None: the weights the state dict lacks (buffers),
+    # made from the loaded model; it may also set spec fields from it (rope_scale)
+    from_model: Optional[Callable]
     # The kind of tokenizer the text library reads for it (tokenizer_files.py): "tokenizer.json"
     # (the kind that file is: byte-level or sentencepiece-style BPE), a kind that needs other
     # files ("marian-spm", "t5-spm", ...), or None (not read: the import carries none).
-    tokenizer: Optional[str] = "tokenizer.json"
+    tokenizer: Optional[str]
 
-    def __post_init__(self):
+    # keyword-only (not dataclasses.KW_ONLY: Python 3.9), so that a call that passes
+    # linear_weights and meta by position, as they once were, is refused, not misread
+    def __init__(self, model_class: str, spec_from_config: Callable, weights: Callable, build: Callable, *,
+                 linear_weights: Callable = linear_weights_ending(*LINEAR_SUFFIXES), meta: Callable = spec_meta,
+                 from_model: Optional[Callable] = None, tokenizer: Optional[str] = "tokenizer.json"):
+        given = locals()
+        for f in fields(self):
+            object.__setattr__(self, f.name, given[f.name])
+        self._check()
+
+    def _check(self):
         from ..tokenizer_files import TOKENIZER_KINDS
 
         if not isinstance(self.model_class, str) or not self.model_class:
             raise TypeError(f"Architecture: model_class must be the name of a transformers class, "
                             f"not {self.model_class!r}")
-        for name in ("spec_from_config", "weights", "linear_weights", "meta", "build", "from_model"):
+        for name in ("spec_from_config", "weights", "build", "linear_weights", "meta", "from_model"):
             value = getattr(self, name)
             if not callable(value) and not (name == "from_model" and value is None):
                 raise TypeError(f"Architecture({self.model_class}): {name} must be callable, not {value!r}")
@@ -208,9 +246,6 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     return opts
 
 
-LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
-
-
 def quantize_linears(weights: dict, names, mode: str) -> None:
     """The build step of linear_int8 / linear_w8a8: every named linear weight becomes
     int8 rows plus one f32 scale per row (w8a8: packed for VNNI), stored as
@@ -224,7 +259,7 @@ def quantize_linears(weights: dict, names, mode: str) -> None:
         weights[f"{name}.scale"] = scale
 
 
-# Shared by the decoder-only importers (GPT-NeoX, OPT, Phi) and by plugins: their specs
+# Shared by the decoder-only importers (GPT-2, GPT-NeoX, OPT, Phi, Llama) and by plugins: their specs
 # name eos_token_id, pad_token_id, vocab_size, max_position_embeddings and lm_head.
 
 def decoder_only_fields(config, gen, vocab_size: int) -> dict:
@@ -237,26 +272,16 @@ def decoder_only_fields(config, gen, vocab_size: int) -> dict:
             "generation": generation_options(config, gen, vocab_size=vocab_size, eos=eos, default_max_length=None)}
 
 
-def decoder_only_meta(spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "max_position_embeddings": spec.max_position_embeddings}
-
-
-def linear_weights_ending(*suffixes) -> Callable:
-    """A linear_weights function: the 2-D weights whose names end with `suffixes`, and the output matrix."""
-    def linear_weights(spec, w: dict) -> list:
-        return [n for n in w if n.endswith(suffixes) and w[n].ndim == 2] + [spec.lm_head]
-    return linear_weights
-
-
-def rotary_from_model(spec, rotary_emb, rotary_dim: int) -> None:
-    """spec.inv_freq and spec.rope_scale from the loaded model's rotary embedding (inv_freq
-    with rope scaling applied, attention_scaling), checked to cover rotary_dim features."""
-    spec.inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
+def rotary_from_model(spec, rotary_emb, rotary_dim: int, why: str = "") -> dict:
+    """A from_model of a rotary model: the weight `rotary.inv_freq` and spec.rope_scale from
+    the loaded model's rotary embedding (inv_freq with rope scaling applied,
+    attention_scaling), checked to cover rotary_dim features (`why`: what the refusal adds)."""
+    inv_freq = rotary_emb.inv_freq.detach().float().numpy().copy()
     spec.rope_scale = float(rotary_emb.attention_scaling)
-    if spec.inv_freq.shape != (rotary_dim // 2,):
-        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, "
-                                f"expected [{rotary_dim // 2}]")
+    if inv_freq.shape != (rotary_dim // 2,):
+        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {inv_freq.shape}, "
+                                f"expected [{rotary_dim // 2}]{why}")
+    return {"rotary.inv_freq": inv_freq}
 
 
 def check_static_rope(rope_type: str) -> None:

@@ -8,8 +8,7 @@ import numpy as np
 from ..models import gemma3
 from ..models.gemma3 import Gemma3Spec
 from .common import Architecture, UnsupportedConfig
-from .llama import _sliding_window, _spec, linear_weights, meta
-from .llama import weights as llama_weights
+from .llama import _sliding_window, _spec, meta, weights
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
@@ -32,27 +31,22 @@ def _gemma3_spec(config, gen) -> Gemma3Spec:
                  final_softcap=config.final_logit_softcapping)  # attn_logit_softcapping: see models/gemma3.py
 
 
-def from_model(spec: Gemma3Spec, model) -> None:
+def from_model(spec: Gemma3Spec, model) -> dict:
+    """The weights rotary.inv_freq (global layers) and rotary.local_inv_freq (sliding
+    layers), each where a layer of its type is, and their scalings on the spec."""
     rotary = model.model.rotary_emb
-    for kind, freq, scale in (("full_attention", "inv_freq", "rope_scale"),
-                              ("sliding_attention", "local_inv_freq", "local_rope_scale")):
+    out = {}
+    for kind, weight, scale in (("full_attention", "rotary.inv_freq", "rope_scale"),
+                                ("sliding_attention", "rotary.local_inv_freq", "local_rope_scale")):
         buffer = getattr(rotary, f"{kind}_inv_freq", None)
         if buffer is None:  # no layer of this type
             continue
-        setattr(spec, freq, buffer.detach().float().numpy().copy())
+        out[weight] = buffer.detach().float().numpy().copy()
         setattr(spec, scale, float(getattr(rotary, f"{kind}_attention_scaling")))
-        if getattr(spec, freq).shape != (spec.head_dim // 2,):
-            raise UnsupportedConfig(f"import_hf: rotary {kind}_inv_freq has shape {getattr(spec, freq).shape}, "
+        if out[weight].shape != (spec.head_dim // 2,):
+            raise UnsupportedConfig(f"import_hf: rotary {kind}_inv_freq has shape {out[weight].shape}, "
                                     f"expected [{spec.head_dim // 2}]")
+    return out
 
 
-def weights(spec: Gemma3Spec, state: dict) -> dict:
-    w = llama_weights(spec, state)
-    if spec.inv_freq is None:
-        del w["rotary.inv_freq"]
-    if spec.local_inv_freq is not None:
-        w["rotary.local_inv_freq"] = np.asarray(spec.local_inv_freq, np.float32)
-    return w
-
-
-GEMMA3 = Architecture("Gemma3ForCausalLM", _gemma3_spec, weights, linear_weights, meta, gemma3.build, from_model)
+GEMMA3 = Architecture("Gemma3ForCausalLM", _gemma3_spec, weights, gemma3.build, meta=meta, from_model=from_model)

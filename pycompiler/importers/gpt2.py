@@ -6,33 +6,23 @@ import numpy as np
 
 from ..models import gpt2
 from ..models.gpt2 import GPT2Spec
-from ..models.layers import ACTIVATIONS
-from .common import Architecture, UnsupportedConfig, canonical_name, eos_ids, first, generation_options, single_id, \
-    stored_weights
-
-LINEAR_SUFFIXES = ("_proj.weight", "fc_in.weight", "fc_out.weight")
+from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
+                     linear_weights_ending, stored_weights)
 
 
 def spec_from_config(config, gen) -> GPT2Spec:
-    act = config.activation_function
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: activation_function '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    act = checked_activation(config.activation_function)
     if config.n_embd % config.n_head:
         raise UnsupportedConfig(f"import_hf: n_embd {config.n_embd} is not divisible by n_head {config.n_head}")
     for flag in ("scale_attn_by_inverse_layer_idx", "add_cross_attention"):
         if getattr(config, flag, False):
             raise UnsupportedConfig(f"import_hf: GPT-2 with {flag}=True is not supported")
     # reorder_and_upcast_attn only changes fp16 rounding: every product here is f32 already
-    eos = eos_ids(config, gen, config.vocab_size)
-    pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=None)
     return GPT2Spec(
-        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head,
-        ffn_dim=config.n_inner if config.n_inner is not None else 4 * config.n_embd,
-        vocab_size=config.vocab_size, max_position_embeddings=config.n_positions,
-        eps=config.layer_norm_epsilon, activation=act,
-        eos_token_id=eos, pad_token_id=first(eos) if pad is None else single_id(pad, "pad_token_id"),
-        scale_attention=bool(getattr(config, "scale_attn_weights", True)), generation=opts)
+        d_model=config.n_embd, layers=config.n_layer, heads=config.n_head, vocab_size=config.vocab_size,
+        max_position_embeddings=config.n_positions, eps=config.layer_norm_epsilon, activation=act,
+        scale_attention=bool(getattr(config, "scale_attn_weights", True)),
+        **decoder_only_fields(config, gen, config.vocab_size))
 
 
 def weights(spec: GPT2Spec, state: dict) -> dict:
@@ -60,13 +50,5 @@ def weights(spec: GPT2Spec, state: dict) -> dict:
     return w
 
 
-def linear_weights(spec: GPT2Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: GPT2Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "max_position_embeddings": spec.max_position_embeddings}
-
-
-ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, linear_weights, meta, gpt2.build)
+ARCH = Architecture("GPT2LMHeadModel", spec_from_config, weights, gpt2.build,
+                    linear_weights=linear_weights_ending("_proj.weight", "fc_in.weight", "fc_out.weight"))

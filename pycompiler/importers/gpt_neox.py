@@ -8,7 +8,7 @@ import numpy as np
 from ..models import gpt_neox
 from ..models.gpt_neox import GPTNeoXSpec
 from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
+                     linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
 
 
 def spec_from_config(config, gen) -> GPTNeoXSpec:
@@ -16,7 +16,7 @@ def spec_from_config(config, gen) -> GPTNeoXSpec:
     if d % heads:
         raise UnsupportedConfig(f"import_hf: hidden_size {d} is not divisible by num_attention_heads {heads}")
     return GPTNeoXSpec(
-        d_model=d, layers=config.num_hidden_layers, heads=heads, ffn_dim=config.intermediate_size,
+        d_model=d, layers=config.num_hidden_layers, heads=heads,
         vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         eps=config.layer_norm_eps, activation=checked_activation(config.hidden_act, "hidden_act"),
         rotary_dim=rotary_dim(config, d // heads), parallel_residual=bool(config.use_parallel_residual),
@@ -24,14 +24,14 @@ def spec_from_config(config, gen) -> GPTNeoXSpec:
         **decoder_only_fields(config, gen, config.vocab_size))
 
 
-def from_model(spec: GPTNeoXSpec, model) -> None:
-    rotary_from_model(spec, model.gpt_neox.rotary_emb, spec.rotary_dim)
+def from_model(spec: GPTNeoXSpec, model) -> dict:
+    return rotary_from_model(spec, model.gpt_neox.rotary_emb, spec.rotary_dim)
 
 
 def weights(spec: GPTNeoXSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
     h, hd = spec.heads, spec.d_model // spec.heads
-    w = {"rotary.inv_freq": np.asarray(spec.inv_freq, np.float32)}
+    w = {}
     for name, a in stored_weights(state).items():
         base, fused, what = name.rpartition("attention.query_key_value.")
         if not fused:
@@ -44,6 +44,6 @@ def weights(spec: GPTNeoXSpec, state: dict) -> dict:
     return w
 
 
-LINEARS = linear_weights_ending("_proj.weight", "dense.weight", "dense_h_to_4h.weight", "dense_4h_to_h.weight")
-ARCH = Architecture("GPTNeoXForCausalLM", spec_from_config, weights, LINEARS, decoder_only_meta, gpt_neox.build,
-                    from_model)
+ARCH = Architecture("GPTNeoXForCausalLM", spec_from_config, weights, gpt_neox.build, from_model=from_model,
+                    linear_weights=linear_weights_ending("_proj.weight", "dense.weight", "dense_h_to_4h.weight",
+                                                         "dense_4h_to_h.weight"))

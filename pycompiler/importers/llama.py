@@ -9,20 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import llama
-from ..models.layers import ACTIVATIONS
 from ..models.llama import LlamaSpec
-from .common import Architecture, UnsupportedConfig, canonical_name, check_static_rope, decoder_only_fields, \
-    stored_weights
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_static_rope, checked_activation,
+                     decoder_only_fields, rotary_from_model, spec_meta, stored_weights)
 
-LINEAR_SUFFIXES = ("_proj.weight",)
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, spec_class=LlamaSpec,
           **extra) -> LlamaSpec:
-    act = act or config.hidden_act
-    if act not in ACTIVATIONS:
-        raise UnsupportedConfig(f"import_hf: hidden_act '{act}' is not supported ({sorted(ACTIVATIONS)})")
+    act = checked_activation(act or config.hidden_act, "hidden_act")
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads
     if heads % kv_heads:
         raise UnsupportedConfig(f"import_hf: num_attention_heads {heads} is not a multiple of "
@@ -47,21 +43,14 @@ def _spec(config, gen, *, qkv_bias: bool, o_bias: bool, act: str | None = None, 
         **decoder_only_fields(config, gen, config.vocab_size), **extra)
 
 
-def from_model(spec: LlamaSpec, model) -> None:
+def from_model(spec: LlamaSpec, model) -> dict:
     """The rotary embedding's frequencies and scaling, as the loaded model computes them."""
-    rotary = model.model.rotary_emb
-    spec.inv_freq = rotary.inv_freq.detach().float().numpy().copy()
-    spec.rope_scale = float(rotary.attention_scaling)
-    if spec.inv_freq.shape != (spec.head_dim // 2,):
-        raise UnsupportedConfig(f"import_hf: rotary inv_freq has shape {spec.inv_freq.shape}, expected "
-                                f"[{spec.head_dim // 2}] (partial rotary is not supported)")
+    return rotary_from_model(spec, model.model.rotary_emb, spec.head_dim, " (partial rotary is not supported)")
 
 
 def weights(spec: LlamaSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    w = _split_fused(spec, {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n})
-    w["rotary.inv_freq"] = np.asarray(spec.inv_freq, np.float32)
-    return w
+    return _split_fused(spec, {n: a for n, a in stored_weights(state).items() if "rotary_emb" not in n})
 
 
 def _split_fused(spec: LlamaSpec, w: dict) -> dict:
@@ -85,15 +74,8 @@ def _split_fused(spec: LlamaSpec, w: dict) -> dict:
     return out
 
 
-def linear_weights(spec: LlamaSpec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
 def meta(spec: LlamaSpec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id, "vocab_size": spec.vocab_size,
-            "max_position_embeddings": spec.max_position_embeddings,
-            "num_key_value_heads": spec.kv_heads}
-
+    return {**spec_meta(spec), "num_key_value_heads": spec.kv_heads}
 
 
 def _llama_spec(config, gen) -> LlamaSpec:
@@ -142,10 +124,10 @@ def _smollm3_spec(config, gen) -> LlamaSpec:
                  nope_layers=tuple(i for i in range(config.num_hidden_layers) if not rope[i]))
 
 
-LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, linear_weights, meta, llama.build, from_model)
-QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, linear_weights, meta, llama.build, from_model)
-MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, linear_weights, meta, llama.build, from_model)
-GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, linear_weights, meta, llama.build, from_model)
-PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, linear_weights, meta, llama.build, from_model)
-QWEN3 = Architecture("Qwen3ForCausalLM", _qwen3_spec, weights, linear_weights, meta, llama.build, from_model)
-SMOLLM3 = Architecture("SmolLM3ForCausalLM", _smollm3_spec, weights, linear_weights, meta, llama.build, from_model)
+LLAMA = Architecture("LlamaForCausalLM", _llama_spec, weights, llama.build, meta=meta, from_model=from_model)
+QWEN2 = Architecture("Qwen2ForCausalLM", _qwen2_spec, weights, llama.build, meta=meta, from_model=from_model)
+MISTRAL = Architecture("MistralForCausalLM", _mistral_spec, weights, llama.build, meta=meta, from_model=from_model)
+GEMMA = Architecture("GemmaForCausalLM", _gemma_spec, weights, llama.build, meta=meta, from_model=from_model)
+PHI3 = Architecture("Phi3ForCausalLM", _phi3_spec, weights, llama.build, meta=meta, from_model=from_model)
+QWEN3 = Architecture("Qwen3ForCausalLM", _qwen3_spec, weights, llama.build, meta=meta, from_model=from_model)
+SMOLLM3 = Architecture("SmolLM3ForCausalLM", _smollm3_spec, weights, llama.build, meta=meta, from_model=from_model)

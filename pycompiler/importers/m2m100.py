@@ -5,38 +5,20 @@ from __future__ import annotations
 
 from ..models import m2m100
 from ..models.m2m100 import POSITIONS, M2M100Spec
-from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
-                     eos_ids, generation_options, start_and_pad, stored_weights)
-
-
-def spec_fields(config, gen) -> dict:
-    """The spec fields M2M100 shares with the BART family (importers/bart.py), from a
-    config with one vocabulary, or UnsupportedConfig."""
-    act = checked_activation(config.activation_function)
-    check_heads(config, config.d_model)
-    eos = eos_ids(config, gen, config.vocab_size)
-    # transformers' default for an encoder-decoder: 20 tokens after the decoder start
-    opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
-                              default_max_length=min(20 + 1, config.max_position_embeddings))
-    decoder_start, pad = start_and_pad(config, gen)
-    return dict(
-        d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
-        encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
-        vocab_size=config.vocab_size, activation=act, scale_embedding=bool(config.scale_embedding),
-        pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=decoder_start,
-        max_position_embeddings=config.max_position_embeddings, generation=opts)
+from .bart import spec_fields  # the BART family's, with one vocabulary
+from .common import Architecture, UnsupportedConfig, canonical_name, stored_weights
 
 
 def spec_from_config(config, gen) -> M2M100Spec:
     return M2M100Spec(**spec_fields(config, gen))
 
 
-def from_model(spec: M2M100Spec, model) -> None:
+def from_model(spec: M2M100Spec, model) -> dict:
     """The position table as transformers makes it, long enough for every position a
     source or max_length allows (ids run up to padding_idx + length)."""
     table = model.model.encoder.embed_positions
     rows = spec.pad_token_id + spec.max_position_embeddings + 2
-    spec.positions = table.get_embedding(rows, spec.d_model, spec.pad_token_id).float().numpy().copy()
+    return {POSITIONS: table.get_embedding(rows, spec.d_model, spec.pad_token_id).float().numpy().copy()}
 
 
 def weights(spec: M2M100Spec, state: dict) -> dict:
@@ -44,20 +26,8 @@ def weights(spec: M2M100Spec, state: dict) -> dict:
     if canonical_name(state, "model.decoder.embed_tokens.weight") != spec.embed:
         raise UnsupportedConfig("import_hf: separate encoder and decoder embeddings are not supported")
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    w = stored_weights(state)
-    w[POSITIONS] = spec.positions
-    return w
+    return stored_weights(state)
 
 
-def linear_weights(spec: M2M100Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: M2M100Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-            "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size, "max_position_embeddings": spec.max_position_embeddings}
-
-
-ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, m2m100.build,
-                    from_model, tokenizer="m2m100-spm")  # or nllb-spm: tokenizer_files tells them apart
+ARCH = Architecture("M2M100ForConditionalGeneration", spec_from_config, weights, m2m100.build, from_model=from_model,
+                    tokenizer="m2m100-spm")  # or nllb-spm: tokenizer_files tells them apart

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..models import opt
 from ..models.opt import POSITION_OFFSET, OPTSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation,
+                     decoder_only_fields, linear_weights_ending, stored_weights)
 
 
 def spec_from_config(config, gen) -> OPTSpec:
@@ -14,7 +14,7 @@ def spec_from_config(config, gen) -> OPTSpec:
     pre = bool(config.do_layer_norm_before)
     return OPTSpec(
         d_model=d, embed_dim=config.word_embed_proj_dim or d, layers=config.num_hidden_layers, heads=heads,
-        ffn_dim=config.ffn_dim, vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
+        vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         activation=checked_activation(config.activation_function), pre_norm=pre,
         final_norm=pre and not getattr(config, "_remove_final_layer_norm", False),
         norm_affine=bool(getattr(config, "layer_norm_elementwise_affine", True)),
@@ -31,7 +31,5 @@ def weights(spec: OPTSpec, state: dict) -> dict:
     return w
 
 
-ARCH = Architecture("OPTForCausalLM", spec_from_config, weights,
-                    linear_weights_ending("_proj.weight", "fc1.weight", "fc2.weight", "project_in.weight",
-                                          "project_out.weight"),
-                    decoder_only_meta, opt.build)
+ARCH = Architecture("OPTForCausalLM", spec_from_config, weights, opt.build,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES, "project_in.weight", "project_out.weight"))

@@ -2,12 +2,10 @@
 model's rotary_emb."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..models import phi
 from ..models.phi import PhiSpec
-from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, decoder_only_fields,
-                     decoder_only_meta, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
+from .common import (LINEAR_SUFFIXES, Architecture, UnsupportedConfig, canonical_name, checked_activation,
+                     decoder_only_fields, linear_weights_ending, rotary_dim, rotary_from_model, stored_weights)
 
 
 def spec_from_config(config, gen) -> PhiSpec:
@@ -19,22 +17,21 @@ def spec_from_config(config, gen) -> PhiSpec:
     if getattr(config, "head_dim", None) not in (None, d // heads):
         raise UnsupportedConfig(f"import_hf: head_dim {config.head_dim} is not hidden_size / num_attention_heads")
     return PhiSpec(
-        d_model=d, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads, ffn_dim=config.intermediate_size,
+        d_model=d, layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
         vocab_size=config.vocab_size, max_position_embeddings=config.max_position_embeddings,
         eps=config.layer_norm_eps, activation=checked_activation(config.hidden_act, "hidden_act"),
         rotary_dim=rotary_dim(config, d // heads), qk_layernorm=bool(config.qk_layernorm),
         **decoder_only_fields(config, gen, config.vocab_size))
 
 
-def from_model(spec: PhiSpec, model) -> None:
-    rotary_from_model(spec, model.model.rotary_emb, spec.rotary_dim)
+def from_model(spec: PhiSpec, model) -> dict:
+    return rotary_from_model(spec, model.model.rotary_emb, spec.rotary_dim)
 
 
 def weights(spec: PhiSpec, state: dict) -> dict:
     spec.lm_head = canonical_name(state, "lm_head.weight")
-    return {**stored_weights(state), "rotary.inv_freq": np.asarray(spec.inv_freq, np.float32)}
+    return stored_weights(state)
 
 
-ARCH = Architecture("PhiForCausalLM", spec_from_config, weights,
-                    linear_weights_ending("_proj.weight", "dense.weight", "fc1.weight", "fc2.weight"),
-                    decoder_only_meta, phi.build, from_model)
+ARCH = Architecture("PhiForCausalLM", spec_from_config, weights, phi.build, from_model=from_model,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES, "dense.weight"))

@@ -8,7 +8,7 @@ import numpy as np
 from ..models import t5
 from ..models.t5 import DECODER_BIAS, ENCODER_BIAS, T5Spec
 from .common import (Architecture, UnsupportedConfig, canonical_name, checked_activation, eos_ids, generation_options,
-                     start_and_pad, stored_weights)
+                     linear_weights_ending, start_and_pad, stored_weights)
 
 LINEAR_SUFFIXES = tuple(f".{n}.weight" for n in ("q", "k", "v", "o", "wi", "wi_0", "wi_1", "wo"))
 
@@ -62,33 +62,22 @@ def _bias_table(attention, distances, bidirectional: bool) -> np.ndarray:
         return attention.relative_attention_bias(buckets(distances)).float().numpy().copy()
 
 
-def from_model(spec: T5Spec, model) -> None:
+def from_model(spec: T5Spec, model) -> dict:
     md = spec.max_distance
     enc = model.encoder.block[0].layer[0].SelfAttention
     dec = model.decoder.block[0].layer[0].SelfAttention
-    spec.bias_tables = {ENCODER_BIAS: _bias_table(enc, np.arange(-md, md + 1), True),
-                        DECODER_BIAS: _bias_table(dec, -np.arange(0, md + 1), False)}
+    return {ENCODER_BIAS: _bias_table(enc, np.arange(-md, md + 1), True),
+            DECODER_BIAS: _bias_table(dec, -np.arange(0, md + 1), False)}
 
 
 def weights(spec: T5Spec, state: dict) -> dict:
     for role in ("encoder_embed", "decoder_embed", "lm_head"):
         setattr(spec, role, canonical_name(state, getattr(spec, role)))
-    w = stored_weights(state)
-    w.update(spec.bias_tables)
-    return w
+    return stored_weights(state)
 
 
-def linear_weights(spec: T5Spec, w: dict) -> list:
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
-
-
-def meta(spec: T5Spec) -> dict:
-    return {"pad_token_id": spec.pad_token_id, "eos_token_id": spec.eos_token_id,
-            "decoder_start_token_id": spec.decoder_start_token_id, "vocab_size": spec.vocab_size,
-            "decoder_vocab_size": spec.vocab_size}
-
-
-ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, linear_weights, meta, t5.build,
-                    from_model, tokenizer="t5-spm")
-MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, linear_weights, meta, t5.build,
-                   from_model, tokenizer="t5-spm")
+# the meta.json entries are the default's (importers/common.py: spec_meta): no max_position_embeddings
+ARCH = Architecture("T5ForConditionalGeneration", spec_from_config, weights, t5.build,
+                    linear_weights=linear_weights_ending(*LINEAR_SUFFIXES), from_model=from_model, tokenizer="t5-spm")
+MT5 = Architecture("MT5ForConditionalGeneration", mt5_spec_from_config, weights, t5.build,
+                   linear_weights=linear_weights_ending(*LINEAR_SUFFIXES), from_model=from_model, tokenizer="t5-spm")

@@ -2,9 +2,11 @@
 weights -> the names models/whisper.py reads."""
 from __future__ import annotations
 
+from ..generation import whisper_tasks
+from ..generation.whisper_tasks import HOP, LANGUAGE_IDS, MEL_FILTERS, N_FFT, SAMPLING_RATE
 from ..models import whisper
 from ..models.whisper import WhisperSpec
-from .common import (Architecture, LINEAR_SUFFIXES, UnsupportedConfig, canonical_name, check_heads, checked_activation,
+from .common import (Architecture, UnsupportedConfig, canonical_name, check_heads, checked_activation,
                      eos_ids, generation_options, start_and_pad, stored_weights)
 
 
@@ -48,11 +50,11 @@ def weights(spec: WhisperSpec, state: dict) -> dict:
     if pos.shape != (spec.max_source_positions, spec.d_model):
         raise UnsupportedConfig(f"import_hf: model.encoder.embed_positions.weight is {list(pos.shape)}, "
                                 f"not [{spec.max_source_positions}, {spec.d_model}]")
-    w[whisper.MEL_FILTERS] = mel_filters(spec.num_mel_bins)
+    w[MEL_FILTERS] = mel_filters(spec.num_mel_bins)
     if spec.language_ids:
         import numpy as np
 
-        w[whisper.LANGUAGE_IDS] = np.array(spec.language_ids, dtype=np.int64)
+        w[LANGUAGE_IDS] = np.array(spec.language_ids, dtype=np.int64)
     return w
 
 
@@ -62,15 +64,8 @@ def mel_filters(n_mels: int):
     import numpy as np
     from transformers import WhisperFeatureExtractor
 
-    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=whisper.SAMPLING_RATE, n_fft=whisper.N_FFT,
-                                 hop_length=whisper.HOP)
+    fe = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=SAMPLING_RATE, n_fft=N_FFT, hop_length=HOP)
     return np.ascontiguousarray(fe.mel_filters, dtype=np.float32)
-
-
-def linear_weights(spec: WhisperSpec, w: dict) -> list:
-    """The weights quantize= turns into int8: every linear layer's and the output projection
-    (the convolutions stay f32)."""
-    return [n for n in w if n.endswith(LINEAR_SUFFIXES) and w[n].ndim == 2] + [spec.lm_head]
 
 
 def meta(spec: WhisperSpec) -> dict:
@@ -83,5 +78,11 @@ def meta(spec: WhisperSpec) -> dict:
     }
 
 
-ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, linear_weights, meta, whisper.build,
+# linear_weights: the default's (the convolutions stay f32)
+def build(spec: WhisperSpec, weights, meta=None):
+    """The network (models/whisper.py), then the tasks around it (generation/whisper_tasks.py)."""
+    return whisper_tasks.build_whisper_tasks(whisper.build(spec, weights, meta), spec)
+
+
+ARCH = Architecture("WhisperForConditionalGeneration", spec_from_config, weights, build, meta=meta,
                     tokenizer="whisper-bpe")

@@ -1,57 +1,57 @@
-"""The BART family proper (BartForConditionalGeneration, MBartForConditionalGeneration,
-PegasusForConditionalGeneration): encoder-decoders that differ from one another only
-in where their LayerNorms sit and how positions are embedded.
+"""The BART family (BartForConditionalGeneration, MBartForConditionalGeneration,
+PegasusForConditionalGeneration, MarianMTModel): encoder-decoders that differ from one
+another only in where their LayerNorms sit and how positions are embedded, and, for
+Marian, in a decoder vocabulary that may be its own.
 
     bart     post-LN layers, layernorm_embedding, learned positions offset by 2
     mbart    pre-LN layers + a final layer_norm per stack, layernorm_embedding, learned offset 2
     pegasus  pre-LN layers + a final layer_norm per stack, sinusoidal positions (offset 0)
+    marian   post-LN layers, sinusoidal positions (offset 0); with
+             share_encoder_decoder_embeddings false, separate decoder embeddings and
+             an output matrix of decoder_vocab_size rows
 
-All three: tied embeddings (scaled by sqrt(d_model) when scale_embedding), an output
-matrix tied to them, final_logits_bias. Positions count from 0 at the first slot
-whatever the padding, as transformers counts them (arange, not the token ids).
+All: embeddings scaled by sqrt(d_model) when scale_embedding, final_logits_bias.
+Positions count from 0 at the first slot whatever the padding, as transformers counts
+them (arange, not the token ids).
 
     encode(input_ids, attention_mask) -> encoder states
     init_cache / prefill / decode_step / generate: models/encoder_decoder.py
+
+The encoder and the cross-attention K/V run once per generate call; each decode step
+feeds one token per row, so a call costs N + M token passes. Beam rows share their
+sentence's cross-attention K/V (layers.py: the queries of a sentence's beams are its
+query positions), so no K/V is copied per beam.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import (cross_kv, key_mask, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
+from .layers import (cross_kv, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
                      post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
 
 
 @dataclass
-class BartSpec:
-    """Everything in a BART / MBart / Pegasus config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
-    activation: str
+class BartSpec(EncoderDecoderSpec):
+    """Everything in a BART / MBart / Pegasus / Marian config that changes the computation."""
     scale_embedding: bool
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
     max_position_embeddings: int
     pre_norm: bool  # pre-LN layers and a final layer_norm closing each stack (MBart, Pegasus)
     layernorm_embedding: bool  # a LayerNorm right after the embeddings in each stack (BART, MBart)
     position_offset: int  # the row of position 0 in the position tables (2 for BART's learned ones)
+    decoder_vocab_size: int | None = None  # the output's rows (Marian's own decoder vocabulary); None: vocab_size
     encoder_embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
     decoder_embed: str = "model.shared.weight"
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.decoder_vocab_size is None:
+            self.decoder_vocab_size = self.vocab_size
 
     @property
     def embed_scale(self) -> float:
@@ -59,6 +59,9 @@ class BartSpec:
 
 
 def _shift(position, offset: int):
+    """position + offset; with no offset (Pegasus, Marian) no instruction."""
+    if not offset:
+        return position
     return position + offset if isinstance(position, int) else T.add(position, offset)
 
 
@@ -84,10 +87,7 @@ def build(spec: BartSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return enc_layer(q8, act, x, mask, d, he, ENC + "layers.{}.", layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -107,11 +107,8 @@ def build(spec: BartSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_attention_kv(cache, states, layer):
         return cross_kv(q8, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
-    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
                                  embed=lambda tokens, start, end: _embed(spec, DEC, spec.decoder_embed, tokens, start,
                                                                          end),
                                  decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=d,
-                                 decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
-                                 max_positions=spec.max_position_embeddings, generation=spec.generation)
+                                 decoder_heads=hd, max_positions=spec.max_position_embeddings)

@@ -12,12 +12,24 @@ slot (1 token, 0 left padding), as generation/model.py describes it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ops as T
 from ..generation import DecoderOnly, TokenIds, build_generation
 from ..types import ObjectType, Tensor
 from .layers import causal_mask, output_projection, step_mask
+from .spec import ModelSpec
 
 KVCache = ObjectType("KVCache")
+
+
+@dataclass
+class DecoderOnlySpec(ModelSpec):
+    """The fields every decoder-only spec has (models/gpt2.py, gpt_neox.py, opt.py, phi.py,
+    llama.py), read by build_from_spec; a family's spec adds its own after them."""
+    layers: int
+    heads: int
+    max_position_embeddings: int
 
 
 def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int, width: int, vocab_size: int,
@@ -72,3 +84,14 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
     build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step, reorder=reorder,
                                      ids=ids, max_positions=max_positions, prefill_logits=prefill_logits), generation)
     return pb
+
+
+def build_from_spec(pb, spec: DecoderOnlySpec, hidden, *, kv_heads: int, head_dim: int, width: int | None = None,
+                    **options):
+    """build_decoder_only around `hidden` with the spec's layers, vocabulary, output matrix,
+    token ids, positions and generate's defaults; width: d_model unless given."""
+    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=kv_heads, head_dim=head_dim,
+                              width=spec.d_model if width is None else width, vocab_size=spec.vocab_size,
+                              quantize=spec.quantize, lm_head=spec.lm_head, eos=spec.eos_token_id,
+                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
+                              generation=spec.generation, **options)

@@ -1,7 +1,7 @@
 """The decoder functions every encoder-decoder network is wrapped in, around its
 layers, and the generation library's `generate` over them.
 
-The network (models/marian.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
+The network (models/bart.py, m2m100.py, whisper.py, t5.py) gives plain Python functions:
 
     embed(tokens [rows, n], start, end) -> decoder inputs at positions [start, end)
     decoder_layer(x [rows, n, d], cache, source_mask, self_mask, layer, n) -> x
@@ -9,7 +9,8 @@ The network (models/marian.py, m2m100.py, whisper.py, t5.py) gives plain Python 
     cross_kv(cache, encoder_states, layer) -> cache with that layer's cross K/V
     head(x [rows, d]) -> logits [rows, vocab]   (final norm, output projection, bias)
 
-and its encode and source_mask IR functions; optionally `self_mask(start, end)`, what
+and its encode and source_mask IR functions (padding_source_mask(pb) adds the usual
+source_mask, which every model but Whisper uses); optionally `self_mask(start, end)`, what
 every layer's self-attention gets for the new positions [start, end) against the
 cached ones (T5: its relative position bias, computed once per call and shared by the
 layers; by default causal(n) in a prefill and None in a decode step), and `head_dim`
@@ -20,25 +21,55 @@ when heads x head_dim is not the model width (T5's d_kv). This adds to the Progr
     prefill_layer(x, cache, source_mask, self_mask, layer)  one layer, n positions
     prefill(cache, tokens, source_mask), decode_step(cache, tokens, source_mask, position)
 
-and generate (pycompiler/generation/).
+and generate (pycompiler/generation/), whose inputs keep transformers' names (checked
+here: no op or function may rename one).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ops as T
-from ..generation import EncoderDecoder, TokenIds, build_generation
+from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
-from .layers import causal
+from .layers import causal, key_mask
+from .spec import ModelSpec
 
 KVCache = ObjectType("KVCache")
 
 
-def build_encoder_decoder(pb, *, encode, source_mask, embed, decoder_layer, cross_kv, head, width: int,
-                          decoder_layers: int, decoder_heads: int, ids: TokenIds, max_positions: int,
-                          generation: dict, encoder_input: str = "input_ids", head_dim: int | None = None,
-                          self_mask=None):
-    """encoder_input: generate's first input, "input_ids" or "input_features" (Whisper's
+@dataclass
+class EncoderDecoderSpec(ModelSpec):
+    """The fields the BART-style encoder-decoder specs share (models/bart.py, m2m100.py,
+    whisper.py); a model's spec adds its own after them."""
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    decoder_start_token_id: int
+
+
+def padding_source_mask(pb):
+    """Adds the usual `source_mask` function to pb and returns it: the encoder's
+    attention_mask as the boolean mask every attention over the source reads."""
+    @pb.function
+    def source_mask(attention_mask: Tensor) -> Tensor:
+        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
+        return key_mask(attention_mask)
+    return source_mask
+
+
+def build_encoder_decoder(pb, spec, *, encode, source_mask, embed, decoder_layer, cross_kv, head, width: int,
+                          decoder_heads: int, max_positions: int, encoder_input: str = "input_ids",
+                          head_dim: int | None = None, self_mask=None):
+    """spec: the model's spec, read for decoder_layers, generation (generate's defaults)
+    and the token ids: eos_token_id, pad_token_id, decoder_start_token_id, and the
+    decoder's vocabulary, decoder_vocab_size (Marian's own) or else vocab_size.
+    encoder_input: generate's first input, "input_ids" or "input_features" (Whisper's
     log-mel frames; EncoderDecoder in generation/model.py)."""
-    layer_fn = decoder_layer
+    layer_fn, decoder_layers = decoder_layer, spec.decoder_layers
+    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id,
+                   vocab_size=getattr(spec, "decoder_vocab_size", spec.vocab_size),
+                   decoder_start=spec.decoder_start_token_id)
     head_dim = width // decoder_heads if head_dim is None else head_dim
 
     @pb.function
@@ -91,5 +122,8 @@ def build_encoder_decoder(pb, *, encode, source_mask, embed, decoder_layer, cros
 
     build_generation(pb, EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
                                         decode_step=decode_step, reorder=reorder, ids=ids,
-                                        max_positions=max_positions, encoder_input=encoder_input), generation)
+                                        max_positions=max_positions, encoder_input=encoder_input), spec.generation)
+    names = [p.name for p in pb.program().function("generate").params]
+    if names != [encoder_input, *input_names()]:
+        raise AssertionError(f"generate's inputs were renamed: {names}")
     return pb

@@ -29,7 +29,6 @@ class Gemma3Spec(LlamaSpec):
     sliding_layers: tuple = ()  # the layers that attend through the sliding window
     query_scale: float = 1.0  # query_pre_attn_scalar**-0.5
     final_softcap: float | None = None
-    local_inv_freq: object = None  # [head_dim / 2] f32, the sliding layers' rotary frequencies
     local_rope_scale: float = 1.0
 
 

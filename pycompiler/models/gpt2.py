@@ -14,12 +14,12 @@ every Conv1D weight transposed, as linear's [out, in].
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
-from .decoder_only import build_decoder_only
+from .decoder_only import DecoderOnlySpec, build_from_spec
 from .layers import activation, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
@@ -27,22 +27,10 @@ P = "transformer.h.{}."
 
 
 @dataclass
-class GPT2Spec:
+class GPT2Spec(DecoderOnlySpec):
     """Everything in a GPT-2 config that changes the computation."""
-    d_model: int
-    layers: int
-    heads: int
-    ffn_dim: int
-    vocab_size: int
-    max_position_embeddings: int
     eps: float
-    activation: str
-    eos_token_id: int | tuple  # several: a row ends on any
-    pad_token_id: int
     scale_attention: bool = True
-    lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
     @property
     def head_dim(self) -> int:
@@ -82,7 +70,4 @@ def build(spec: GPT2Spec, weights, meta=None) -> ProgramBuilder:
             x = block(x, cache, attn_mask, layer)
         return _norm(x, "transformer.ln_f", None, spec.eps)
 
-    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=h, head_dim=hd, width=d,
-                              vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
-                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
-                              generation=spec.generation)
+    return build_from_spec(pb, spec, hidden, kv_heads=h, head_dim=hd)

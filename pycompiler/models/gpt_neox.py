@@ -11,12 +11,12 @@ are the checkpoint model's inv_freq, stored as the weight `rotary.inv_freq`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
-from .decoder_only import build_decoder_only
+from .decoder_only import DecoderOnlySpec, build_from_spec
 from .layers import activation, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
@@ -24,26 +24,13 @@ P = "gpt_neox.layers.{}."
 
 
 @dataclass
-class GPTNeoXSpec:
+class GPTNeoXSpec(DecoderOnlySpec):
     """Everything in a GPT-NeoX config that changes the computation."""
-    d_model: int
-    layers: int
-    heads: int
-    ffn_dim: int
-    vocab_size: int
-    max_position_embeddings: int
     eps: float
-    activation: str
     rotary_dim: int  # features of each head that are rotated (head_dim * rotary_pct)
-    eos_token_id: int | tuple
-    pad_token_id: int
     parallel_residual: bool = True
     attention_bias: bool = True
     rope_scale: float = 1.0
-    inv_freq: object = None  # [rotary_dim / 2] f32, the checkpoint model's rotary frequencies
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
 
 def build(spec: GPTNeoXSpec, weights, meta=None) -> ProgramBuilder:
@@ -83,7 +70,4 @@ def build(spec: GPTNeoXSpec, weights, meta=None) -> ProgramBuilder:
             x = block(x, cache, attn_mask, positions, layer)
         return layer_norm(x, "gpt_neox.final_layer_norm", None, eps)
 
-    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=h, head_dim=hd, width=d,
-                              vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
-                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
-                              generation=spec.generation)
+    return build_from_spec(pb, spec, hidden, kv_heads=h, head_dim=hd)

@@ -21,12 +21,12 @@ heads / kv_heads query heads; the cache holds only kv_heads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
-from .decoder_only import build_decoder_only
+from .decoder_only import DecoderOnlySpec, build_from_spec
 from .layers import activation, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
@@ -34,20 +34,12 @@ P = "model.layers.{}."
 
 
 @dataclass
-class LlamaSpec:
+class LlamaSpec(DecoderOnlySpec):
     """Everything in a Llama or Qwen2 config that changes the computation."""
-    d_model: int
-    layers: int
-    heads: int
     kv_heads: int
     head_dim: int
     ffn_dim: int
-    vocab_size: int
-    max_position_embeddings: int
     eps: float
-    activation: str
-    eos_token_id: int | tuple
-    pad_token_id: int
     qkv_bias: bool = False  # Llama's attention_bias, or Qwen2 (q/k/v only)
     o_bias: bool = False
     mlp_bias: bool = False
@@ -57,10 +49,6 @@ class LlamaSpec:
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head's q and k before rotary
     nope_layers: tuple = ()  # SmolLM3: the layers without rotary
     rope_scale: float = 1.0  # transformers' attention_scaling (multiplies cos and sin)
-    inv_freq: object = None  # [head_dim / 2] f32, the checkpoint model's rotary frequencies
-    lm_head: str = "lm_head.weight"  # after resolving ties to one stored tensor
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
 
 def rms_norm(spec: LlamaSpec):
@@ -128,8 +116,5 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
 
 
 def decoder_only(pb, spec: LlamaSpec, hidden, **options) -> ProgramBuilder:
-    """build_decoder_only around `hidden` with the spec's sizes, ids and generation options."""
-    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
-                              width=spec.d_model, vocab_size=spec.vocab_size, quantize=spec.quantize,
-                              lm_head=spec.lm_head, eos=spec.eos_token_id, pad=spec.pad_token_id,
-                              max_positions=spec.max_position_embeddings, generation=spec.generation, **options)
+    """build_from_spec with the spec's K/V heads and head size (Gemma 3 too)."""
+    return build_from_spec(pb, spec, hidden, kv_heads=spec.kv_heads, head_dim=spec.head_dim, **options)

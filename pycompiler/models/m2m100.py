@@ -16,40 +16,24 @@ input of generate, so one program serves every target language.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import (cross_kv, key_mask, layer_norm, output_projection, pre_norm_decoder_layer,
-                     pre_norm_encoder_layer)
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
+from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
 
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
 ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
 
 
 @dataclass
-class M2M100Spec:
+class M2M100Spec(EncoderDecoderSpec):
     """Everything in an M2M100 config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
-    activation: str
     scale_embedding: bool
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
     max_position_embeddings: int
     embed: str = "model.shared.weight"  # after resolving ties to one stored tensor
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
-    positions: object = None  # the sinusoidal table [padding_idx + max_positions + 2, d_model] (import)
 
     @property
     def embed_scale(self) -> float:
@@ -77,10 +61,7 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return pre_norm_encoder_layer(q8, spec.activation, x, mask, d, he, ENC, layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -99,12 +80,9 @@ def build(spec: M2M100Spec, weights, meta=None) -> ProgramBuilder:
     def head(x):
         return output_projection(q8, layer_norm(x, "model.decoder.layer_norm"), spec.lm_head)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
     def encoder_attention_kv(cache, states, layer):
         return cross_kv(q8, cache, states, d, hd, DEC + "encoder_attn", layer)
 
-    return build_encoder_decoder(pb, encode=encode, source_mask=source_mask, embed=embed,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask, embed=embed,
                                  decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=d,
-                                 decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
-                                 max_positions=spec.max_position_embeddings, generation=spec.generation)
+                                 decoder_heads=hd, max_positions=spec.max_position_embeddings)

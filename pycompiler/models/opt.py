@@ -7,12 +7,12 @@ projections from the embedding width in and out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
-from .decoder_only import build_decoder_only
+from .decoder_only import DecoderOnlySpec, build_from_spec
 from .layers import activation, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
@@ -22,25 +22,13 @@ POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding's offset
 
 
 @dataclass
-class OPTSpec:
+class OPTSpec(DecoderOnlySpec):
     """Everything in an OPT config that changes the computation."""
-    d_model: int
     embed_dim: int  # word_embed_proj_dim: the embeddings' and the output matrix's width
-    layers: int
-    heads: int
-    ffn_dim: int
-    vocab_size: int
-    max_position_embeddings: int
-    activation: str
-    eos_token_id: int | tuple
-    pad_token_id: int
     pre_norm: bool = True  # do_layer_norm_before
     final_norm: bool = True  # pre-LN without _remove_final_layer_norm
     norm_affine: bool = True  # layer_norm_elementwise_affine
     bias: bool = True  # enable_bias
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
 
 def build(spec: OPTSpec, weights, meta=None) -> ProgramBuilder:
@@ -92,7 +80,4 @@ def build(spec: OPTSpec, weights, meta=None) -> ProgramBuilder:
             x = norm(x, D + "final_layer_norm")
         return x if spec.embed_dim == d else linear(q8, x, D + "project_out", None, False)
 
-    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=h, head_dim=hd, width=spec.embed_dim,
-                              vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
-                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
-                              generation=spec.generation)
+    return build_from_spec(pb, spec, hidden, kv_heads=h, head_dim=hd, width=spec.embed_dim)

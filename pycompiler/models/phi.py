@@ -12,12 +12,12 @@ query heads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
-from .decoder_only import build_decoder_only
+from .decoder_only import DecoderOnlySpec, build_from_spec
 from .layers import activation, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
@@ -25,26 +25,13 @@ P = "model.layers.{}."
 
 
 @dataclass
-class PhiSpec:
+class PhiSpec(DecoderOnlySpec):
     """Everything in a Phi config that changes the computation."""
-    d_model: int
-    layers: int
-    heads: int
     kv_heads: int
-    ffn_dim: int
-    vocab_size: int
-    max_position_embeddings: int
     eps: float
-    activation: str
     rotary_dim: int  # features of each head that are rotated (head_dim * partial_rotary_factor)
-    eos_token_id: int | tuple
-    pad_token_id: int
     qk_layernorm: bool = False
     rope_scale: float = 1.0
-    inv_freq: object = None  # [rotary_dim / 2] f32, the checkpoint model's rotary frequencies
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
 
 
 def build(spec: PhiSpec, weights, meta=None) -> ProgramBuilder:
@@ -83,7 +70,4 @@ def build(spec: PhiSpec, weights, meta=None) -> ProgramBuilder:
             x = block(x, cache, attn_mask, positions, layer)
         return layer_norm(x, "model.final_layernorm", None, eps)
 
-    return build_decoder_only(pb, hidden, layers=spec.layers, kv_heads=kvh, head_dim=hd, width=d,
-                              vocab_size=spec.vocab_size, quantize=q8, lm_head=spec.lm_head, eos=spec.eos_token_id,
-                              pad=spec.pad_token_id, max_positions=spec.max_position_embeddings,
-                              generation=spec.generation, lm_head_bias="lm_head.bias")
+    return build_from_spec(pb, spec, hidden, kv_heads=kvh, head_dim=hd, lm_head_bias="lm_head.bias")

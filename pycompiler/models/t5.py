@@ -23,14 +23,14 @@ program clamps the distance and picks rows: arange, sub, clamp, embedding.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds, input_names
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
-from .layers import activation, cross_attention, cross_kv, key_mask, linear, output_projection, self_attention
+from .encoder_decoder import build_encoder_decoder, padding_source_mask
+from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .spec import ModelSpec
 
 # the per-distance bias tables, written by the importer: [2 * max_distance + 1, heads]
 # (distance key - query + max_distance) and [max_distance + 1, heads] (query - key)
@@ -42,29 +42,20 @@ NO_POSITION_LIMIT = 1 << 30
 
 
 @dataclass
-class T5Spec:
+class T5Spec(ModelSpec):
     """Everything in a T5 config that changes the computation."""
-    d_model: int
     d_kv: int
     num_heads: int
     encoder_layers: int
     decoder_layers: int
-    vocab_size: int
-    activation: str  # dense_act_fn, transformers' name
     gated: bool  # DenseGatedActDense (wi_0, wi_1) rather than DenseActDense (wi)
     eps: float
     scale_decoder_outputs: bool  # v1.0: logits from hidden * d_model**-0.5
     max_distance: int
-    pad_token_id: int
-    eos_token_id: int | tuple
     decoder_start_token_id: int
     # weight names, after resolving ties to one stored tensor
     encoder_embed: str = "encoder.embed_tokens.weight"
     decoder_embed: str = "decoder.embed_tokens.weight"
-    lm_head: str = "lm_head.weight"
-    quantize: str | None = None
-    generation: dict = field(default_factory=dict)
-    bias_tables: dict = field(default_factory=dict)  # ENCODER_BIAS / DECODER_BIAS -> array (import)
 
     @property
     def inner(self) -> int:
@@ -116,10 +107,7 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
     def encoder_layer(x: Tensor, mask: Tensor, layer: int) -> Tensor:
         return _feed_forward(spec, _self_attention(spec, x, mask, ENC + "0.", layer), ENC + "1.", layer)
 
-    @pb.function
-    def source_mask(attention_mask: Tensor) -> Tensor:
-        """[batch, source_len] 0/1 -> bool [batch, 1, 1, source_len] (True = attend)."""
-        return key_mask(attention_mask)
+    source_mask = padding_source_mask(pb)
 
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -149,15 +137,8 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
             x = T.mul(x, spec.d_model ** -0.5)
         return output_projection(q8, x, spec.lm_head)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
                           embed=lambda tokens, start, end: T.embedding(tokens, T.param(spec.decoder_embed)),
                           decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=spec.d_model,
-                          decoder_layers=spec.decoder_layers, decoder_heads=spec.num_heads, ids=ids,
-                          max_positions=NO_POSITION_LIMIT, generation=spec.generation, head_dim=spec.d_kv,
+                          decoder_heads=spec.num_heads, max_positions=NO_POSITION_LIMIT, head_dim=spec.d_kv,
                           self_mask=lambda start, end: position_bias(spec, start, end, False))
-    names = [p.name for p in pb.program().function("generate").params]
-    if names != ["input_ids", *input_names()]:
-        raise AssertionError(f"generate's inputs were renamed: {names}")
-    return pb

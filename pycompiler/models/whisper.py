@@ -3,11 +3,9 @@
     encode(input_features [batch, n_mels, 2 * max_source_positions], attention_mask) -> states
     init_cache, and prefill / decode_step / generate from models/encoder_decoder.py
     generate(input_features, attention_mask=None, ..., decoder_input_ids) -> sequences (with the prompt)
-    transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams) -> sequences:
-        log_mel (the feature extractor's log-mel spectrogram), then generate
-    detect_language(input_features) -> language token ids [batch], and
-    detect_language_audio(audio) -> the same from audio: transformers' detect_language
-        (only for a checkpoint whose generation_config has lang_to_id)
+
+transcribe and detect_language, the tasks around the network, are
+generation/whisper_tasks.py's (the importer adds them).
 
 The encoder: conv1 (kernel 3) + gelu, conv2 (kernel 3, stride 2) + gelu, plus the
 checkpoint's encoder position table, pre-LayerNorm layers and a final LayerNorm.
@@ -25,44 +23,27 @@ checkpoint's generation_config through the library's processors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import ops as T
 from ..builder import ProgramBuilder
-from ..generation import TokenIds, input_names
 from ..types import Tensor
-from .encoder_decoder import build_encoder_decoder
+from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder
 from .layers import (cross_kv, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
                      pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
-MEL_FILTERS = "mel_filters"
-LANGUAGE_IDS = "generation_config.lang_to_id"  # i64 [languages], ascending: lang_to_id's token ids  # [n_fft / 2 + 1, n_mels]: the feature extractor's, written by the importer
-# WhisperFeatureExtractor's framing: 16 kHz audio, n_fft 400, hop 160; the audio is padded
-# or cut to the encoder's frames x hop samples (30 s for Whisper's 3000 frames)
-SAMPLING_RATE, N_FFT, HOP = 16000, 400, 160
 
 
 @dataclass
-class WhisperSpec:
+class WhisperSpec(EncoderDecoderSpec):
     """Everything in a Whisper config that changes the computation."""
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    vocab_size: int
     num_mel_bins: int
     max_source_positions: int  # encoder positions; the features have twice as many frames
     max_target_positions: int
-    activation: str
-    pad_token_id: int
-    eos_token_id: int | tuple
-    decoder_start_token_id: int
-    lm_head: str = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
-    quantize: str | None = None  # None, "int8" or "w8a8" (linear layers, as marian.py)
-    generation: dict = field(default_factory=dict)
-    language_ids: tuple = ()  # generation_config's lang_to_id ids: detect_language is built when there are some
+    # generation_config's lang_to_id ids: generation/whisper_tasks.py builds detect_language when there are some
+    language_ids: tuple = ()
+    lm_head = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
 
     @property
     def frames(self) -> int:
@@ -114,54 +95,10 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
     def head(x):
         return output_projection(spec.quantize, layer_norm(x, DEC + "layer_norm"), spec.lm_head)
 
-    ids = TokenIds(eos=spec.eos_token_id, pad=spec.pad_token_id, vocab_size=spec.vocab_size,
-                   decoder_start=spec.decoder_start_token_id)
     def encoder_attention_kv(cache, states, layer):
         return cross_kv(spec.quantize, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer, k_bias=False)
 
-    build_encoder_decoder(pb, encode=encode, source_mask=source_mask, embed=_embed_decoder,
-                          decoder_layer=lambda *a: _decoder_layer(spec, *a), cross_kv=encoder_attention_kv, head=head,
-                          width=d, decoder_layers=spec.decoder_layers, decoder_heads=hd, ids=ids,
-                          max_positions=spec.max_target_positions, generation=spec.generation,
-                          encoder_input="input_features")
-    generate = pb.functions["generate"]
-    names = [p.name for p in pb.program().function("generate").params]
-    if names != ["input_features", *input_names()]:
-        raise AssertionError(f"generate's inputs were renamed: {names}")
-
-    @pb.function(arg_types=["Tensor", "Any", "Any", "Any"])
-    def transcribe(audio, decoder_input_ids, max_new_tokens, num_beams):
-        """audio f32 [batch, samples] at 16 kHz (padded or cut to 30 s: frames x hop) -> sequences
-        [batch, length]: the log-mel features, then generate (the prompt, then the
-        tokens); options left None are the checkpoint's defaults."""
-        features = T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, spec.frames * HOP)
-        given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams}
-        return generate(features, *(given.get(n) for n in names[1:]))[0]
-
-    if spec.language_ids:
-        _language_detection(pb, spec)
-    return pb
-
-
-def _language_detection(pb: ProgramBuilder, spec: WhisperSpec):
-    """transformers' WhisperForConditionalGeneration.detect_language: one decoder step from
-    decoder_start_token_id over the encoder states, the logits of lang_to_id's tokens
-    only, argmax per row (ties to the lowest id, as torch's argmax over the masked
-    vocabulary). The same encode, init_cache and decode_step as generate."""
-    encode, init_cache, decode_step = (pb.functions[n] for n in ("encode", "init_cache", "decode_step"))
-
-    @pb.function
-    def detect_language(input_features: Tensor) -> Tensor:
-        """log-mel features [batch, n_mels, frames] -> the language token id of each row, i64 [batch]."""
-        batch = T.size(input_features, 0)
-        ones = T.full([batch, T.size(input_features, 2)], 1, dtype="i64")  # Whisper attends every position
-        cache = init_cache(encode(input_features, ones), batch, 1)
-        start = T.full([batch, 1], spec.decoder_start_token_id, dtype="i64")
-        logits = decode_step(cache, start, ones, 0)
-        languages = T.param(LANGUAGE_IDS)
-        return T.index_select(languages, 0, T.argmax(T.index_select(logits, 1, languages), -1))
-
-    @pb.function
-    def detect_language_audio(audio: Tensor) -> Tensor:
-        """audio f32 [batch, samples] at 16 kHz -> detect_language of its log-mel features (as transcribe)."""
-        return detect_language(T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, spec.frames * HOP))
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask, embed=_embed_decoder,
+                                 decoder_layer=lambda *a: _decoder_layer(spec, *a), cross_kv=encoder_attention_kv,
+                                 head=head, width=d, decoder_heads=hd, max_positions=spec.max_target_positions,
+                                 encoder_input="input_features")

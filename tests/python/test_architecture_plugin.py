@@ -122,11 +122,16 @@ def test_register_refuses_what_it_would_overwrite_or_cannot_use(olmo):
     tensorvm.register_architecture("gpt2", gpt2, replace=True)
     with pytest.raises(TypeError, match="expected an Architecture, not dict"):
         tensorvm.register_architecture("mine", {"model_class": "X"})
-    fields = (gpt2.spec_from_config, gpt2.weights, gpt2.linear_weights, gpt2.meta, gpt2.build)
+    fields = (gpt2.spec_from_config, gpt2.weights, gpt2.build)
     with pytest.raises(TypeError, match=r"Architecture\(GPT2LMHeadModel\): weights must be callable"):
-        tensorvm.Architecture("GPT2LMHeadModel", fields[0], "weights", *fields[2:])
+        tensorvm.Architecture("GPT2LMHeadModel", fields[0], "weights", gpt2.build)
+    with pytest.raises(TypeError, match=r"Architecture\(GPT2LMHeadModel\): meta must be callable"):
+        tensorvm.Architecture("GPT2LMHeadModel", *fields, meta={})
     with pytest.raises(ValueError, match="tokenizer 'spm' is not a kind"):
         tensorvm.Architecture("GPT2LMHeadModel", *fields, tokenizer="spm")
+    with pytest.raises(TypeError, match="positional"):  # linear_weights and meta are keywords only
+        tensorvm.Architecture("GPT2LMHeadModel", gpt2.spec_from_config, gpt2.weights, gpt2.linear_weights, gpt2.meta,
+                              gpt2.build)
     with pytest.raises(importers.UnsupportedConfig, match="model_type 'nope' is not supported .*register_architecture"):
         importers.architecture("nope")
 

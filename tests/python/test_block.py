@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import tensorvm
-from tensorvm.pycompiler.models import decoder_block as db
 
+import decoder_block as db
 from pyc_helpers import HAS_VM, requires_ops, requires_vm
 
 BLOCK_OPS = ("linear", "attention", "layer_norm", "silu", "reshape", "transpose", "size", "arange", "le", "ne", "add")

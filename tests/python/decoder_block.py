@@ -1,4 +1,5 @@
-"""A BART-style decoder block, written once with the op front-end.
+"""A BART-style decoder block, written once with the op front-end: test_block.py's
+subject (a test fixture, not a model of the package).
 
 The same `decoder_block` runs eagerly (C++ kernels or numpy reference, under
 `tensorvm.mode`) and traces into a program. Post-LayerNorm, as in BART/Marian:
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import ops as T
-from ..builder import ProgramBuilder
-from ..control import while_loop
-from ..types import Tensor
+from tensorvm import ops as T
+from tensorvm.pycompiler.builder import ProgramBuilder
+from tensorvm.pycompiler.control import while_loop
+from tensorvm.pycompiler.types import Tensor
 
 PREFIX = "model.decoder.layers.{}."
 
