@@ -205,7 +205,7 @@ def generate(case: dict) -> tuple[dict, str, list[str]] | str:
     source = Path(case["path"])
     try:
         ns = _namespace(source, case["name"])
-        files = program_files(module, text, meta, source, ns, case["tree"], ("avx2",) if case["tree"] else ())
+        files = program_files(text, meta, source, ns, case["tree"], ("avx2",) if case["tree"] else ())
     except (EscapeError, CompileError) as e:
         return f"{type(e).__name__}: {str(e)[-40:]}"
     table = case["strings"]["TABLE"]

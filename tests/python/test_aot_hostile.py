@@ -66,7 +66,7 @@ def _generated_names() -> list[str]:
                      "    y = add(x, t)\n    return y\n\n"
                      "def h() -> Tensor:\n    z = zeros([2], dtype=\"f32\")\n    w = param(\"b\")\n"
                      "    a = g(z, w, 0)\n    b = g(a, w, 1)\n    e = emit(\"s\", b)\n    return b\n")
-    files = program_files(parse(text), text, META, Path("/p.tvm"), "plain")
+    files = program_files(text, META, Path("/p.tvm"), "plain")
     names = set(CPP_KEYWORDS) | set(MACROS) | set(RESERVED_FORMS)
     for name, t in files.items():
         if name.endswith((".cpp", ".h")):
@@ -210,7 +210,7 @@ def _namespace_sources(tmp: Path, names: list[str]) -> tuple[list[str], str]:
             cpp_namespace(name)
         except EscapeError:
             continue
-        files = program_files(parse(text), text, META, Path("/p.tvm"), name)
+        files = program_files(text, META, Path("/p.tvm"), name)
         check_project(files, name, text.split("\n") + [name, f"{name}-run", "w", "x", "Tensor", "g",
                                                        json.dumps(META, indent=2)])
         d = tmp / f"ns_{len(taken)}"
@@ -291,7 +291,7 @@ def test_a_namespace_that_is_some_other_macro_stops_at_the_header(tmp_path):
     if not shutil.which("c++"):
         pytest.skip("no C++ compiler")
     text = HEADER + "def g(x: Tensor) -> Tensor:\n    return x\n"
-    for fname, t in program_files(parse(text), text, META, Path("/p.tvm"), "M_PIf").items():
+    for fname, t in program_files(text, META, Path("/p.tvm"), "M_PIf").items():
         (tmp_path / fname).write_text(t)
     res = subprocess.run(["c++", "-std=gnu++17", "-fsyntax-only", f"-I{ROOT}", "-I/usr/include/eigen3", "M_PIf.cpp"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
