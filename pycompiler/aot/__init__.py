@@ -164,18 +164,46 @@ def program_cpp(text: str, ns: str, meta_json: str, source: str) -> tuple[str, l
             "struct Ctx : aot::Context {",
             "  const Ops& op;",
             "  const Weights& w;",
-            "};", "",
-            "// program.py, for errors (\"at program.py:12 in encode: ...\")",
-            "const char* const kLines[] = {"]
-    out += ["    " + cpp_string(line) + "," for line in lines]
-    out += ["};",
-            f'const aot::Source kSource{{"program.py", kLines, {len(lines)}}};', ""]
+            "};", ""]
+    out += _source(functions)
     out += [writer.declaration(f) + ";" for f in functions]
     out += [""] + bodies
     out += ["}  // namespace", ""]
     out += _api(functions, fn_names, ns, meta_json)
     out += [f"}}  // namespace {ns}", ""]
     return "\n".join(out), sorted(used_ops)
+
+
+_KINDS = {"op": "Kernel", "call": "Call", "while_loop": "WhileLoop", "cond": "Cond", "emit": "Emit",
+          "param": "ParamIndexed"}
+
+
+def _source(functions: list[dict]) -> list[str]:
+    """What errors and hooks name (vm/aot.h Source): each function's name and line, and
+    each instruction's line, function, kind, callee, statement as the loader prints it,
+    and its results' names. (Each table ends in an entry not counted: none is empty.)"""
+    names: list[str] = []
+    sites = []
+    for i, f in enumerate(functions):
+        for ins in f["code"]:
+            if ins["kind"] == "return":
+                continue
+            first = len(names)
+            names += [f["reg_names"][r] for r in ins["outs"]]
+            sites.append(f"    {{{ins['line']}, {i}, vm::Instr::Kind::{_KINDS[ins['kind']]}, {cpp_string(ins['callee'])}, "
+                         f"{cpp_string(ins['text'])}, {ins['fn_a']}, {ins['fn_b']}, {first}, {len(names) - first}}},")
+    out = ["// The program as errors (\"at program.py:12 in encode: ...\") and hooks name it: its functions,",
+           "// its instructions (line, function, kind, callee, statement, functions called, results) and",
+           "// their results' names.",
+           "const aot::SourceFunction kFunctions[] = {"]
+    out += [f"    {{{cpp_string(f['name'])}, {f['line']}}}," for f in functions]
+    out += ["    {nullptr, 0}};", "const aot::SourceSite kSites[] = {"]
+    out += sites
+    out += ["    {0, 0, vm::Instr::Kind::Return, nullptr, nullptr, 0, 0, 0, 0}};", "const char* const kNames[] = {"]
+    out += [f"    {cpp_string(n)}," for n in names]
+    out += ["    nullptr};",
+            f'const aot::Source kSource{{"program.py", kFunctions, {len(functions)}, kSites, {len(sites)}, kNames}};', ""]
+    return out
 
 
 def _api(functions: list[dict], fn_names: list[str], ns: str, meta_json: str) -> list[str]:
