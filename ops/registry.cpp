@@ -269,6 +269,12 @@ int OpDef::variadic_index() const {
 
 int OpDef::num_fixed() const { return int(params.size()) - (variadic_index() >= 0 ? 1 : 0); }
 
+int OpDef::slot_param(size_t slot) const {
+  const int vi = variadic_index();
+  if (int(slot) >= num_fixed()) return vi;
+  return vi >= 0 && int(slot) >= vi ? int(slot) + 1 : int(slot);
+}
+
 static std::string literal_text(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::None: return "None";
@@ -439,8 +445,7 @@ std::vector<Value> call(const OpDef& op, const std::vector<Value>& positional,
       const Value* v = src.from == Binding::Source::From::Positional ? &positional[size_t(src.index)]
                        : src.from == Binding::Source::From::Keyword  ? &keywords[size_t(src.index)].second
                                                                      : &op.params[size_t(src.index)].default_value;
-      const int p = s < size_t(op.num_fixed()) ? (op.variadic_index() >= 0 && int(s) >= op.variadic_index() ? int(s) + 1 : int(s))
-                                               : op.variadic_index();
+      const int p = op.slot_param(s);
       if (v->is_tensor() && !op.params[size_t(p)].strided_ok && !v->tensor_unchecked().is_contiguous()) {
         owned[s] = Value(v->tensor_unchecked().contiguous(ctx.pool));
         v = &owned[s];

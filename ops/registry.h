@@ -140,6 +140,9 @@ struct OpDef {
 
   int num_fixed() const;        // non-variadic params
   int variadic_index() const;   // index of the variadic param in `params`, or -1
+  // The param that fills argument slot `slot` of a bound call (ops::bind): the fixed
+  // params in order, then the variadic one for every slot past them.
+  int slot_param(size_t slot) const;
   std::string signature() const;  // "linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor"
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -37,70 +36,55 @@ bool env_copy_weights() {
   return v && *v && std::string(v) != "0";
 }
 
-// The line of the `def` a line of the source is in, 0 for none.
-int def_line_of(const Source& s, int line) {
-  for (int i = std::min(line, s.count); i >= 1; --i)
-    if (std::strncmp(s.lines[i - 1], "def ", 4) == 0) return i;
-  return 0;
+// The instruction at `line`, null for none.
+const SourceSite* site_at(const Source& s, int line) {
+  const SourceSite* end = s.sites + s.num_sites;
+  const SourceSite* it = std::lower_bound(s.sites, end, line, [](const SourceSite& a, int l) { return a.line < l; });
+  return it != end && it->line == line ? it : nullptr;
 }
 
-// "def encode(input_ids: Tensor" -> "encode".
-std::string def_name(const Source& s, int def_line) {
-  if (def_line < 1) return "?";
-  const char* text = s.lines[def_line - 1] + 4;
-  const char* end = std::strchr(text, '(');
-  return end ? std::string(text, end) : std::string(text);
+// The function of index `i` ("?" for none), and the index of the one whose `def` is at
+// `def_line` (-1 for none).
+const SourceFunction& function_at(const Source& s, int i) {
+  static const SourceFunction unknown{"?", 0};
+  return i >= 0 && i < s.num_functions ? s.functions[i] : unknown;
+}
+int function_index(const Source& s, int def_line) {
+  const SourceFunction* end = s.functions + s.num_functions;
+  const SourceFunction* it =
+      std::lower_bound(s.functions, end, def_line, [](const SourceFunction& f, int l) { return f.line < l; });
+  return it != end && it->line == def_line ? int(it - s.functions) : -1;
 }
 
-std::string function_of(const Source& s, int line) { return def_name(s, def_line_of(s, line)); }
+// The name of the function the instruction at `line` is in.
+const char* function_of(const Source& s, int line) {
+  const SourceSite* site = site_at(s, line);
+  return site ? function_at(s, site->function).name : "?";
+}
 
-// The statement at `line` as the interpreter names it: the line without its indent.
+// The statement at `line` as the interpreter names it.
 const char* statement(const Source& s, int line) {
-  const char* text = line >= 1 && line <= s.count ? s.lines[line - 1] : "";
-  while (*text == ' ') ++text;
-  return text;
-}
-
-// "a, b = while_loop(cond, body, x)" -> "while_loop"; args_at: where its arguments start.
-std::string callee_of(const char* stmt, const char** args_at = nullptr) {
-  const char* eq = std::strstr(stmt, " = ");
-  const char* name = eq ? eq + 3 : stmt;
-  const char* open = std::strchr(name, '(');
-  if (args_at) *args_at = open ? open + 1 : name + std::strlen(name);
-  return open ? std::string(name, open) : std::string(name);
-}
-
-// The n-th argument of the statement at `line` when it is a name: while_loop's
-// condition (0) and body (1).
-std::string name_arg(const Source& s, int line, int n) {
-  const char* p = nullptr;
-  callee_of(statement(s, line), &p);
-  for (int i = 0; i < n && p; ++i) {
-    p = std::strchr(p, ',');
-    if (p) p += 1 + (p[1] == ' ');
-  }
-  if (!p) return "?";
-  size_t len = 0;
-  while (p[len] && p[len] != ',' && p[len] != ')') ++len;
-  return std::string(p, len);
+  const SourceSite* site = site_at(s, line);
+  return site ? site->text : "";
 }
 
 }  // namespace
 
 // The Function and Instr a hook is shown for each line of compiled code, made the first
-// time a hook sees the line. A kernel's Instr reads its arguments from registers
-// 0..n-1 and writes its results to n..n+k-1 of the frame the hook is given, and its
-// Function (its own, named as the function it is in) names the results' registers; a
-// call, while_loop, cond, emit or param has no registers. One per compiled program,
-// kept for the life of the process (sites_of): a profiler keeps pointers into them past
-// the sessions that ran, and sessions on several threads share them.
+// time a hook sees the line from what the loader resolved of it (Source's tables). A
+// kernel's Instr reads its arguments from registers 0..n-1 and writes its results to
+// n..n+k-1 of the frame the hook is given, and its Function (its own, named as the
+// function it is in) names the results' registers; a call, while_loop, cond, emit or
+// param has no registers. One per compiled program, kept for the life of the process
+// (sites_of): a profiler keeps pointers into them past the sessions that ran, and
+// sessions on several threads share them.
 class Sites {
  public:
-  explicit Sites(const Source& s) : src_(s), by_line_(size_t(s.count) + 1) {}
+  explicit Sites(const Source& s) : src_(s), by_site_(size_t(s.num_sites)) {}
 
   const Function& function(int def_line) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return function_locked(def_line);
+    return function_locked(function_index(src_, def_line));
   }
 
   struct Site {
@@ -111,24 +95,16 @@ class Sites {
 
   const Site& kernel(int line, const Op& op, int n, int nout) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Site& s = at(line);
+    const SourceSite* from = nullptr;
+    Site& s = at(line, &from);
     if (!s.fn) {
-      fill(s, line);
-      s.ins.kind = Instr::Kind::Kernel;
+      fill(s, *from);
       s.ins.op = op.def;
       s.ins.kernel = op.kernel;
-      s.ins.callee = op.def->name;
       s.own.name = s.fn->name;
       s.own.line = s.fn->line;
       s.own.reg_names.resize(size_t(n + nout));
-      const std::string& text = s.ins.text;
-      const size_t eq = text.find(" = ");
-      size_t start = 0;
-      for (int i = 0; i < nout && eq != std::string::npos && start < eq; ++i) {
-        const size_t end = std::min(text.find(", ", start), eq);
-        s.own.reg_names[size_t(n + i)] = text.substr(start, end - start);
-        start = end + 2;
-      }
+      for (int i = 0; i < nout && i < from->num_names; ++i) s.own.reg_names[size_t(n + i)] = src_.names[from->names + i];
       for (int i = 0; i < n; ++i) s.ins.args.push_back(Operand{Operand::From::Reg, uint32_t(i)});
       for (int i = 0; i < nout; ++i) s.ins.outs.push_back(uint32_t(n + i));
       s.own.num_regs = uint32_t(n + nout);
@@ -139,45 +115,40 @@ class Sites {
 
   const Site& call(int line) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Site& s = at(line);
-    if (!s.fn) {
-      fill(s, line);
-      s.ins.callee = callee_of(s.ins.text.c_str());
-      const std::string& c = s.ins.callee;
-      s.ins.kind = c == "while_loop" ? Instr::Kind::WhileLoop
-                   : c == "cond"     ? Instr::Kind::Cond
-                   : c == "emit"     ? Instr::Kind::Emit
-                   : c == "param"    ? Instr::Kind::ParamIndexed
-                                     : Instr::Kind::Call;
-    }
+    const SourceSite* from = nullptr;
+    Site& s = at(line, &from);
+    if (!s.fn) fill(s, *from);
     return s;
   }
 
  private:
-  Site& at(int line) {
-    if (line < 1 || line > src_.count) fail("compiled program: no line {} in its source", line);
-    auto& p = by_line_[size_t(line)];
+  Site& at(int line, const SourceSite** from) {
+    *from = site_at(src_, line);
+    if (!*from) fail("compiled program: no instruction at line {} of its source", line);
+    auto& p = by_site_[size_t(*from - src_.sites)];
     if (!p) p = std::make_unique<Site>();
     return *p;
   }
-  const Function& function_locked(int def_line) {
-    auto& f = fns_[def_line];
+  const Function& function_locked(int index) {
+    auto& f = fns_[index];
     if (!f) {
       f = std::make_unique<Function>();
-      f->name = def_name(src_, def_line);
-      f->line = def_line;
+      f->name = function_at(src_, index).name;
+      f->line = function_at(src_, index).line;
     }
     return *f;
   }
-  void fill(Site& s, int line) {
-    s.fn = &function_locked(def_line_of(src_, line));
-    s.ins.line = line;
-    s.ins.text = statement(src_, line);
+  void fill(Site& s, const SourceSite& from) {
+    s.fn = &function_locked(from.function);
+    s.ins.kind = from.kind;
+    s.ins.line = from.line;
+    s.ins.text = from.text;
+    s.ins.callee = from.callee;
   }
 
   std::mutex mutex_;
   const Source& src_;
-  std::vector<std::unique_ptr<Site>> by_line_;
+  std::vector<std::unique_ptr<Site>> by_site_;  // by index into Source::sites
   std::map<int, std::unique_ptr<Function>> fns_;
 };
 
@@ -316,10 +287,10 @@ void fail_at(const Context& c, int line, const std::string& message) {
 
 bool test_slow(Context& c, int line, const Value& pred) {
   // As the interpreter's truthy(): a while_loop names its condition, cond the function it is in.
-  const Source& s = *c.source;
-  const bool loop = callee_of(statement(s, line)) == "while_loop";
+  const SourceSite* site = site_at(*c.source, line);
+  const bool loop = site && site->kind == Instr::Kind::WhileLoop;
   try {
-    return truthy(pred, loop ? name_arg(s, line, 0) : function_of(s, line));
+    return truthy(pred, loop ? function_at(*c.source, site->fn_a).name : function_of(*c.source, line));
   } catch (const std::exception& e) {
     fail_at(c, line, e.what());
   }
@@ -329,7 +300,8 @@ void loop_slow(Context& c, int line, bool go) {
   if (go) {
     if (*c.instructions >= c.budget_end) {
       try {
-        fail_budget(c.max_instructions, name_arg(*c.source, line, 1));
+        const SourceSite* site = site_at(*c.source, line);
+        fail_budget(c.max_instructions, function_at(*c.source, site ? site->fn_b : -1).name);
       } catch (const std::exception& e) {
         fail_at(c, line, e.what());
       }

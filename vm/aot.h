@@ -34,11 +34,29 @@ struct Op {
   std::vector<uint8_t> contiguous;  // per argument slot: 1 if a strided tensor must be copied first
 };
 
-// The program text, for errors: "at program.py:12 in encode: x = linear(...)".
+// What errors and hooks name of the program, as the loader resolved it (tensorvm
+// compile writes it from vm::Program::resolve): "at program.py:12 in encode: x =
+// linear(...)", and the Function and Instr a hook is shown for each line.
+struct SourceFunction {
+  const char* name;
+  int line;  // of its `def`
+};
+struct SourceSite {  // one instruction (not a return)
+  int line;
+  int function;      // the function it is in, an index into Source::functions
+  Instr::Kind kind;
+  const char* callee;  // the op or function it calls, or while_loop, cond, emit, param
+  const char* text;    // the statement as the loader prints it (Instr::text)
+  int fn_a, fn_b;      // while_loop: condition, body; cond: then, else (indices into functions)
+  int names, num_names;  // its results' names: Source::names[names ..]
+};
 struct Source {
   const char* filename;
-  const char* const* lines;  // lines[0] is line 1
-  int count;
+  const SourceFunction* functions;  // by index, in the order of their lines
+  int num_functions;
+  const SourceSite* sites;  // in the order of their lines, one a line
+  int num_sites;
+  const char* const* names;
 };
 
 // The weights a compiled program binds by name, from one mapped safetensors file. The

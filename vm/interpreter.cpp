@@ -249,6 +249,7 @@ Session::Session(std::shared_ptr<const Program> program, SessionOptions options)
       options_(options),
       pool_(options.arena ? make_ref<Pool>(options.arena) : make_ref<Pool>()) {
   if (!program_) fail("Session: no program");
+  if (!program_->weights_bound()) fail("Session: {} was resolved without its weights (Program::resolve): it cannot run", program_->filename());
   set_num_threads(options.num_threads);
   if (options.profile) {
     ProfilerOptions po;

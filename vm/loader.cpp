@@ -128,7 +128,16 @@ class Loader {
       scalar_consts_[key] = uint32_t(fn.consts.size());
     }
     fn.consts.push_back(std::move(v));
+    fn.const_weights.emplace_back();
     return Operand{Operand::From::Const, uint32_t(fn.consts.size() - 1)};
+  }
+
+  // A weight as a constant, named. Unbound (Program::resolve), a placeholder tensor:
+  // the load-time checks of a tensor argument pass as they would with the weight.
+  Operand weight_constant(Function& fn, const std::string& name, int line) {
+    const Operand o = constant(fn, bind_weights ? lookup_weight(name, line) : Value(Tensor::empty(DType::f32, {})));
+    fn.const_weights[o.index] = name;
+    return o;
   }
 
   uint32_t new_reg(Function& fn, const std::string& name) {
@@ -221,7 +230,7 @@ class Loader {
     if (!has_index || std::holds_alternative<int64_t>(*a[1])) {
       std::string full = *name;
       if (has_index) full.replace(hole, 2, std::to_string(std::get<int64_t>(*a[1])));
-      scope.names[s.targets[0]] = constant(fn, lookup_weight(full, s.line));
+      scope.names[s.targets[0]] = weight_constant(fn, full, s.line);
       return;
     }
     const auto* index_name = std::get_if<ir::Name>(a[1]);
@@ -237,7 +246,7 @@ class Loader {
         ins.table[i] = weight_value(*e);
       }
     }
-    if (ins.table.empty()) fail_at(s.line, "param: no weight matches '{}'", *name);
+    if (ins.table.empty() && bind_weights) fail_at(s.line, "param: no weight matches '{}'", *name);
     bind_targets(fn, scope, s, ins, 1);
     add(fn, s, std::move(ins));
   }
@@ -365,9 +374,7 @@ class Loader {
     }
     for (size_t slot = 0; slot < b.slots.size(); ++slot) {
       const auto& src = b.slots[slot];
-      const int nfixed = op->num_fixed(), vi = op->variadic_index();
-      const int p = int(slot) < nfixed ? (vi >= 0 && int(slot) >= vi ? int(slot) + 1 : int(slot)) : vi;
-      const ops::Param& param = op->params[size_t(p)];
+      const ops::Param& param = op->params[size_t(op->slot_param(slot))];
       Operand o;
       if (src.from == ops::Binding::Source::From::Default) {
         o = constant(fn, param.default_value);
@@ -542,6 +549,7 @@ class Loader {
 
  public:
   std::shared_ptr<io::WeightsFile> weights_;
+  bool bind_weights = true;  // false: Program::resolve
 
  private:
   Program& p_;
@@ -552,7 +560,8 @@ class Loader {
 };
 
 std::shared_ptr<const Program> Program::build(const std::string& text, const std::string& filename,
-                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights) {
+                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights,
+                                              bool bind_weights) {
   auto p = std::make_shared<Program>();
   p->text_ = text;
   p->filename_ = filename;
@@ -563,6 +572,7 @@ std::shared_ptr<const Program> Program::build(const std::string& text, const std
     throw Error(e.what());
   }
   Loader loader(*p, m);
+  loader.bind_weights = p->weights_bound_ = bind_weights;
   try {
     loader.weights_ = open_weights();
   } catch (const io::WeightsError& e) {
@@ -579,6 +589,10 @@ std::shared_ptr<const Program> Program::from_text(const std::string& text, const
     if (weights_path.empty()) return nullptr;
     return io::WeightsFile::open(weights_path, options.copy_weights || env_copy_weights());
   });
+}
+
+std::shared_ptr<const Program> Program::resolve(const std::string& text, const std::string& filename) {
+  return build(text, filename, [] { return std::shared_ptr<io::WeightsFile>(); }, /*bind_weights=*/false);
 }
 
 // The names errors give the parts of a program loaded from memory.

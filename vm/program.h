@@ -89,6 +89,9 @@ struct Function {
   std::vector<uint8_t> contiguous_pool;
   std::vector<uint32_t> index_pool;
   std::vector<Value> consts;
+  // Per constant: the weight a literal param() bound it to, "" for a literal. Tools
+  // that print the resolved program (tensorvm compile) name the weight, not its bytes.
+  std::vector<std::string> const_weights;
   std::vector<ListOperand> lists;
   std::vector<std::string> reg_names;
   size_t num_returns() const { return return_types.size(); }
@@ -127,6 +130,12 @@ class Program {
   static std::shared_ptr<const Program> from_reader(std::string_view text, WeightsReader& reader,
                                                     std::string_view meta_json = {});
 
+  // The program as the loader resolves it (every call bound, registers, last uses),
+  // without weights: each param() is bound by name only (Function::const_weights,
+  // Instr::table_template), to a placeholder tensor. For tools that print the program,
+  // as `tensorvm compile` (docs/aot.md); a Session refuses to run it.
+  static std::shared_ptr<const Program> resolve(const std::string& text, const std::string& filename = "program.py");
+
   const Function* find(const std::string& name) const;  // nullptr if absent
   const Function& function(const std::string& name) const;  // throws naming the functions there are
   const std::vector<Function>& functions() const { return functions_; }
@@ -135,11 +144,13 @@ class Program {
   const std::string& meta_json() const { return meta_json_; }  // "{}" when absent
   uint32_t max_stack() const { return max_stack_; }
   size_t weight_bytes() const { return weight_bytes_; }
+  bool weights_bound() const { return weights_bound_; }  // false: made by resolve(), not runnable
 
  private:
   friend class Loader;
   static std::shared_ptr<const Program> build(const std::string& text, const std::string& filename,
-                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights);
+                                              const std::function<std::shared_ptr<io::WeightsFile>()>& open_weights,
+                                              bool bind_weights = true);
   std::vector<Function> functions_;
   std::string text_;
   std::string filename_;
@@ -147,6 +158,7 @@ class Program {
   std::shared_ptr<io::WeightsFile> weights_;
   uint32_t max_stack_ = 0;
   size_t weight_bytes_ = 0;
+  bool weights_bound_ = true;
 };
 
 }  // namespace vm

@@ -14,8 +14,6 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .. import ir
-from ..registry import real_ops
 from ..selective import OPS_FILE, builtin_ops, check_kernel_variants, device_runtime_settings, find_source_tree
 from .cpp import CompileError, FunctionWriter, Literals, WeightNames
 from ..escape import EscapeError, cmake_quoted, cpp_comment, cpp_ident, cpp_namespace, cpp_string, render
@@ -62,7 +60,7 @@ def compile_program(program, out_dir, name: Optional[str] = None, selective: boo
     ns = _namespace(src, name)
     prog = program if isinstance(program, Program) else load(program)  # the C++ loader checks it first
     prog.session  # noqa: B018  binds every call: a program that would not load does not compile
-    files = program_files(prog.module, prog.ir, prog.meta, src, ns, tree, kernel_variants)
+    files = program_files(prog.ir, prog.meta, src, ns, tree, kernel_variants)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -82,12 +80,12 @@ def compile_program(program, out_dir, name: Optional[str] = None, selective: boo
     return {fname: out / fname for fname in files}
 
 
-def program_files(module: ir.Module, text: str, meta: dict, source: Path, ns: str, source_tree: str = "",
+def program_files(text: str, meta: dict, source: Path, ns: str, source_tree: str = "",
                   kernel_variants: Sequence[str] = ()) -> dict[str, str]:
-    """The files of the generated project, by name: the program (its IR `module` and
-    `text`, its meta.json and its directory `source`) as namespace `ns`; `source_tree`
-    non-empty: a --selective build from it with `kernel_variants`."""
-    code, used_ops = program_cpp(module, text, ns, json.dumps(meta, indent=2), str(source))
+    """The files of the generated project, by name: the program (its IR `text`, its
+    meta.json and its directory `source`) as namespace `ns`; `source_tree` non-empty: a
+    --selective build from it with `kernel_variants`."""
+    code, used_ops = program_cpp(text, ns, json.dumps(meta, indent=2), str(source))
     builtin = builtin_ops()
     app_ops = sorted(op for op in used_ops if op not in builtin)
     ops = sorted(op for op in used_ops if op in builtin)
@@ -109,22 +107,33 @@ def _render(template: str, code: Optional[dict[str, str]] = None, **values: str)
     return render((_TEMPLATES / template).read_text(), code, **values)
 
 
-def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: str) -> tuple[str, list[str]]:
+def resolve(text: str) -> list[dict]:
+    """The program as the interpreter's loader resolves it (pycompiler/bindings/resolved.cpp);
+    a program it refuses is a CompileError with its message."""
+    from ... import _C
+
+    try:
+        return _C.resolve(text)
+    except RuntimeError as e:
+        raise CompileError(str(e)) from None
+
+
+def program_cpp(text: str, ns: str, meta_json: str, source: str) -> tuple[str, list[str]]:
     """The C++ of the program, and the ops it calls."""
     ns = cpp_namespace(ns)
-    ops = real_ops()
-    lits, weights, used_ops = Literals(), WeightNames(), {}
-    fn_names = {f.name: cpp_ident("f", f.name) for f in module.functions}
-    writer = FunctionWriter(module, ops, lits, weights, fn_names, used_ops)
-    bodies = []
-    for f in module.functions:
-        bodies.extend(writer.write(f))
-        bodies.append("")
+    functions = resolve(text)
     # (lines as the IR's lexer counts them: splitlines() also splits at U+2028, U+2029 and
     # U+0085, which a string literal may hold, and would shift every later line in errors)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    lits, weights, used_ops = Literals(), WeightNames(), {}
+    fn_names = [cpp_ident("f", f["name"]) for f in functions]
+    writer = FunctionWriter(functions, lines, lits, weights, fn_names, used_ops)
+    bodies = []
+    for f in functions:
+        bodies.extend(writer.write(f))
+        bodies.append("")
 
     out = [f"// {ns}: {cpp_comment(source)} compiled to C++ by `tensorvm compile` (docs/aot.md). Generated: edit the IR,",
            "// not this file. Each function is the IR function of the same name, line for line; the",
@@ -155,28 +164,56 @@ def program_cpp(module: ir.Module, text: str, ns: str, meta_json: str, source: s
             "struct Ctx : aot::Context {",
             "  const Ops& op;",
             "  const Weights& w;",
-            "};", "",
-            "// program.py, for errors (\"at program.py:12 in encode: ...\")",
-            "const char* const kLines[] = {"]
-    out += ["    " + cpp_string(line) + "," for line in lines]
-    out += ["};",
-            f'const aot::Source kSource{{"program.py", kLines, {len(lines)}}};', ""]
-    out += [writer.declaration(f) + ";" for f in module.functions]
+            "};", ""]
+    out += _source(functions)
+    out += [writer.declaration(f) + ";" for f in functions]
     out += [""] + bodies
     out += ["}  // namespace", ""]
-    out += _api(module, fn_names, ns, meta_json)
+    out += _api(functions, fn_names, ns, meta_json)
     out += [f"}}  // namespace {ns}", ""]
     return "\n".join(out), sorted(used_ops)
 
 
-def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -> list[str]:
+_KINDS = {"op": "Kernel", "call": "Call", "while_loop": "WhileLoop", "cond": "Cond", "emit": "Emit",
+          "param": "ParamIndexed"}
+
+
+def _source(functions: list[dict]) -> list[str]:
+    """What errors and hooks name (vm/aot.h Source): each function's name and line, and
+    each instruction's line, function, kind, callee, statement as the loader prints it,
+    and its results' names. (Each table ends in an entry not counted: none is empty.)"""
+    names: list[str] = []
+    sites = []
+    for i, f in enumerate(functions):
+        for ins in f["code"]:
+            if ins["kind"] == "return":
+                continue
+            first = len(names)
+            names += [f["reg_names"][r] for r in ins["outs"]]
+            sites.append(f"    {{{ins['line']}, {i}, vm::Instr::Kind::{_KINDS[ins['kind']]}, {cpp_string(ins['callee'])}, "
+                         f"{cpp_string(ins['text'])}, {ins['fn_a']}, {ins['fn_b']}, {first}, {len(names) - first}}},")
+    out = ["// The program as errors (\"at program.py:12 in encode: ...\") and hooks name it: its functions,",
+           "// its instructions (line, function, kind, callee, statement, functions called, results) and",
+           "// their results' names.",
+           "const aot::SourceFunction kFunctions[] = {"]
+    out += [f"    {{{cpp_string(f['name'])}, {f['line']}}}," for f in functions]
+    out += ["    {nullptr, 0}};", "const aot::SourceSite kSites[] = {"]
+    out += sites
+    out += ["    {0, 0, vm::Instr::Kind::Return, nullptr, nullptr, 0, 0, 0, 0}};", "const char* const kNames[] = {"]
+    out += [f"    {cpp_string(n)}," for n in names]
+    out += ["    nullptr};",
+            f'const aot::Source kSource{{"program.py", kFunctions, {len(functions)}, kSites, {len(sites)}, kNames}};', ""]
+    return out
+
+
+def _api(functions: list[dict], fn_names: list[str], ns: str, meta_json: str) -> list[str]:
     # A table of C strings read once at startup: as initializer lists of std::string,
     # a program with many options compiled to 66 KB of constructor code.
     out = ["const std::vector<aot::Signature>& signatures() {",
            "  // each function: its name, then each parameter's name and type, then nullptr",
            "  static const char* const table[] = {"]
-    for f in module.functions:
-        items = [cpp_string(f.name)] + [cpp_string(x) for p in f.params for x in (p.name, p.type)] + ["nullptr"]
+    for f in functions:
+        items = [cpp_string(f["name"])] + [cpp_string(x) for p in zip(f["params"], f["param_types"]) for x in p] + ["nullptr"]
         out.append("      " + ", ".join(items) + ",")
     out += ["      nullptr};",
             "  static const std::vector<aot::Signature> all = aot::signatures_from(table);",
@@ -202,10 +239,10 @@ def _api(module: ir.Module, fn_names: dict[str, str], ns: str, meta_json: str) -
             "  Ctx c{runtime_.context(std::move(on_emit), &program_->source()), program_->ops(), program_->weights()};",
             "  aot::Runtime::Engaged engaged(runtime_.threads());",
             "  switch (f) {"]
-    for i, f in enumerate(module.functions):
-        args = "".join(f", std::move(in[{j}])" for j in range(len(f.params)))
-        call = f"{fn_names[f.name]}(c{args})"
-        n = len(f.return_types)
+    for i, f in enumerate(functions):
+        args = "".join(f", std::move(in[{j}])" for j in range(len(f["params"])))
+        call = f"{fn_names[i]}(c{args})"
+        n = len(f["return_types"])
         if n == 0:
             body = f"{call}; return {{}};"
         elif n == 1:

@@ -135,4 +135,17 @@ py::object from_value(const vm::Value& v) {
   return py::none();
 }
 
+const char* kind_name(vm::Instr::Kind k) {
+  switch (k) {
+    case vm::Instr::Kind::Kernel: return "op";
+    case vm::Instr::Kind::Call: return "call";
+    case vm::Instr::Kind::WhileLoop: return "while_loop";
+    case vm::Instr::Kind::Cond: return "cond";
+    case vm::Instr::Kind::Emit: return "emit";
+    case vm::Instr::Kind::ParamIndexed: return "param";
+    case vm::Instr::Kind::Return: return "return";
+  }
+  return "?";
+}
+
 }  // namespace tvm_py

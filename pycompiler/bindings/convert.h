@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 
 #include "core/value.h"
+#include "vm/program.h"
 
 namespace tvm_py {
 
@@ -17,6 +18,10 @@ vm::Value to_value(const py::handle& obj);
 py::object from_value(const vm::Value& v);
 vm::Tensor to_tensor(const py::array& arr);
 py::array from_tensor(const vm::Tensor& t);
+
+// An instruction's kind as Python sees it: "op" (a kernel), "call", "while_loop", "cond",
+// "emit", "param" (indexed) or "return".
+const char* kind_name(vm::Instr::Kind k);
 
 // Python-side handle of a vm::Object (KV cache, ...): opaque, passed back to ops.
 struct PyObjectHandle {

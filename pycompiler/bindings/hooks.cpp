@@ -30,19 +30,6 @@ py::dict stats_dict(const std::map<std::string, vm::OpStats>& by_name) {
   return out;
 }
 
-const char* kind_name(vm::Instr::Kind k) {
-  switch (k) {
-    case vm::Instr::Kind::Kernel: return "op";
-    case vm::Instr::Kind::Call: return "call";
-    case vm::Instr::Kind::WhileLoop: return "while_loop";
-    case vm::Instr::Kind::Cond: return "cond";
-    case vm::Instr::Kind::Emit: return "emit";
-    case vm::Instr::Kind::ParamIndexed: return "param";
-    case vm::Instr::Kind::Return: return "return";
-  }
-  return "?";
-}
-
 py::list instructions(const vm::Profiler& p) {
   py::list out;
   for (const vm::InstrStats& s : p.instructions()) {

@@ -237,3 +237,24 @@ TEST_CASE("intra-op threads give the single-thread results", "[vm][threads]") {
   }
   CHECK_THROWS_WITH(one.set_num_threads(0), Catch::Contains("num_threads must be at least 1"));
 }
+
+TEST_CASE("resolve: the loaded program without weights, each param() named, not runnable", "[vm]") {
+  // What `tensorvm compile` prints (pycompiler/bindings/resolved.cpp): the same binding and
+  // last uses as a load with weights, each weight bound by name only.
+  auto p = vm::Program::resolve(
+      "# tensorvm ir 1\ndef f(x: Tensor, i: int) -> Tensor:\n    w = param(\"layers.0.w\")\n"
+      "    t = param(\"layers.{}.w\", i)\n    y = linear(x, w)\n    z = add(y, t)\n    return z\n");
+  const vm::Function& f = p->function("f");
+  REQUIRE(f.code.size() == 4);  // param (indexed), linear, add, return: a literal param() is a constant
+  CHECK(f.code[0].kind == vm::Instr::Kind::ParamIndexed);
+  CHECK(f.code[0].table_template == "layers.{}.w");
+  const vm::Instr& lin = f.code[1];
+  REQUIRE(lin.args.size() == 3);  // x, w, bias (its default)
+  REQUIRE(lin.args[1].from == vm::Operand::From::Const);
+  CHECK(f.const_weights[lin.args[1].index] == "layers.0.w");
+  CHECK(f.const_weights[lin.args[2].index].empty());
+  CHECK(lin.frees == std::vector<uint32_t>{0});  // x dies at its last use
+  CHECK_FALSE(p->weights_bound());
+  CHECK_THAT(error_of([&] { vm::Session s(p); }), Catch::Contains("resolved without its weights"));
+  CHECK(vm::Program::from_text("# tensorvm ir 1\n" + std::string(kLinear), "")->weights_bound());
+}

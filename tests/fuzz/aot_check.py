@@ -226,6 +226,20 @@ def check_cmake(fname: str, data: str, ns: str, allowed: set[bytes]) -> dict:
     return seen
 
 
+def loader_strings(text: str) -> list[str]:
+    """The input as the loader prints it, which the generated code holds for errors and
+    hooks (vm/aot.h Source): each function's name, and each instruction's statement,
+    callee and results' names (tensorvm._C.resolve). None for a program it refuses."""
+    from tensorvm import _C
+
+    try:
+        functions = _C.resolve(text)
+    except RuntimeError:
+        return []
+    return [s for f in functions for s in [f["name"], *f["reg_names"]]
+            + [x for ins in f["code"] for x in (ins["text"], ins["callee"])]]
+
+
 def check_project(files: dict[str, str], ns: str, inputs: list[str]) -> dict:
     """Checks the four files of a generated project (name -> text) against the input
     strings the program was made of. Raises Violation; returns what it counted."""

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from aot_check import MARKER, Violation, check_project  # noqa: E402
+from aot_check import MARKER, Violation, check_project, loader_strings  # noqa: E402
 
 FRAGMENTS = ["\n", "\r", "\r\n", "*/", "/*", "//", "\\", "\\\n", '"', "'", "${X}", "${CMAKE_COMMAND}", "$(id)",
              "$ENV{HOME}", "$CACHE{X}", "@VAR@", "@NS:namespace@", "@SOURCE:cpp_comment@", "@DEVICE_RUNTIME:code@",
@@ -205,13 +205,13 @@ def generate(case: dict) -> tuple[dict, str, list[str]] | str:
     source = Path(case["path"])
     try:
         ns = _namespace(source, case["name"])
-        files = program_files(module, text, meta, source, ns, case["tree"], ("avx2",) if case["tree"] else ())
+        files = program_files(text, meta, source, ns, case["tree"], ("avx2",) if case["tree"] else ())
     except (EscapeError, CompileError) as e:
         return f"{type(e).__name__}: {str(e)[-40:]}"
     table = case["strings"]["TABLE"]
     inputs = (text.split("\n") + [json.dumps(meta, indent=2), ns, f"{ns}-run", case["tree"], "avx2"]
               + list(case["fill"].values()) + list(case["strings"].values()) + [table.replace("{}", "1", 1)]
-              + [p.type for f in module.functions for p in f.params])
+              + [p.type for f in module.functions for p in f.params] + loader_strings(text))
     return files, ns, inputs
 
 
