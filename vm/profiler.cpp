@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
 #include "core/error.h"
@@ -127,21 +128,10 @@ std::string rate(const OpStats& s) {
   return "";
 }
 
+// A JSON string through nlohmann's writer; bytes that are not UTF-8 (a name is whatever
+// the IR held) become U+FFFD rather than an invalid trace.
 void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", int(c));
-        else out += c;
-    }
-  }
-  out += '"';
+  out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Microseconds with three decimals, exact from integer nanoseconds, so a child's end
