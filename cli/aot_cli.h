@@ -16,20 +16,20 @@
 
 #include "vm/aot.h"
 
-namespace vm::aot {
+namespace cli {
 
 struct CliProgram {
   // Runs a function of the program opened by `open`, on one session.
-  using Run = std::function<std::vector<Value>(const std::string& function, std::vector<Value> inputs,
-                                               EmitCallback on_emit)>;
+  using Run = std::function<std::vector<vm::Value>(const std::string& function, std::vector<vm::Value> inputs,
+                                               vm::EmitCallback on_emit)>;
   std::string name;  // for usage and errors
   std::string meta_json;
-  std::vector<Signature> functions;
+  std::vector<vm::aot::Signature> functions;
   // Loads the program's weights from `dir` and makes a session with `options` and `hook`
-  // installed (a Profiler for --profile, else null).
-  std::function<Run(const std::string& dir, const SessionOptions& options, Hook* hook)> open;
+  // installed (a vm::Profiler for --profile, else null).
+  std::function<Run(const std::string& dir, const vm::SessionOptions& options, vm::Hook* hook)> open;
 };
 
 int cli_main(int argc, char** argv, const CliProgram& program);
 
-}  // namespace vm::aot
+}  // namespace cli

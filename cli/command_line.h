@@ -15,7 +15,7 @@ namespace cli {
 
 struct CommandLine {
   std::vector<std::string> positional;  // PROGRAM FUNCTION
-  vm::cli::RunRequest request;          // --inputs, --outputs, --ids, --decoder-ids, --wav, --arg, --time
+  RunRequest request;                   // --inputs, --outputs, --ids, --decoder-ids, --wav, --arg, --time
   TextOptions text;                     // --text, --text-file, --src-lang, --tgt-lang, --language, --task
   vm::SessionOptions session;           // --threads, --max-instructions
   bool stream = false, profile = false;

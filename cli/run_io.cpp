@@ -15,7 +15,7 @@
 #include "io/wav_file.h"
 #include "vm/session.h"
 
-namespace vm::cli {
+namespace cli {
 
 namespace {
 
@@ -200,7 +200,7 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
 }
 
 
-std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<std::string>& param_names,
+std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vector<std::string>& param_names,
                                 const std::vector<std::string>& param_types, const std::string& meta_json,
                                 RunRequest& r) {
   if (!r.outputs_path.empty() && !io::is_array_file_name(r.outputs_path))
@@ -280,7 +280,7 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
   return inputs;
 }
 
-EmitCallback stream_printer() {
+vm::EmitCallback stream_printer() {
   return vm::token_stream([](const std::vector<std::vector<int64_t>>& rows) {
       std::vector<std::string> shown;
       for (const auto& r : rows) shown.push_back(fmt::format("{}", fmt::join(r, " ")));
@@ -290,8 +290,8 @@ EmitCallback stream_printer() {
     });
 }
 
-void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms,
-            const std::function<bool(size_t, const Value&)>& printed) {
+void finish(const std::string& fn_name, const std::vector<vm::Value>& outs, const RunRequest& r, double ms,
+            const std::function<bool(size_t, const vm::Value&)>& printed) {
   std::vector<io::TensorToWrite> to_write;
   std::vector<vm::Tensor> keep;  // owns the bytes to_write points into
   std::vector<std::unique_ptr<unsigned char[]>> scalars;
@@ -338,4 +338,4 @@ void finish(const std::string& fn_name, const std::vector<Value>& outs, const Ru
   }
 }
 
-}  // namespace vm::cli
+}  // namespace cli

@@ -109,7 +109,7 @@ int run(int argc, char** argv) {
     return cli::run_verify(positional[0], program, opts);
   }
   const vm::Function& fn = program->function(positional[1]);
-  vm::cli::RunRequest& req = c.request;
+  cli::RunRequest& req = c.request;
   cli::check_text_options(runner, c.text, fn.name, req.decoder_ids_text);
   std::vector<vm::Value> inputs = build_inputs(fn.name, fn.param_names, fn.param_types, program->meta_json(), req);
   // Whisper's prompt as generate builds it, the language detected when none is given.
@@ -119,7 +119,7 @@ int run(int argc, char** argv) {
   opts.profile_trace = !c.trace_path.empty();
   vm::Session session(program, opts);
   const auto t0 = std::chrono::steady_clock::now();
-  vm::EmitCallback on_emit = c.stream ? vm::cli::stream_printer() : vm::EmitCallback();
+  vm::EmitCallback on_emit = c.stream ? cli::stream_printer() : vm::EmitCallback();
   std::vector<vm::Value> outs = vm::run(session, fn.name, std::move(inputs), std::move(on_emit));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 

@@ -133,7 +133,7 @@ int run_text_verb(const ProgramRunner& program, const std::string& verb, const T
       auto it = std::find(p.names.begin(), p.names.end(), name);
       if (it == p.names.end() || name == "input_ids" || name == "attention_mask")
         vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(p.names, ", "));
-      parsed.emplace_back(name, vm::cli::parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
+      parsed.emplace_back(name, parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
     }
   }
   return run_checked(program, verb, text, parsed);

@@ -8,16 +8,16 @@
 #include "cli/aot_cli.h"
 
 int main(int argc, char** argv) {
-  vm::aot::CliProgram p;
+  cli::CliProgram p;
   p.name = @RUN_NAME:cpp_string@;
   p.meta_json = @NS:namespace@::meta_json();
   p.functions = @NS:namespace@::signatures();
-  p.open = [](const std::string& dir, const vm::SessionOptions& options, vm::Hook* hook) -> vm::aot::CliProgram::Run {
+  p.open = [](const std::string& dir, const vm::SessionOptions& options, vm::Hook* hook) -> cli::CliProgram::Run {
     auto session = std::make_shared<@NS:namespace@::Session>(@NS:namespace@::Program::load(dir), options);
     session->set_hook(hook);
     return [session](const std::string& function, std::vector<vm::Value> inputs, vm::EmitCallback on_emit) {
       return session->run(function, std::move(inputs), std::move(on_emit));
     };
   };
-  return vm::aot::cli_main(argc, argv, p);
+  return cli::cli_main(argc, argv, p);
 }
