@@ -1,4 +1,4 @@
-// The options of tensorvm-run and of a compiled program's command line (cli/aot_cli.h),
+// The options of tensorvm-run and of a compiled program's command line (cli/main.h),
 // parsed once for both (docs/tools.md): a function's inputs and outputs, the session's
 // options, and the text verbs' options. Part of tensorvm::cli.
 #pragma once

@@ -1,5 +1,5 @@
-// What tensorvm-run (cli/tensorvm_run.cpp) and the command line of a compiled
-// program (cli/aot_cli.h) share: a function's inputs from --ids, --decoder-ids, --arg,
+// What the command lines share (cli/main.h: tensorvm-run and a compiled program's):
+// a function's inputs from --ids, --decoder-ids, --arg,
 // --inputs and --wav, and its outputs printed, saved (--outputs) and timed (--time).
 #pragma once
 

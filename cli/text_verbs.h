@@ -1,5 +1,5 @@
 // The text verbs (text in, text out) of tensorvm-run and of a compiled program's command
-// line (cli/aot_cli.h), beside their function runners:
+// line (cli/main.h), beside their function runners:
 //   tokenize   one line of ids per input line
 //   translate  encoder-decoder programs: generate, then decode with skip_special_tokens
 //   complete   decoder-only programs: generate on the prompt, print the continuation
