@@ -10,7 +10,9 @@
 #include "cli/command_line.h"
 #include "cli/run_io.h"
 #include "cli/text_verbs.h"
+#include "cli/verify.h"
 #include "vm/profiler.h"
+#include "vm/vm.h"
 
 namespace cli {
 
@@ -48,22 +50,6 @@ const vm::aot::Signature& function(const ProgramSource::Loaded& p, const std::st
   return p.functions[vm::aot::find(p.functions, name, p.label.c_str())];
 }
 
-// The text verbs' view of the program: a session opened at its first run, then kept.
-ProgramRunner runner(const std::shared_ptr<const ProgramSource::Loaded>& p, const std::string& dir,
-                     const vm::SessionOptions& options) {
-  ProgramRunner r;
-  r.dir = dir;
-  r.meta_json = p->meta_json;
-  for (const vm::aot::Signature& f : p->functions) r.functions[f.name] = {f.param_names, f.param_types};
-  r.run_named = [p, options, run = ProgramSource::Run()](
-                    const std::string& name, const std::vector<std::pair<std::string, vm::Value>>& named,
-                    vm::EmitCallback on_emit) mutable {
-    if (!run) run = p->open(options, nullptr);
-    return run(name, vm::aot::inputs_by_name(function(*p, name), named), std::move(on_emit));
-  };
-  return r;
-}
-
 int run(int argc, char** argv, const ProgramSource& source) {
   const std::string usage = usage_text(source, source.verifies);
   std::optional<CommandLine> parsed = parse_command_line(argc, argv, usage);
@@ -77,23 +63,19 @@ int run(int argc, char** argv, const ProgramSource& source) {
   const std::string& dir = positional[0];
   const auto p = std::make_shared<const ProgramSource::Loaded>(source.load(dir));
   const vm::SessionOptions& options = c.session;
-  const ProgramRunner text_runner = runner(p, dir, options);
-  if (is_text_verb(text_runner, positional[1]))
-    return run_text_verb(text_runner, positional[1], c.text, c.request.args, c.function_options());
-  if (positional[1] == "verify" && p->verify && !text_runner.functions.count("verify")) {
+  const ProgramRunner runner = text_runner(p, dir, options);
+  if (is_text_verb(runner, positional[1]))
+    return run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options());
+  if (positional[1] == "verify" && p->verify && !runner.functions.count("verify")) {
     const TextOptions& t = c.text;
     if (c.function_options() || !c.request.args.empty() || t.given || !t.src_lang.empty() || !t.tgt_lang.empty() ||
         !t.language.empty() || !t.task.empty())
       vm::fail("verify takes --threads and --max-instructions only: the inputs are the program's bundle");
     return p->verify(options);
   }
-  const vm::aot::Signature& fn = function(*p, positional[1]);
-  const std::string name = fn.name;
+  const std::string name = function(*p, positional[1]).name;
   RunRequest& req = c.request;
-  check_text_options(text_runner, c.text, name, req.decoder_ids_text);
-  std::vector<vm::Value> inputs = build_inputs(name, fn.param_names, fn.param_types, p->meta_json, req);
-  // Whisper's prompt as generate builds it, the language detected when none is given.
-  fill_transcribe_prompt(text_runner, c.text, name, inputs);
+  std::vector<vm::Value> inputs = function_inputs(runner, c.text, name, req);
   std::unique_ptr<vm::Profiler> profiler;
   if (c.profile) {
     vm::ProfilerOptions po;
@@ -119,6 +101,47 @@ int run(int argc, char** argv, const ProgramSource& source) {
 }
 
 }  // namespace
+
+ProgramSource::Loaded interpreted(const std::string& dir, std::shared_ptr<const vm::Program> program) {
+  ProgramSource::Loaded p;
+  p.label = program->filename();
+  p.meta_json = program->meta_json();
+  for (const vm::Function& f : program->functions()) p.functions.push_back({f.name.c_str(), f.param_names, f.param_types});
+  p.open = [program](const vm::SessionOptions& options, vm::Hook* hook) -> ProgramSource::Run {
+    auto session = std::make_shared<vm::Session>(program, options);
+    session->set_hook(hook);
+    return [session](const std::string& function, std::vector<vm::Value> inputs, vm::EmitCallback on_emit) {
+      return vm::run(*session, function, std::move(inputs), std::move(on_emit));
+    };
+  };
+  p.verify = [dir, program](const vm::SessionOptions& options) { return run_verify(dir, program, options); };
+  return p;
+}
+
+ProgramRunner text_runner(std::shared_ptr<const ProgramSource::Loaded> p, const std::string& dir,
+                          const vm::SessionOptions& options) {
+  ProgramRunner r;
+  r.dir = dir;
+  r.meta_json = p->meta_json;
+  for (const vm::aot::Signature& f : p->functions) r.functions[f.name] = {f.param_names, f.param_types};
+  r.run_named = [p, options, run = ProgramSource::Run()](
+                    const std::string& name, const std::vector<std::pair<std::string, vm::Value>>& named,
+                    vm::EmitCallback on_emit) mutable {
+    if (!run) run = p->open(options, nullptr);
+    return run(name, vm::aot::inputs_by_name(function(*p, name), named), std::move(on_emit));
+  };
+  return r;
+}
+
+std::vector<vm::Value> function_inputs(const ProgramRunner& program, const TextOptions& text,
+                                       const std::string& function, RunRequest& request) {
+  const ProgramRunner::Params& fn = program.functions.at(function);
+  check_text_options(program, text, function, request.decoder_ids_text);
+  std::vector<vm::Value> inputs = build_inputs(function, fn.names, fn.types, program.meta_json, request);
+  // Whisper's prompt as generate builds it, the language detected when none is given.
+  fill_transcribe_prompt(program, text, function, inputs);
+  return inputs;
+}
 
 int run_main(int argc, char** argv, const ProgramSource& source) {
   try {

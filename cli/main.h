@@ -29,10 +29,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/run_io.h"
+#include "cli/text_verbs.h"
 #include "vm/aot.h"
+#include "vm/program.h"
 #include "vm/session.h"
 
 namespace cli {
@@ -56,6 +60,20 @@ struct ProgramSource {
   bool verifies = false;  // Loaded::verify is set: the usage lists verify
   std::function<Loaded(const std::string& dir)> load;
 };
+
+// The program of directory `dir` as the interpreter runs it: tensorvm-run's source, and
+// what the Python binding (pycompiler/bindings/cli.cpp) builds `tensorvm run`'s inputs with.
+ProgramSource::Loaded interpreted(const std::string& dir, std::shared_ptr<const vm::Program> program);
+
+// The text verbs' view of a loaded program: a session opened at its first run, then kept.
+ProgramRunner text_runner(std::shared_ptr<const ProgramSource::Loaded> program, const std::string& dir,
+                          const vm::SessionOptions& options);
+
+// The inputs of a run of `function` (parameter order) from the command line's options:
+// build_inputs (cli/run_io.h), then Whisper's decoder prompt from --language / --task
+// (fill_transcribe_prompt), after check_text_options refused what does not go with a run.
+std::vector<vm::Value> function_inputs(const ProgramRunner& program, const TextOptions& text,
+                                       const std::string& function, RunRequest& request);
 
 // Parses argv (cli/command_line.h), runs what it asks and returns the exit status:
 // 0, 1 on an error (one line on stderr), 2 on a usage error.

@@ -208,8 +208,10 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
   std::map<std::string, io::ArrayData> arrays;
   for (io::ArrayData& a : r.inputs_path.empty() ? std::vector<io::ArrayData>{} : io::read_arrays(r.inputs_path))
     arrays.emplace(a.name, std::move(a));
-  std::vector<std::vector<int64_t>> ids;
-  if (!r.ids_text.empty()) ids = parse_ids(r.ids_text);
+  for (const io::ArrayData& a : r.arrays) arrays[a.name] = a;
+  const std::vector<std::vector<int64_t>> ids = r.ids_text.empty() ? r.ids : parse_ids(r.ids_text);
+  for (const auto& row : ids)
+    if (row.empty()) vm::fail("--ids: every row needs at least one token id");
   size_t max_len = 0;
   for (const auto& r : ids) max_len = std::max(max_len, r.size());
   const nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, false);
@@ -261,7 +263,7 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
       used.insert(array_name);
     } else if (!array_name.empty()) {
       const io::ArrayData& a = arrays.at(array_name);
-      const std::string what = fmt::format("{}: input '{}' of {}", r.inputs_path, name, fn_name);
+      const std::string what = fmt::format("{}input '{}' of {}", r.inputs_path.empty() ? "" : r.inputs_path + ": ", name, fn_name);
       used.insert(array_name);
       inputs.push_back(value_from_array(a, type, what));
     } else if (type == "None" || type == "Any") {

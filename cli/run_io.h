@@ -18,6 +18,11 @@ namespace cli {
 struct RunRequest {
   std::string inputs_path, outputs_path, ids_text, decoder_ids_text, wav_path;
   std::map<std::string, std::string> args;  // --arg NAME=VALUE
+  // Given as values rather than text (`tensorvm run` through the Python binding,
+  // pycompiler/bindings/cli.cpp): rows of ids in place of ids_text (the text verbs' encoded
+  // line), and arrays by parameter name over those of --inputs (inspect --memory's --shapes).
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<io::ArrayData> arrays;
   bool timed = false;
   int64_t prompt_width = 1;  // set by build_inputs: for --time's cost per generated token
 };
