@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cli/main.h"
+#include "cli/text_verbs.h"
 #include "convert.h"
 #include "vm/program.h"
 
@@ -40,6 +41,16 @@ io::ArrayData array_data(const std::string& name, const py::handle& obj) {
   return d;
 }
 
+// The text verbs' view of `program` (cli/main.h), run in its own session.
+cli::ProgramRunner runner_of(const std::shared_ptr<vm::Program>& program, const std::string& dir, int threads,
+                             uint64_t max_instructions) {
+  vm::SessionOptions options;
+  options.num_threads = threads;
+  options.max_instructions = max_instructions;
+  return cli::text_runner(std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(dir, program)), dir,
+                          options);
+}
+
 }  // namespace
 
 void bind_cli(py::module_& m) {
@@ -62,11 +73,8 @@ void bind_cli(py::module_& m) {
         cli::TextOptions text;
         text.language = language;
         text.task = task;
-        vm::SessionOptions options;  // for the language detection --language leaves to the program
-        options.num_threads = threads;
-        options.max_instructions = max_instructions;
-        const auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(dir, program));
-        const cli::ProgramRunner runner = cli::text_runner(loaded, dir, options);
+        // (its session runs the language detection --language leaves to the program)
+        const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions);
         if (!runner.functions.count(function)) program->function(function);  // fails naming the functions
         std::vector<vm::Value> values;
         {
@@ -84,4 +92,22 @@ void bind_cli(py::module_& m) {
       "The inputs of `function` in parameter order, built by tensorvm-run's code (cli/main.h function_inputs) "
       "from --inputs, --ids (or id_rows), --decoder-ids, --wav, --arg NAME=VALUE (args), arrays by name, and "
       "--language / --task (Whisper's prompt); an empty string is an option not given.");
+  m.def(
+      "transcribe_prompt",
+      [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const py::handle& audio,
+         const std::vector<std::string>& languages, const std::string& task, int threads, uint64_t max_instructions) {
+        const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions);
+        const vm::Value a = to_value(audio);
+        vm::Value prompt;
+        {
+          py::gil_scoped_release nogil;
+          prompt = cli::transcribe_prompt(runner, a, languages, task);
+        }
+        return from_value(prompt);
+      },
+      py::arg("program"), py::arg("dir"), py::arg("audio"), py::arg("languages"), py::arg("task") = "",
+      py::arg("threads") = 1, py::arg("max_instructions") = 0,
+      "Whisper's decoder prompt [rows of audio, n] as tensorvm-run --language / --task builds it "
+      "(cli/text_verbs.h transcribe_prompt): languages one for all rows or one per row (\"\": detected); None "
+      "when nothing is given and the program has no language table.");
 }
