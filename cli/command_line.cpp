@@ -11,14 +11,14 @@
 namespace cli {
 
 bool CommandLine::function_options() const {
-  const vm::cli::RunRequest& r = request;
+  const RunRequest& r = request;
   return !r.inputs_path.empty() || !r.outputs_path.empty() || !r.ids_text.empty() || !r.decoder_ids_text.empty() ||
          !r.wav_path.empty() || r.timed || stream || profile;
 }
 
 std::optional<CommandLine> parse_command_line(int argc, char** argv, const std::string& usage) {
   CommandLine c;
-  vm::cli::RunRequest& r = c.request;
+  RunRequest& r = c.request;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -58,9 +58,9 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, const std::
         vm::fail("--trace {}: the name must end in .json", c.trace_path);
       c.profile = true;
     } else if (a == "--threads") {
-      c.session.num_threads = int(vm::cli::parse_count(a, next(), 1, 4096));
+      c.session.num_threads = int(parse_count(a, next(), 1, 4096));
     } else if (a == "--max-instructions") {
-      c.session.max_instructions = uint64_t(vm::cli::parse_count(a, next(), 0, INT64_MAX));
+      c.session.max_instructions = uint64_t(parse_count(a, next(), 0, INT64_MAX));
     } else if (a == "--arg") {
       const std::string kv = next();
       const auto eq = kv.find('=');

@@ -1,4 +1,4 @@
-// The options of tensorvm-run and of a compiled program's command line (cli/aot_cli.h),
+// The options of tensorvm-run and of a compiled program's command line (cli/main.h),
 // parsed once for both (docs/tools.md): a function's inputs and outputs, the session's
 // options, and the text verbs' options. Part of tensorvm::cli.
 #pragma once
@@ -15,7 +15,7 @@ namespace cli {
 
 struct CommandLine {
   std::vector<std::string> positional;  // PROGRAM FUNCTION
-  vm::cli::RunRequest request;          // --inputs, --outputs, --ids, --decoder-ids, --wav, --arg, --time
+  RunRequest request;                   // --inputs, --outputs, --ids, --decoder-ids, --wav, --arg, --time
   TextOptions text;                     // --text, --text-file, --src-lang, --tgt-lang, --language, --task
   vm::SessionOptions session;           // --threads, --max-instructions
   bool stream = false, profile = false;

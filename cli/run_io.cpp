@@ -15,7 +15,7 @@
 #include "io/wav_file.h"
 #include "vm/session.h"
 
-namespace vm::cli {
+namespace cli {
 
 namespace {
 
@@ -200,7 +200,7 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
 }
 
 
-std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<std::string>& param_names,
+std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vector<std::string>& param_names,
                                 const std::vector<std::string>& param_types, const std::string& meta_json,
                                 RunRequest& r) {
   if (!r.outputs_path.empty() && !io::is_array_file_name(r.outputs_path))
@@ -208,8 +208,10 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
   std::map<std::string, io::ArrayData> arrays;
   for (io::ArrayData& a : r.inputs_path.empty() ? std::vector<io::ArrayData>{} : io::read_arrays(r.inputs_path))
     arrays.emplace(a.name, std::move(a));
-  std::vector<std::vector<int64_t>> ids;
-  if (!r.ids_text.empty()) ids = parse_ids(r.ids_text);
+  for (const io::ArrayData& a : r.arrays) arrays[a.name] = a;
+  const std::vector<std::vector<int64_t>> ids = r.ids_text.empty() ? r.ids : parse_ids(r.ids_text);
+  for (const auto& row : ids)
+    if (row.empty()) vm::fail("--ids: every row needs at least one token id");
   size_t max_len = 0;
   for (const auto& r : ids) max_len = std::max(max_len, r.size());
   const nlohmann::json meta = nlohmann::json::parse(meta_json, nullptr, false);
@@ -261,7 +263,7 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
       used.insert(array_name);
     } else if (!array_name.empty()) {
       const io::ArrayData& a = arrays.at(array_name);
-      const std::string what = fmt::format("{}: input '{}' of {}", r.inputs_path, name, fn_name);
+      const std::string what = fmt::format("{}input '{}' of {}", r.inputs_path.empty() ? "" : r.inputs_path + ": ", name, fn_name);
       used.insert(array_name);
       inputs.push_back(value_from_array(a, type, what));
     } else if (type == "None" || type == "Any") {
@@ -280,7 +282,7 @@ std::vector<Value> build_inputs(const std::string& fn_name, const std::vector<st
   return inputs;
 }
 
-EmitCallback stream_printer() {
+vm::EmitCallback stream_printer() {
   return vm::token_stream([](const std::vector<std::vector<int64_t>>& rows) {
       std::vector<std::string> shown;
       for (const auto& r : rows) shown.push_back(fmt::format("{}", fmt::join(r, " ")));
@@ -290,8 +292,8 @@ EmitCallback stream_printer() {
     });
 }
 
-void finish(const std::string& fn_name, const std::vector<Value>& outs, const RunRequest& r, double ms,
-            const std::function<bool(size_t, const Value&)>& printed) {
+void finish(const std::string& fn_name, const std::vector<vm::Value>& outs, const RunRequest& r, double ms,
+            const std::function<bool(size_t, const vm::Value&)>& printed) {
   std::vector<io::TensorToWrite> to_write;
   std::vector<vm::Tensor> keep;  // owns the bytes to_write points into
   std::vector<std::unique_ptr<unsigned char[]>> scalars;
@@ -338,4 +340,4 @@ void finish(const std::string& fn_name, const std::vector<Value>& outs, const Ru
   }
 }
 
-}  // namespace vm::cli
+}  // namespace cli

@@ -51,9 +51,6 @@ std::string read_text_file(const std::string& path) {
 int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
                 const std::vector<std::pair<std::string, vm::Value>>& args);
 std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
-vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio, const std::string& language,
-                            const std::string& task);
-
 // Where function `function` takes parameter `name`, or npos.
 size_t param_index(const ProgramRunner& program, const std::string& function, const char* name) {
   const auto fn = program.functions.find(function);
@@ -111,7 +108,7 @@ void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& tex
   if (!is_transcribe(program, function)) return;
   const size_t dec = param_index(program, function, "decoder_input_ids");
   if (dec >= inputs.size() || !inputs[dec].is_none()) return;
-  vm::Value prompt = transcribe_prompt(program, inputs[param_index(program, function, "audio")], text.language, text.task);
+  vm::Value prompt = transcribe_prompt(program, inputs[param_index(program, function, "audio")], {text.language}, text.task);
   if (!prompt.is_none()) inputs[dec] = std::move(prompt);
 }
 
@@ -133,7 +130,7 @@ int run_text_verb(const ProgramRunner& program, const std::string& verb, const T
       auto it = std::find(p.names.begin(), p.names.end(), name);
       if (it == p.names.end() || name == "input_ids" || name == "attention_mask")
         vm::fail("--arg {}: generate has no such option (it takes {})", name, fmt::join(p.names, ", "));
-      parsed.emplace_back(name, vm::cli::parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
+      parsed.emplace_back(name, parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
     }
   }
   return run_checked(program, verb, text, parsed);
@@ -272,22 +269,35 @@ std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& l
   }
 }
 
-vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio, const std::string& language,
-                            const std::string& task) {
+}  // namespace
+
+vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio,
+                            const std::vector<std::string>& languages, const std::string& task) {
   const std::string& dir = program.dir;
   const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
   const bool has_table = meta.is_object() && meta.contains("tokenizer") && meta["tokenizer"].is_object() &&
                          meta["tokenizer"].contains("prompt");
-  if (language.empty() && task.empty() && (!has_table || !text::has_tokenizer(dir))) return vm::Value::none();
-  const std::vector<int64_t> prompt = whisper_prompt(dir, language, task);
+  const bool given = !task.empty() || std::any_of(languages.begin(), languages.end(), [](auto& l) { return !l.empty(); });
+  if (!given && (!has_table || !text::has_tokenizer(dir))) return vm::Value::none();
   if (!audio.is_tensor() || audio.as_tensor().ndim() != 2)
     vm::fail("transcribe: audio must be f32 [batch, samples] to build the decoder prompt");
-  const int64_t rows = audio.as_tensor().size(0), n = int64_t(prompt.size());
+  const int64_t rows = audio.as_tensor().size(0);
+  if (languages.empty() || (languages.size() != 1 && int64_t(languages.size()) != rows))
+    vm::fail("transcribe: {} languages for {} clips (give one per clip, or one for all)", languages.size(), rows);
+  std::vector<std::vector<int64_t>> prompts;  // one for all rows, or one per row
+  for (const std::string& language : languages) prompts.push_back(whisper_prompt(dir, language, task));
+  const int64_t n = int64_t(prompts[0].size());
+  for (const auto& p : prompts)
+    if (int64_t(p.size()) != n) vm::fail("transcribe: the languages give prompts of different lengths");
   vm::Tensor out = vm::Tensor::empty(vm::DType::i64, {rows, n});
   int64_t* ids = out.data<int64_t>();
-  for (int64_t r = 0; r < rows; ++r) std::copy(prompt.begin(), prompt.end(), ids + r * n);
-  const auto slot = std::find(prompt.begin(), prompt.end(), text::kDetectLanguage);
-  if (slot == prompt.end()) return out;
+  bool open = false;  // a language slot left for detect_language_audio
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<int64_t>& p = prompts[prompts.size() == 1 ? 0 : size_t(r)];
+    std::copy(p.begin(), p.end(), ids + r * n);
+    open = open || std::find(p.begin(), p.end(), text::kDetectLanguage) != p.end();
+  }
+  if (!open) return out;
   const auto detect = program.functions.find("detect_language_audio");
   if (detect == program.functions.end() || detect->second.names.empty())
     vm::fail("transcribe: {} has no detect_language_audio function (imported before language detection existed): "
@@ -298,10 +308,11 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
   const vm::Tensor lang = found.at(0).as_tensor().contiguous();
   if (lang.dtype() != vm::DType::i64 || lang.numel() != rows)
     vm::fail("transcribe: detect_language_audio returned {}, not [{}] ids", lang.describe(), rows);
-  for (int64_t r = 0; r < rows; ++r) ids[r * n + (slot - prompt.begin())] = lang.data<int64_t>()[r];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      if (ids[r * n + c] == text::kDetectLanguage) ids[r * n + c] = lang.data<int64_t>()[r];
   return out;
 }
-}  // namespace
 #else
 bool print_as_text(const std::string&, const vm::Value&) { return false; }
 
@@ -318,13 +329,15 @@ std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, cons
            "(docs/text.md); give the prompt ids with --decoder-ids");
 }
 
-vm::Value transcribe_prompt(const ProgramRunner&, const vm::Value&, const std::string& language,
+}  // namespace
+
+vm::Value transcribe_prompt(const ProgramRunner&, const vm::Value&, const std::vector<std::string>& languages,
                             const std::string& task) {
-  if (language.empty() && task.empty()) return vm::Value::none();
-  whisper_prompt("", language, task);  // fails, saying why
+  for (const std::string& language : languages)
+    if (!language.empty()) whisper_prompt("", language, task);  // fails, saying why
+  if (!task.empty()) whisper_prompt("", "", task);
   return vm::Value::none();
 }
-}  // namespace
 #endif
 
 }  // namespace cli

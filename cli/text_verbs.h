@@ -1,5 +1,5 @@
 // The text verbs (text in, text out) of tensorvm-run and of a compiled program's command
-// line (cli/aot_cli.h), beside their function runners:
+// line (cli/main.h), beside their function runners:
 //   tokenize   one line of ids per input line
 //   translate  encoder-decoder programs: generate, then decode with skip_special_tokens
 //   complete   decoder-only programs: generate on the prompt, print the continuation
@@ -77,6 +77,14 @@ void check_text_options(const ProgramRunner& program, const TextOptions& text, c
 // decoder_start_token_id alone. Other functions are left alone.
 void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& text, const std::string& function,
                             std::vector<vm::Value>& inputs);
+
+// fill_transcribe_prompt's prompt, [rows of audio, n], for `languages`: one for every row
+// or one per row ("" for none: detected where the model has lang_to_id), and `task`.
+// Program.transcribe (pycompiler/program.py) builds its prompt with it too, through
+// _C.transcribe_prompt. Null when no language or task is given and the program has no
+// language table.
+vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio,
+                            const std::vector<std::string>& languages, const std::string& task);
 
 // `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
 // `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as

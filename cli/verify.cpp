@@ -44,7 +44,7 @@ Numbers from_value(const vm::Value& v, const std::string& what) {
   }
   if (!v.is_tensor()) vm::fail("{} is {}, which verify cannot compare", what, v.describe());
   const vm::Tensor t = v.as_tensor().contiguous();
-  n.dtype = vm::cli::safetensors_dtype(t.dtype());
+  n.dtype = safetensors_dtype(t.dtype());
   n.shape.assign(t.shape().begin(), t.shape().end());
   const int64_t count = t.numel();
   n.integral = t.dtype() != vm::DType::f32;
@@ -178,7 +178,7 @@ int verify_cases(const std::string& manifest_text, const std::string& manifest_p
       const std::string& type = fn.param_types[p];
       auto it = arrays.find("input." + name);
       if (it != arrays.end())
-        inputs.push_back(vm::cli::value_from_array(it->second, type, fmt::format("{}: input '{}' of {}", what, name, fn.name)));
+        inputs.push_back(value_from_array(it->second, type, fmt::format("{}: input '{}' of {}", what, name, fn.name)));
       else if (type == "None" || type == "Any")
         inputs.push_back(vm::Value::none());
       else

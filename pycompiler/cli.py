@@ -2,9 +2,10 @@
 checkpoints; list the ops; say where the C++ package is.
 
     tensorvm run PROGRAM FUNCTION [--inputs in.npz|in.safetensors] [--arg NAME=VALUE]...
-                 [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--outputs out.npz|out.safetensors]
-                 [--threads N] [--time] [--stream]
-    tensorvm replay PROGRAM FUNCTION [the same options but --threads]
+                 [--ids "1 2 3; 4 5"] [--decoder-ids "9 4; 9 7"] [--wav FILE.wav] [--outputs out.npz|out.safetensors]
+                 [--threads N] [--time] [--stream] [--max-instructions N] [--profile] [--trace out.json]
+                 [--language LANG] [--task transcribe|translate]
+    tensorvm replay PROGRAM FUNCTION [the same options but --threads, --max-instructions and --profile]
     tensorvm run|replay PROGRAM tokenize|translate|complete --text "..." | --text-file F [--arg NAME=VALUE]...
         [--src-lang LANG] [--tgt-lang LANG]
     tensorvm profile PROGRAM FUNCTION [the inputs of run] [--threads N] [--warmup N] [--repeat N]
@@ -21,10 +22,10 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm bundle PROGRAM FUNCTION [the inputs of run] [--atol A] [--rtol R]
     tensorvm --cmake-dir | --include-dir
 
-run/replay take the inputs and options of `tensorvm-run` (see cli_io.py): arrays by
-parameter name or arr_0, arr_1, ... (a scalar parameter takes a 0-d array), --arg for
-scalars and options, --ids for input_ids/attention_mask, --decoder-ids for
-decoder_input_ids. Outputs are saved as arr_0,
+run/replay take the inputs and options of `tensorvm-run`, built by its code (see
+cli_io.py): arrays by parameter name or arr_0, arr_1, ... (a scalar parameter takes a 0-d
+array), --arg for scalars and options, --ids for input_ids/attention_mask, --decoder-ids
+for decoder_input_ids, --wav for audio. Outputs are saved as arr_0,
 arr_1, ... (scalars as 0-d arrays). Errors are one line on stderr and exit status 1;
 --debug shows the traceback. A closed stdout (`tensorvm inspect P | head`) ends the
 command quietly with status 141, as SIGPIPE ends C programs.
@@ -48,10 +49,20 @@ def cmd_run(args, replay: bool) -> int:
     from .program import load
 
     check_output_name(args.outputs)
-    program = load(args.program, num_threads=getattr(args, "threads", 1))
+    trace = getattr(args, "trace", None)  # run only, as --profile
+    if trace is not None and not trace.endswith(".json"):
+        raise CLIError(f"--trace {trace}: the name must end in .json")
+    profiled = getattr(args, "profile", False) or trace is not None
+    if profiled and args.stream:
+        raise CLIError("--stream and --profile go one at a time in tensorvm run")
+    program = load(args.program, num_threads=getattr(args, "threads", 1),
+                   max_instructions=getattr(args, "max_instructions", 0))
     from .cli_text import VERBS, read_lines, run_verb
 
     if args.function in VERBS and args.function not in program.functions:
+        if args.wav or args.language or args.task or profiled:
+            raise CLIError(f"{args.function} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads "
+                           "and --max-instructions only")
         run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay,
                  src_lang=args.src_lang, tgt_lang=args.tgt_lang)
         return 0
@@ -60,17 +71,25 @@ def cmd_run(args, replay: bool) -> int:
     if args.src_lang is not None or args.tgt_lang is not None:
         raise CLIError("--src-lang and --tgt-lang go with the verbs tokenize and translate")
     fn = program.function(args.function)
-    pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    inputs = build_inputs(program, args.function, args)
     t0 = time.perf_counter()
     on_emit = stream_printer() if args.stream else None
-    result = (program.replay if replay else program.run)(args.function, *inputs, on_emit=on_emit)
+    if profiled:  # as tensorvm-run --profile: the run under the profiler, its tables after the outputs
+        prof = program.profile(args.function, *inputs, trace=trace is not None)
+        result = prof.result
+    else:
+        result = (program.replay if replay else program.run)(args.function, *inputs, on_emit=on_emit)
     ms = (time.perf_counter() - t0) * 1e3
     values = list(result) if isinstance(result, tuple) and len(fn.return_types) > 1 else \
         ([] if result is None and not fn.return_types else [result])
     save_outputs(args.outputs, values)
     if args.time:
         print(f"time: {ms:.2f} ms")
+    if profiled:
+        print(f"\n{prof.report(20)}", end="")
+        if trace is not None:
+            prof.trace(trace)
+            print(f"trace: {trace}")
     return 0
 
 
@@ -79,10 +98,8 @@ def cmd_profile(args) -> int:
 
     if args.trace is not None and not args.trace.endswith(".json"):
         raise CLIError(f"--trace {args.trace}: the name must end in .json")
-    program = load(args.program, num_threads=args.threads)
-    fn = program.function(args.function)
-    pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    program = load(args.program, num_threads=args.threads, max_instructions=args.max_instructions)
+    inputs = build_inputs(program, args.function, args)
     prof = program.profile(args.function, *inputs, warmup=args.warmup, repeat=args.repeat, trace=args.trace is not None,
                            cpu_time=args.cpu_time)
     runs = f"{args.repeat} run{'s' if args.repeat > 1 else ''}"
@@ -103,9 +120,7 @@ def cmd_diff(args) -> int:
         raise CLIError("diff takes PROGRAM FUNCTION (the VM against the replay) or PROGRAM_A PROGRAM_B FUNCTION")
     *paths, function = args.paths
     program = load(paths[0])
-    fn = program.function(function)
-    pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    inputs = build_inputs(program, function, args)
     report = diff(program, function, *inputs, other=paths[1] if len(paths) == 2 else None, rtol=args.rtol, atol=args.atol)
     print(report.summary())
     if args.all:
@@ -247,9 +262,7 @@ def cmd_bundle(args) -> int:
     from .program import load
 
     program = load(args.program)
-    fn = program.function(args.function)
-    pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0, args.decoder_ids)
+    inputs = build_inputs(program, args.function, args)
     case = bundle(program, args.function, inputs, atol=args.atol, rtol=args.rtol, replace=args.replace)
     print(f"bundled in {args.program}: case {case.index} {args.function}, {len(case.outputs)} expected output(s); "
           f"check with: tensorvm-run {args.program} verify")
@@ -281,6 +294,14 @@ def cmd_import_hf(args) -> int:
     return 0
 
 
+def _whisper_options(parser) -> None:
+    """--wav, --language and --task, as tensorvm-run takes them."""
+    parser.add_argument("--wav", help="16 kHz mono audio for a parameter named audio (Whisper's transcribe)")
+    parser.add_argument("--language", help="Whisper: the decoder prompt's language, built with the program's tokenizer "
+                        "(fr or french; without it and --decoder-ids, the program detects it)")
+    parser.add_argument("--task", help="Whisper: transcribe or translate, in the decoder prompt")
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
@@ -301,6 +322,7 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5", rows padded')
         r.add_argument("--decoder-ids", dest="decoder_ids",
                        help='a decoder prompt for decoder_input_ids: "59513 12; 59513 7", rows of one length')
+        _whisper_options(r)
         if name == "profile":
             r.add_argument("--warmup", type=int, default=0, help="unmeasured runs first (fills the buffer pool)")
             r.add_argument("--repeat", type=int, default=1, help="measured runs")
@@ -318,13 +340,20 @@ def _parser() -> argparse.ArgumentParser:
                            "source language, in place of the one the program was imported with")
             r.add_argument("--tgt-lang", dest="tgt_lang", help="translate: the target language (generate's "
                            "forced_bos_token_id)")
+        if name == "run":
+            r.add_argument("--profile", action="store_true", help="run under the profiler and print its tables after "
+                           "the outputs (as tensorvm-run --profile)")
+            r.add_argument("--trace", metavar="OUT.json", help="with --profile (implied): write a Chrome trace of the run")
         if name != "replay":
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
+            r.add_argument("--max-instructions", dest="max_instructions", type=int, default=0, metavar="N",
+                           help="stop a run past N instructions (0: no limit)")
     inputs = argparse.ArgumentParser(add_help=False)  # the inputs of run, for diff and bundle
     inputs.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
     inputs.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
     inputs.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
     inputs.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
+    _whisper_options(inputs)
     d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
                        parents=[common, inputs])
     d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",

@@ -56,9 +56,7 @@ def cmd_memory(args, program) -> int:
     if name not in functions:
         raise CLIError(f"inspect --memory: no function '{name}' (functions: {', '.join(functions)})")
     fn = program.function(name)
-    pad = program.meta.get("pad_token_id", 0)
-    inputs = build_inputs(fn, args.inputs, args.arg, args.ids, pad if isinstance(pad, int) else 0,
-                          arrays_by_name=shaped_arrays(fn, args.shapes))
+    inputs = build_inputs(program, name, args, arrays=shaped_arrays(fn, args.shapes))
     report = program.memory(name, *inputs)
     described = [f"{p.name} {_describe(v)}" for p, v in zip(fn.params, inputs) if v is not None]
     if args.json:

@@ -5,6 +5,7 @@ C++ VM, or replayed with the reference ops), encoded and decoded by the C++ toke
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from .cli_io import CLIError, build_inputs
 
@@ -53,13 +54,12 @@ def run_verb(program, verb: str, lines: list, arg_pairs, replay: bool, src_lang=
         raise CLIError(f"translate: {program.path} is a decoder-only program; use the verb complete")
     if verb == "complete" and not decoder_only:
         raise CLIError(f"complete: {program.path} is not a decoder-only program; use the verb translate")
-    fn = program.function("generate")
-    pad = program.meta.get("pad_token_id", 0)
+    options = SimpleNamespace(arg=arg_pairs)
     for i, line in enumerate(lines, 1):
         ids = tok.encode(line, src_lang=src_lang)
         if not ids:
             raise CLIError(f"{verb}: input line {i} gives no tokens (an empty prompt)")
-        inputs = build_inputs(fn, None, arg_pairs, " ".join(map(str, ids)), pad if isinstance(pad, int) else 0)
+        inputs = build_inputs(program, "generate", options, id_rows=[ids])
         seqs = (program.replay if replay else program.run)("generate", *inputs)
         seqs = seqs[0] if isinstance(seqs, tuple) else seqs
         for row in seqs.tolist():

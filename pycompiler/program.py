@@ -15,9 +15,6 @@ from .ir_check import parse
 from .program_dir import PROGRAM_FILE, WEIGHTS_FILE, ProgramError, read_meta, read_program_text
 from .replay import Replayer
 
-# The slot tokenizer.decoder_prompt leaves for the language to detect (text::kDetectLanguage).
-DETECT_LANGUAGE = -1
-
 
 def _signature(info: dict) -> ir.Function:
     """An ir.Function with the signature the C++ loader resolved (Program.function_info)."""
@@ -275,10 +272,9 @@ class Program:
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
 
     def _whisper_prompt(self, tok, audio, language, task):
-        """transcribe's [batch, n] prompt as WhisperForConditionalGeneration.generate builds it;
+        """transcribe's [batch, n] prompt as WhisperForConditionalGeneration.generate builds it,
+        built by tensorvm-run's code (cli/text_verbs.h transcribe_prompt, _C.transcribe_prompt);
         without a language, each clip's is detected by the program (detect_language_audio)."""
-        import numpy as np
-
         per_row = isinstance(language, (list, tuple))
         if per_row and len(language) != audio.shape[0]:
             raise ValueError(f"transcribe: {len(language)} languages for {audio.shape[0]} clips (give one per clip, "
@@ -286,19 +282,14 @@ class Program:
         if per_row and any(lang is None for lang in language):
             raise TypeError("transcribe: a list of languages holds None (give a language for every clip, or "
                             "language=None to detect them all)")
-        try:
-            prompts = [tok.decoder_prompt(lang, task) for lang in (language if per_row else [language])]
+        languages = list(language) if per_row else [language or ""]
+        try:  # the tokenizer's own errors, named by this call's arguments
+            for lang in languages:
+                tok.decoder_prompt(lang or None, task)
         except ValueError as e:
             raise ValueError(f"transcribe: language={language!r} task={task!r}: {e}") from None
-        ids = np.array(prompts if per_row else prompts * audio.shape[0], np.int64)
-        slot = ids == DETECT_LANGUAGE
-        if slot.any():
-            if "detect_language_audio" not in self.functions:
-                raise ValueError(f"transcribe: {self.path} has no detect_language_audio function (imported before "
-                                 "language detection existed): give language=, or import the checkpoint again")
-            detected = np.asarray(self.run("detect_language_audio", audio), np.int64)
-            ids[slot] = np.broadcast_to(detected[:, None], ids.shape)[slot]
-        return ids
+        return _C.transcribe_prompt(self._vm(), str(self.path), audio, languages, task or "",
+                                    threads=self.num_threads, max_instructions=self.max_instructions)
 
     def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool, src_lang=None) -> list:
         import numpy as np

@@ -15,6 +15,7 @@ void bind_text(py::module_& m);        // text.cpp
 void bind_hooks(py::module_& m);       // hooks.cpp
 void bind_custom_ops(py::module_& m);  // custom_ops.cpp
 void bind_resolved(py::module_& m);    // resolved.cpp
+void bind_cli(py::module_& m);         // cli.cpp
 
 static py::object call_op(const std::string& name, py::args args, py::kwargs kwargs) {
   const ops::OpDef* op = ops::Registry::get().find(name);
@@ -100,4 +101,5 @@ PYBIND11_MODULE(_C, m) {
   bind_text(m);
   bind_custom_ops(m);
   bind_resolved(m);
+  bind_cli(m);
 }

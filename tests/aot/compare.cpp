@@ -80,7 +80,7 @@ std::vector<std::pair<std::string, vm::Value>> options(const std::string& text) 
     const std::string name = kv.substr(0, eq);
     const auto it = std::find(gen.param_names.begin(), gen.param_names.end(), name);
     if (it == gen.param_names.end()) vm::fail("--generate: generate has no option {}", name);
-    out.emplace_back(name, vm::cli::parse_scalar(gen.param_types[size_t(it - gen.param_names.begin())], kv.substr(eq + 1), name));
+    out.emplace_back(name, cli::parse_scalar(gen.param_types[size_t(it - gen.param_names.begin())], kv.substr(eq + 1), name));
   }
   return out;
 }
@@ -164,9 +164,9 @@ int run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--ids") ids = next();
-    else if (a == "--threads") threads = int(vm::cli::parse_count(a, next(), 1, 64));
-    else if (a == "--steps") steps = int(vm::cli::parse_count(a, next(), 1, 4096));
-    else if (a == "--bench") bench = int(vm::cli::parse_count(a, next(), 1, 1000));
+    else if (a == "--threads") threads = int(cli::parse_count(a, next(), 1, 64));
+    else if (a == "--steps") steps = int(cli::parse_count(a, next(), 1, 4096));
+    else if (a == "--bench") bench = int(cli::parse_count(a, next(), 1, 1000));
     else if (a == "--generate") generate.push_back(next());
     else dir = a;
   }
@@ -184,9 +184,9 @@ int run(int argc, char** argv) {
   const double compiled_load_ms = ms_since(t0);
 
   // The prompt as tensorvm-run builds it from --ids (left-padded for a decoder-only program).
-  vm::cli::RunRequest req;
+  cli::RunRequest req;
   req.ids_text = ids;
-  const std::vector<vm::Value> enc_in = vm::cli::build_inputs("generate", {"input_ids", "attention_mask"}, {"Tensor", "Tensor"},
+  const std::vector<vm::Value> enc_in = cli::build_inputs("generate", {"input_ids", "attention_mask"}, {"Tensor", "Tensor"},
                                                               interp_program->meta_json(), req);
   const bool encoder_decoder = interp_program->find("encode") && interp_program->find("decode_step") &&
                                interp_program->find("init_cache") && interp_program->find("source_mask");

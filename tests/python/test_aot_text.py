@@ -1,5 +1,5 @@
 """Text in, text out from a compiled program: the command line `tensorvm compile` builds
-(cli/aot_cli.h) runs the same text verbs as tensorvm-run (cli/text_verbs.h, shared
+(cli/main.h) runs the same text verbs as tensorvm-run (cli/text_verbs.h, shared
 code in tensorvm::cli), so on the same program and input it prints exactly what
 tensorvm-run prints: translate (greedy, beam, several sequences, sampling with a seed,
 --text-file), tokenize, complete for a decoder-only program, generate --stream, --src-lang/--tgt-lang for

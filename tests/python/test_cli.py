@@ -89,11 +89,11 @@ def test_ops(capsys):
 @pytest.mark.parametrize("argv,match", [
     (["inspect", "{tmp}/nope"], "not a program directory"),
     (["run", "{prog}", "nope"], "no function 'nope'"),
-    (["run", "{prog}", "forward"], "pass --inputs"),
-    (["run", "{prog}", "forward", "--inputs", "{tmp}/missing.npz"], "no such file"),
-    (["run", "{prog}", "forward", "--inputs", "{tmp}/bad.npz"], "expected arrays arr_0, arr_1, arr_2 or x, scale, n"),
+    (["run", "{prog}", "forward"], "give it with --arg x=..., --inputs or --ids"),
+    (["run", "{prog}", "forward", "--inputs", "{tmp}/missing.npz"], "No such file or directory"),
+    (["run", "{prog}", "forward", "--inputs", "{tmp}/bad.npz"], "no value for input 'x' (Tensor) of forward"),
     (["run", "{prog}", "forward", "--inputs", "{tmp}/vec.npz"], "declared float: give a 0-d array"),
-    (["run", "{prog}", "forward", "--inputs", "{tmp}/notnpz.npz"], "cannot read inputs"),
+    (["run", "{prog}", "forward", "--inputs", "{tmp}/notnpz.npz"], "neither an .npz (numpy.savez) nor a .safetensors file"),
 ])
 def test_errors_are_one_line(tmp_path, capsys, program, argv, match):
     path, x, _ = program

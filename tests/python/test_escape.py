@@ -101,7 +101,7 @@ def test_no_macro_of_the_generated_codes_headers_has_a_program_names_form(tmp_pa
     root = Path(__file__).resolve().parents[2]
     if not shutil.which("c++"):
         pytest.skip("no C++ compiler")
-    (tmp_path / "x.cpp").write_text('#include "vm/aot.h"\n#include "cli/aot_cli.h"\n'
+    (tmp_path / "x.cpp").write_text('#include "vm/aot.h"\n#include "cli/main.h"\n'
                                     "#include <array>\n#include <limits>\n#include <utility>\n")
     res = subprocess.run(["c++", "-std=gnu++17", "-dM", "-E", f"-I{root}", "-I/usr/include/eigen3", "x.cpp"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
