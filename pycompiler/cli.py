@@ -302,15 +302,8 @@ def _whisper_options(parser) -> None:
     parser.add_argument("--task", help="Whisper: transcribe or translate, in the decoder prompt")
 
 
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
-    p = argparse.ArgumentParser(prog="tensorvm", description="Run, replay and inspect tensorvm programs.", parents=[common])
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--cmake-dir", action="store_true",
-                       help="print the directory of tensorvmConfig.cmake (for -Dtensorvm_DIR=...) and exit")
-    where.add_argument("--include-dir", action="store_true", help="print the C++ include directory and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+def _run_parsers(sub, common) -> None:
+    """run, replay and profile: a function of a program on inputs given as tensorvm-run takes them."""
     for name, help_ in (("run", "run a function in the C++ VM"), ("replay", "run a function with the Python reference ops"),
                         ("profile", "run a function in the C++ VM under the profiler: op, call and instruction tables")):
         r = sub.add_parser(name, help=help_, parents=[common])
@@ -348,12 +341,21 @@ def _parser() -> argparse.ArgumentParser:
             r.add_argument("--threads", type=int, default=1, help="threads for the kernels")
             r.add_argument("--max-instructions", dest="max_instructions", type=int, default=0, metavar="N",
                            help="stop a run past N instructions (0: no limit)")
+
+
+def _inputs_parser() -> argparse.ArgumentParser:
+    """The inputs of run, as a parent parser of diff and bundle."""
     inputs = argparse.ArgumentParser(add_help=False)  # the inputs of run, for diff and bundle
     inputs.add_argument("--inputs", help=".npz or .safetensors of inputs, as for run")
     inputs.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="a scalar or option parameter")
     inputs.add_argument("--ids", help='token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
     inputs.add_argument("--decoder-ids", dest="decoder_ids", help="a decoder prompt for decoder_input_ids")
     _whisper_options(inputs)
+    return inputs
+
+
+def _program_parsers(sub, common, inputs) -> None:
+    """diff, optimize, compile and inspect: tools over one program."""
     d = sub.add_parser("diff", help="compare every instruction's results: the VM against the replay, or two programs",
                        parents=[common, inputs])
     d.add_argument("paths", nargs="+", metavar="PROGRAM [PROGRAM_B] FUNCTION",
@@ -394,6 +396,10 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--ids", help='with --memory: token ids for input_ids (and attention_mask): "1 2 3; 4 5"')
     i.add_argument("--threads", type=int, default=1, help="with --memory: threads for the kernels")
     i.add_argument("--json", action="store_true", help="with --memory: machine-readable output")
+
+
+def _other_parsers(sub, common, inputs) -> None:
+    """import-hf, ops, selective-build, bundle and info."""
     h = sub.add_parser("import-hf", help="import a transformers checkpoint directory", parents=[common])
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
@@ -426,6 +432,21 @@ def _parser() -> argparse.ArgumentParser:
     n = sub.add_parser("info", help="the CPU, its features and the kernel variant in use (TENSORVM_ISA forces one)",
                        parents=[common])
     n.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    p = argparse.ArgumentParser(prog="tensorvm", description="Run, replay and inspect tensorvm programs.", parents=[common])
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--cmake-dir", action="store_true",
+                       help="print the directory of tensorvmConfig.cmake (for -Dtensorvm_DIR=...) and exit")
+    where.add_argument("--include-dir", action="store_true", help="print the C++ include directory and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    _run_parsers(sub, common)
+    inputs = _inputs_parser()
+    _program_parsers(sub, common, inputs)
+    _other_parsers(sub, common, inputs)
     return p
 
 

@@ -132,9 +132,7 @@ py::dict memory_stats(vm::Session& s) {
   return d;
 }
 
-}  // namespace
-
-void bind_program(py::module_& m) {
+void bind_program_class(py::module_& m) {
   py::class_<vm::Program, std::shared_ptr<vm::Program>>(m, "Program")
       .def_static("load",
                   [](const std::string& dir, bool copy_weights) {
@@ -173,7 +171,9 @@ void bind_program(py::module_& m) {
       .def_property_readonly("text", &vm::Program::text)
       .def_property_readonly("meta_json", &vm::Program::meta_json)
       .def_property_readonly("weight_bytes", &vm::Program::weight_bytes);
+}
 
+void bind_session(py::module_& m) {
   py::class_<vm::Session>(m, "Session")
       .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions, bool profile,
                        bool profile_trace, size_t arena_bytes, py::object arena_buffer) {
@@ -220,7 +220,9 @@ void bind_program(py::module_& m) {
            py::keep_alive<1, 2>(), "Installs a Profiler (None removes it); the session keeps it alive.")
       .def_property_readonly("profiler", &vm::Session::profiler, py::return_value_policy::reference_internal,
                              "The session's own Profiler (Session(..., profile=True)), else None.");
+}
 
+void bind_session_pool(py::module_& m) {
   py::class_<vm::SessionPool>(m, "SessionPool")
       .def(py::init([](std::shared_ptr<vm::Program> p, int num_threads, uint64_t max_instructions, size_t arena_bytes) {
              vm::SessionOptions o;
@@ -236,7 +238,14 @@ void bind_program(py::module_& m) {
       .def_property_readonly("sessions_made", &vm::SessionPool::sessions_made,
                              "Sessions made so far: the most runs that were under way at once.")
       .def_property_readonly("idle", &vm::SessionPool::idle, "Sessions checked in now.");
+}
 
+}  // namespace
+
+void bind_program(py::module_& m) {
+  bind_program_class(m);
+  bind_session(m);
+  bind_session_pool(m);
   m.def("measure_memory",
         [](std::shared_ptr<vm::Program> p, const std::string& function, const py::list& args, int num_threads) {
           std::vector<vm::Value> inputs;
