@@ -65,7 +65,7 @@ int run(int argc, char** argv, const ProgramSource& source) {
   const vm::SessionOptions& options = c.session;
   const ProgramRunner runner = text_runner(p, dir, options);
   if (is_text_verb(runner, positional[1]))
-    return run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options());
+    return run_text_verb(runner, positional[1], c.text, c.request.args, c.function_options(), stdout_print());
   if (positional[1] == "verify" && p->verify && !runner.functions.count("verify")) {
     const TextOptions& t = c.text;
     if (c.function_options() || !c.request.args.empty() || t.given || !t.src_lang.empty() || !t.tgt_lang.empty() ||
@@ -88,7 +88,7 @@ int run(int argc, char** argv, const ProgramSource& source) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Whisper's transcript as text when the program carries its tokenizer (--outputs keeps the ids).
   finish(name, outs, req, ms, [&](size_t i, const vm::Value& v) {
-    return i == 0 && name == "transcribe" && print_as_text(dir, v);
+    return i == 0 && name == "transcribe" && print_as_text(dir, v, stdout_print());
   });
   if (profiler) {
     fmt::print("\n{}", profiler->report(20));

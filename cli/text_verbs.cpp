@@ -49,7 +49,7 @@ std::string read_text_file(const std::string& path) {
 
 // The verb itself, its options checked; generate's --arg values parsed.
 int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
-                const std::vector<std::pair<std::string, vm::Value>>& args);
+                const std::vector<std::pair<std::string, vm::Value>>& args, const Print& print);
 std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& language, const std::string& task);
 // Where function `function` takes parameter `name`, or npos.
 size_t param_index(const ProgramRunner& program, const std::string& function, const char* name) {
@@ -66,6 +66,13 @@ bool is_transcribe(const ProgramRunner& program, const std::string& function) {
 }
 
 }  // namespace
+
+Print stdout_print() {
+  return [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+}
 
 bool TextOptions::parse(const std::string& option, const std::function<std::string()>& next) {
   if (option == "--text" || option == "--text-file") {
@@ -113,7 +120,7 @@ void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& tex
 }
 
 int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
-                  const std::map<std::string, std::string>& args, bool others) {
+                  const std::map<std::string, std::string>& args, bool others, const Print& print) {
   if (!text.given) vm::fail("{} needs --text \"...\" or --text-file FILE", verb);
   if (others || !text.language.empty() || !text.task.empty())
     vm::fail("{} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads and --max-instructions only",
@@ -133,7 +140,7 @@ int run_text_verb(const ProgramRunner& program, const std::string& verb, const T
       parsed.emplace_back(name, parse_scalar(p.types[size_t(it - p.names.begin())], value, name));
     }
   }
-  return run_checked(program, verb, text, parsed);
+  return run_checked(program, verb, text, parsed, print);
 }
 
 #ifdef TENSORVM_HAVE_TEXT
@@ -163,7 +170,7 @@ std::pair<vm::Tensor, vm::Tensor> one_row(const std::vector<int64_t>& ids) {
 }
 
 int run_checked(const ProgramRunner& program, const std::string& verb, const TextOptions& o,
-                const std::vector<std::pair<std::string, vm::Value>>& parsed_args) {
+                const std::vector<std::pair<std::string, vm::Value>>& parsed_args, const Print& print) {
   const std::string& dir = program.dir;
   const auto tokenizer = text::load_tokenizer(dir);
   auto encode = [&](const std::string& line) {
@@ -180,7 +187,7 @@ int run_checked(const ProgramRunner& program, const std::string& verb, const Tex
     if (!o.tgt_lang.empty()) vm::fail("tokenize: --tgt-lang goes with translate");
     for (size_t i = 0; i < o.lines.size(); ++i) {
       try {
-        fmt::print("{}\n", fmt::join(encode(o.lines[i]), " "));
+        print(fmt::format("{}\n", fmt::join(encode(o.lines[i]), " ")));
       } catch (const text::Error& e) {
         vm::fail("tokenize: input line {}: {}", i + 1, e.what());
       }
@@ -235,26 +242,27 @@ int run_checked(const ProgramRunner& program, const std::string& verb, const Tex
     // Each returned sequence (num_return_sequences may give several) on its own line;
     // a decoder-only program returns the prompt too, which is not printed.
     const int64_t skip = meta.decoder_only ? int64_t(ids.size()) : 0;
+    std::string lines;
     for (int64_t r = 0; r < seq.size(0); ++r) {
       const int64_t* row = seq.data<int64_t>() + r * seq.size(1);
       std::vector<int64_t> out(row + std::min(skip, seq.size(1)), row + seq.size(1));
-      fmt::print("{}\n", tokenizer->decode(out, true));
+      lines += tokenizer->decode(out, true) + "\n";
     }
-    std::fflush(stdout);
+    print(lines);
   }
   return 0;
 }
 
 }  // namespace
 
-bool print_as_text(const std::string& dir, const vm::Value& sequences) {
+bool print_as_text(const std::string& dir, const vm::Value& sequences, const Print& print) {
   if (!text::has_tokenizer(dir) || !sequences.is_tensor()) return false;
   const vm::Tensor seq = sequences.as_tensor().contiguous();
   if (seq.dtype() != vm::DType::i64 || seq.ndim() != 2) return false;
   const auto tokenizer = text::load_tokenizer(dir);
   for (int64_t r = 0; r < seq.size(0); ++r) {
     const int64_t* row = seq.data<int64_t>() + r * seq.size(1);
-    fmt::print("{}\n", tokenizer->decode(std::vector<int64_t>(row, row + seq.size(1)), true));
+    print(tokenizer->decode(std::vector<int64_t>(row, row + seq.size(1)), true) + "\n");
   }
   return true;
 }
@@ -314,11 +322,11 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
   return out;
 }
 #else
-bool print_as_text(const std::string&, const vm::Value&) { return false; }
+bool print_as_text(const std::string&, const vm::Value&, const Print&) { return false; }
 
 namespace {
 int run_checked(const ProgramRunner&, const std::string& verb, const TextOptions&,
-                const std::vector<std::pair<std::string, vm::Value>>&) {
+                const std::vector<std::pair<std::string, vm::Value>>&, const Print&) {
   vm::fail("{}: this build of tensorvm has no text library (install libsentencepiece-dev and libpcre2-dev and "
            "rebuild; docs/text.md)",
            verb);

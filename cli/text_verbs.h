@@ -5,7 +5,9 @@
 //   complete   decoder-only programs: generate on the prompt, print the continuation
 // and Whisper's transcript printed as text, its prompt from --language / --task. Both command lines run them through
 // ProgramRunner, one the interpreter's session, the other the compiled program's, so they
-// print the same. Part of tensorvm::cli; they need the text library (text/), and a build
+// print the same; `tensorvm run|replay` (pycompiler/cli_text.py) runs them too, through
+// the binding pycompiler/bindings/cli.cpp, with a Print that writes to Python's
+// sys.stdout. Part of tensorvm::cli; they need the text library (text/), and a build
 // without it says so.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,16 +54,22 @@ struct TextOptions {
   bool parse(const std::string& option, const std::function<std::string()>& next);
 };
 
+// Where the verbs print: each call whole lines, each ending in '\n'; one call per input
+// line's output, so a sink that flushes shows each line as it comes.
+using Print = std::function<void(std::string_view)>;
+// The command lines' Print: C stdout, flushed after each call.
+Print stdout_print();
+
 // True when `verb` is tokenize, translate or complete and `program` has no function of
 // that name (a function of the program's own comes first).
 bool is_text_verb(const ProgramRunner& program, const std::string& verb);
 
 // Runs text verb `verb` with the text options and `args` (--arg NAME=VALUE, parsed by
-// generate's parameter types); prints one output line per input line (several for
-// num_return_sequences). `others`: the command line gave an option that does not go with
-// text (--ids, --stream, ...), an error.
+// generate's parameter types); prints to `print` one output line per input line (several
+// for num_return_sequences). `others`: the command line gave an option that does not go
+// with text (--ids, --stream, ...), an error.
 int run_text_verb(const ProgramRunner& program, const std::string& verb, const TextOptions& text,
-                  const std::map<std::string, std::string>& args, bool others);
+                  const std::map<std::string, std::string>& args, bool others, const Print& print);
 
 // For a function run rather than a text verb: fails when --text, --text-file, --src-lang
 // or --tgt-lang was given, or --language / --task with a function other than Whisper's
@@ -86,10 +95,11 @@ void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& tex
 vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio,
                             const std::vector<std::string>& languages, const std::string& task);
 
-// `transcribe --wav` of a Whisper program that carries its tokenizer: prints each row of
-// `sequences` ([rows, n] ids) as a line of text, decoded with skip_special_tokens as
-// WhisperTokenizer.decode does (timestamps dropped), and returns true. False, printing
-// nothing, when the program has no tokenizer or this build has no text library.
-bool print_as_text(const std::string& dir, const vm::Value& sequences);
+// `transcribe --wav` of a Whisper program that carries its tokenizer: prints to `print`
+// each row of `sequences` ([rows, n] ids) as a line of text, decoded with
+// skip_special_tokens as WhisperTokenizer.decode does (timestamps dropped), and returns
+// true. False, printing nothing, when the program has no tokenizer or this build has no
+// text library.
+bool print_as_text(const std::string& dir, const vm::Value& sequences, const Print& print);
 
 }  // namespace cli

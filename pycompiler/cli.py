@@ -26,7 +26,8 @@ run/replay take the inputs and options of `tensorvm-run`, built by its code (see
 cli_io.py): arrays by parameter name or arr_0, arr_1, ... (a scalar parameter takes a 0-d
 array), --arg for scalars and options, --ids for input_ids/attention_mask, --decoder-ids
 for decoder_input_ids, --wav for audio. Outputs are saved as arr_0,
-arr_1, ... (scalars as 0-d arrays). Errors are one line on stderr and exit status 1;
+arr_1, ... (scalars as 0-d arrays), or printed; Whisper's transcribe prints its transcript
+as text, and the text verbs are tensorvm-run's own (cli_text.py). Errors are one line on stderr and exit status 1;
 --debug shows the traceback. A closed stdout (`tensorvm inspect P | head`) ends the
 command quietly with status 141, as SIGPIPE ends C programs.
 """
@@ -57,15 +58,10 @@ def cmd_run(args, replay: bool) -> int:
         raise CLIError("--stream and --profile go one at a time in tensorvm run")
     program = load(args.program, num_threads=getattr(args, "threads", 1),
                    max_instructions=getattr(args, "max_instructions", 0))
-    from .cli_text import VERBS, read_lines, run_verb
+    from .cli_text import VERBS, print_transcript, run_verb
 
     if args.function in VERBS and args.function not in program.functions:
-        if args.wav or args.language or args.task or profiled:
-            raise CLIError(f"{args.function} takes --text or --text-file, --arg, --src-lang, --tgt-lang, --threads "
-                           "and --max-instructions only")
-        run_verb(program, args.function, read_lines(args.text, args.text_file), args.arg, replay,
-                 src_lang=args.src_lang, tgt_lang=args.tgt_lang)
-        return 0
+        return run_verb(program, args, replay)
     if args.text is not None or args.text_file is not None:
         raise CLIError("--text and --text-file go with the verbs tokenize, translate and complete")
     if args.src_lang is not None or args.tgt_lang is not None:
@@ -82,7 +78,9 @@ def cmd_run(args, replay: bool) -> int:
     ms = (time.perf_counter() - t0) * 1e3
     values = list(result) if isinstance(result, tuple) and len(fn.return_types) > 1 else \
         ([] if result is None and not fn.return_types else [result])
-    save_outputs(args.outputs, values)
+    # Whisper's transcript as text when the program carries its tokenizer, as tensorvm-run prints it.
+    save_outputs(args.outputs, values, printed=lambda i, v: i == 0 and args.function == "transcribe" and
+                 print_transcript(program, v))
     if args.time:
         print(f"time: {ms:.2f} ms")
     if profiled:

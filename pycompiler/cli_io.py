@@ -70,9 +70,13 @@ def check_output_name(path: Optional[str]) -> None:
         raise CLIError(f"--outputs {path}: the name must end in .npz or .safetensors")
 
 
-def save_outputs(path: Optional[str], values: list) -> None:
+def save_outputs(path: Optional[str], values: list, printed=None) -> None:
+    """Writes `values` to `path`, or prints them when it is None: each as arr_i, but where
+    printed(i, value) prints it its own way and returns True."""
     if path is None:
         for i, v in enumerate(values):
+            if printed is not None and printed(i, v):
+                continue
             if isinstance(v, np.ndarray):
                 body = np.array2string(v, threshold=20, edgeitems=3)
                 print(f"arr_{i}: {v.dtype}{list(v.shape)}\n{body}")

@@ -1,10 +1,15 @@
 // tensorvm._C.build_inputs: tensorvm-run's input builder (cli/main.h, cli/run_io.h) for `tensorvm run`,
 // replay, profile, diff, bundle and inspect --memory (pycompiler/cli_io.py), so both command
-// lines read --ids, --decoder-ids, --wav, --arg and --inputs with one code.
+// lines read --ids, --decoder-ids, --wav, --arg and --inputs with one code; and its text
+// verbs (cli/text_verbs.h: run_text_verb, print_as_text) for `tensorvm run|replay`
+// (pycompiler/cli_text.py), printing through a Python callable so that sys.stdout (and a
+// test's capture of it) sees what tensorvm-run prints.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "cli/main.h"
 #include "cli/text_verbs.h"
@@ -41,14 +46,58 @@ io::ArrayData array_data(const std::string& name, const py::handle& obj) {
   return d;
 }
 
-// The text verbs' view of `program` (cli/main.h), run in its own session.
+// A Python object kept by C++ code that runs without the GIL: copied as a shared_ptr (no
+// reference count touched), let go with the GIL held.
+using PyRef = std::shared_ptr<py::object>;
+PyRef keep(const py::object& obj) {
+  return PyRef(new py::object(obj), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+// `replay(function, *inputs)` (Program.replay: the reference ops) as a session's run.
+cli::ProgramSource::Run replayed(const PyRef& replay) {
+  return [replay](const std::string& function, std::vector<vm::Value> inputs, vm::EmitCallback) {
+    py::gil_scoped_acquire gil;
+    py::list args;
+    args.append(function);
+    for (const vm::Value& v : inputs) args.append(from_value(v));
+    const py::object result = (*replay)(*args);
+    std::vector<vm::Value> outs;
+    if (py::isinstance<py::tuple>(result)) {
+      for (const py::handle item : result) outs.push_back(to_value(item));
+    } else if (!result.is_none()) {
+      outs.push_back(to_value(result));
+    }
+    return outs;
+  };
+}
+
+// The text verbs' view of `program` (cli/main.h), run in its own session, or by `replay`
+// when that is not None.
 cli::ProgramRunner runner_of(const std::shared_ptr<vm::Program>& program, const std::string& dir, int threads,
-                             uint64_t max_instructions) {
+                             uint64_t max_instructions, const py::object& replay = py::none()) {
   vm::SessionOptions options;
   options.num_threads = threads;
   options.max_instructions = max_instructions;
-  return cli::text_runner(std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(dir, program)), dir,
-                          options);
+  cli::ProgramSource::Loaded loaded = cli::interpreted(dir, program);
+  if (!replay.is_none())
+    loaded.open = [r = keep(replay)](const vm::SessionOptions&, vm::Hook*) { return replayed(r); };
+  return cli::text_runner(std::make_shared<const cli::ProgramSource::Loaded>(std::move(loaded)), dir, options);
+}
+
+// The verbs' Print as a call of `write` with the text (UTF-8; a stray byte kept as a
+// surrogate, as Python decodes a command line). `write` outlives the call it serves.
+// Ctrl-C stops the verb here, between lines, as it stopped the Python loop it replaces.
+cli::Print python_print(const py::object& write) {
+  return [&write](std::string_view s) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    PyObject* text = PyUnicode_DecodeUTF8(s.data(), py::ssize_t(s.size()), "surrogateescape");
+    if (!text) throw py::error_already_set();
+    write(py::reinterpret_steal<py::str>(text));
+  };
 }
 
 }  // namespace
@@ -110,4 +159,39 @@ void bind_cli(py::module_& m) {
       "Whisper's decoder prompt [rows of audio, n] as tensorvm-run --language / --task builds it "
       "(cli/text_verbs.h transcribe_prompt): languages one for all rows or one per row (\"\": detected); None "
       "when nothing is given and the program has no language table.");
+  m.def(
+      "run_text_verb",
+      [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const std::string& verb,
+         const py::object& write, const std::optional<std::string>& text, const std::optional<std::string>& text_file,
+         const std::string& src_lang, const std::string& tgt_lang, const std::string& language,
+         const std::string& task, const std::map<std::string, std::string>& args, bool others,
+         const py::object& replay, int threads, uint64_t max_instructions) {
+        cli::TextOptions o;  // as tensorvm-run's command line gives them
+        if (text) o.parse("--text", [&] { return *text; });
+        if (text_file) o.parse("--text-file", [&] { return *text_file; });  // both: "give one"
+        o.src_lang = src_lang;
+        o.tgt_lang = tgt_lang;
+        o.language = language;
+        o.task = task;
+        const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions, replay);
+        py::gil_scoped_release nogil;
+        return cli::run_text_verb(runner, verb, o, args, others, python_print(write));
+      },
+      py::arg("program"), py::arg("dir"), py::arg("verb"), py::arg("write"), py::arg("text") = py::none(),
+      py::arg("text_file") = py::none(), py::arg("src_lang") = "", py::arg("tgt_lang") = "", py::arg("language") = "",
+      py::arg("task") = "", py::arg("args") = std::map<std::string, std::string>{}, py::arg("others") = false,
+      py::arg("replay") = py::none(), py::arg("threads") = 1, py::arg("max_instructions") = 0,
+      "tensorvm-run's text verb `verb` (tokenize, translate, complete: cli/text_verbs.h run_text_verb), its "
+      "output lines passed to write(str) as they come. text / text_file (bytes): --text, --text-file; args: --arg "
+      "NAME=VALUE; others: an option given that does not go with text; replay: a callable(function, *inputs) "
+      "that runs generate in place of the VM (Program.replay). Returns the exit status, 0.");
+  m.def(
+      "print_as_text",
+      [](const std::string& dir, const py::handle& sequences, const py::object& write) {
+        return cli::print_as_text(dir, to_value(sequences), python_print(write));
+      },
+      py::arg("dir"), py::arg("sequences"), py::arg("write"),
+      "transcribe's sequences [rows, n] passed to write(str) as lines of text, as tensorvm-run prints them "
+      "(cli/text_verbs.h print_as_text); False, nothing written, when the program has no tokenizer or this build "
+      "no text library.");
 }
