@@ -27,7 +27,7 @@ def spec_fields(config, gen, decoder_vocab_size: int | None = None) -> dict:
     # transformers' default for an encoder-decoder: 20 tokens after the decoder start
     opts = generation_options(config, gen, vocab_size=vocab, eos=eos,
                               default_max_length=min(20 + 1, config.max_position_embeddings))
-    decoder_start, pad = start_and_pad(config, gen)
+    decoder_start, pad = start_and_pad(config, gen, eos)
     return dict(
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,

@@ -188,15 +188,19 @@ def check_heads(config, width: int, fields=("encoder_attention_heads", "decoder_
             raise UnsupportedConfig(f"import_hf: d_model {width} is not divisible by {field}")
 
 
-def start_and_pad(config, gen) -> tuple:
-    """An encoder-decoder's decoder_start_token_id and pad_token_id (generation_config over config)."""
+def start_and_pad(config, gen, eos) -> tuple:
+    """An encoder-decoder's decoder_start_token_id and pad_token_id (generation_config over
+    config). Without a pad token, finished rows are padded with the first end token, as
+    transformers' generate does (_prepare_special_tokens); `eos` is eos_ids' result."""
     start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else config.decoder_start_token_id
     if start is None:  # transformers' fallback (_prepare_special_tokens)
         start = gen.bos_token_id if gen.bos_token_id is not None else config.bos_token_id
     if start is None:
         raise UnsupportedConfig("import_hf: the checkpoint names no decoder_start_token_id (nor bos_token_id)")
     pad = gen.pad_token_id if gen.pad_token_id is not None else config.pad_token_id
-    return single_id(start, "decoder_start_token_id"), int(pad)
+    if pad is None:
+        pad = first(eos)
+    return single_id(start, "decoder_start_token_id"), single_id(pad, "pad_token_id")
 
 
 def eos_ids(config, gen, vocab_size: int):

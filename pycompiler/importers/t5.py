@@ -30,7 +30,7 @@ def _spec(config, gen, scale: bool) -> T5Spec:
     act = checked_activation(config.dense_act_fn, "dense_act_fn")
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos, default_max_length=20 + 1)
-    decoder_start, pad = start_and_pad(config, gen)
+    decoder_start, pad = start_and_pad(config, gen, eos)
     return T5Spec(
         d_model=config.d_model, d_kv=config.d_kv, num_heads=config.num_heads, encoder_layers=config.num_layers,
         decoder_layers=config.num_decoder_layers, vocab_size=config.vocab_size, activation=act,

@@ -20,7 +20,7 @@ def spec_from_config(config, gen) -> WhisperSpec:
     eos = eos_ids(config, gen, config.vocab_size)
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_target_positions))
-    decoder_start, pad = start_and_pad(config, gen)
+    decoder_start, pad = start_and_pad(config, gen, eos)
     return WhisperSpec(language_ids=_language_ids(gen, config.vocab_size),
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,

@@ -200,3 +200,30 @@ def test_summarize_text_in_text_out(tmp_path):
         assert prog.translate(texts, **options) == want
     out = run_cli(prog.path, "translate", "--text", "\n".join(texts)).stdout.decode()
     assert out.split("\n")[:-1] == [prog.translate([t])[0] for t in texts]
+
+
+def test_no_pad_token_pads_with_the_end_token(tmp_path):
+    """A checkpoint that names no pad_token_id (config and generation_config) imports, and
+    its finished rows are padded with the first end token, as transformers' generate pads
+    them (_prepare_special_tokens), token for token."""
+    import transformers
+
+    model_class, config_class, config_kw, gen_kw = random_checkpoints.CONFIGS["bart-cnn"]
+    config = getattr(transformers, config_class)(**{**config_kw, "pad_token_id": None})
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(config).eval()
+    random_checkpoints._randomize(model, 0)
+    model.generation_config = transformers.GenerationConfig(**{**gen_kw, "pad_token_id": None})
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    model = getattr(transformers, model_class).from_pretrained(ckpt, attn_implementation="eager").eval()
+    assert model.config.pad_token_id is None and model.generation_config.pad_token_id is None
+    prog = tensorvm.load(tensorvm.import_hf(ckpt, tmp_path / "bart.tvm"))
+    eos = config.eos_token_id
+    assert prog.meta["pad_token_id"] == (eos[0] if isinstance(eos, list) else eos)
+    ids = np.array([[5, 9, 14, 7, eos], [6, 8, eos, eos, eos]], np.int64)  # the short row padded with eos
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int64)
+    for options in ({"num_beams": 1, "max_new_tokens": 9}, {"num_beams": 3, "max_new_tokens": 9}):
+        want = _hf(model, ids, mask, **options)
+        got = np.asarray(prog.generate(ids, mask, **options))
+        np.testing.assert_array_equal(got, want, err_msg=str(options))

@@ -107,12 +107,19 @@ def test_decoder_start_token():
     decoder_start_token_id is set; one start id per row is refused, as is none at all."""
     config = types.SimpleNamespace(decoder_start_token_id=None, bos_token_id=None, pad_token_id=1)
     gen = transformers.GenerationConfig(bos_token_id=3)
-    assert start_and_pad(config, gen) == (3, 1)
+    assert start_and_pad(config, gen, 2) == (3, 1)
+    # No pad token anywhere: the first end token, as transformers' generate pads.
+    config.pad_token_id = None
+    assert start_and_pad(config, gen, (7, 2)) == (3, 7)
+    gen.pad_token_id = [4, 5]
+    with pytest.raises(UnsupportedConfig, match="several pad_token_ids"):
+        start_and_pad(config, gen, 2)
+    gen.pad_token_id = None
     gen.decoder_start_token_id = [4, 5]
     with pytest.raises(UnsupportedConfig, match="several decoder_start_token_ids \\[4, 5\\] are not supported"):
-        start_and_pad(config, gen)
+        start_and_pad(config, gen, 2)
     with pytest.raises(UnsupportedConfig, match="names no decoder_start_token_id"):
-        start_and_pad(config, transformers.GenerationConfig())
+        start_and_pad(config, transformers.GenerationConfig(), 2)
 
 
 def _with_generation_config(tmp_path, name, **fields):
