@@ -21,25 +21,19 @@ using namespace tvm_py;
 
 namespace {
 
-// A numpy array as a file's array would hold it (safetensors' dtype names, plus F64 for
-// a 0-d float, which build_inputs reads as a scalar).
+// A numpy array as a file's array would hold it (safetensors' dtype names of the tensor
+// dtypes, plus F64 for a 0-d float, which build_inputs reads as a scalar).
 io::ArrayData array_data(const std::string& name, const py::handle& obj) {
   const py::array a = py::array::ensure(obj, py::array::c_style);
   if (!a) throw vm::Error(fmt::format("array '{}': not an array", name));
   const py::dtype dt = a.dtype();
-  const char kind = dt.kind();
-  const size_t size = size_t(dt.itemsize());
   io::ArrayData d;
   d.name = name;
-  d.dtype = kind == 'f' && size == 4   ? "F32"
-            : kind == 'f' && size == 8 ? "F64"
-            : kind == 'i' && size == 8 ? "I64"
-            : kind == 'i' && size == 4 ? "I32"
-            : kind == 'i' && size == 1 ? "I8"
-            : kind == 'b'              ? "BOOL"
-                                       : "";
-  if (d.dtype.empty()) throw vm::Error(fmt::format("array '{}': dtype {} is not one a program takes", name,
-                                                   std::string(py::str(dt))));
+  try {
+    d.dtype = dt.kind() == 'f' && dt.itemsize() == 8 ? "F64" : cli::safetensors_dtype(dtype_from_numpy(dt));
+  } catch (const vm::Error& e) {
+    throw vm::Error(fmt::format("array '{}': {}", name, e.what()));
+  }
   for (py::ssize_t i = 0; i < a.ndim(); ++i) d.shape.push_back(int64_t(a.shape(i)));
   d.data.resize(size_t(a.nbytes()));
   if (!d.data.empty()) std::memcpy(d.data.data(), a.data(), d.data.size());

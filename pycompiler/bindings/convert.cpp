@@ -13,7 +13,7 @@ static bool is_little_endian() {
   return b == 1;
 }
 
-static vm::DType dtype_from_numpy(const py::dtype& dt) {
+vm::DType dtype_from_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   if (kind == 'f' && size == 4) return vm::DType::f32;

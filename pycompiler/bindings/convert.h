@@ -17,6 +17,8 @@ namespace py = pybind11;
 vm::Value to_value(const py::handle& obj);
 py::object from_value(const vm::Value& v);
 vm::Tensor to_tensor(const py::array& arr);
+// The tensor dtype of a numpy dtype, or a vm::Error naming the ones tensorvm takes.
+vm::DType dtype_from_numpy(const py::dtype& dt);
 py::array from_tensor(const vm::Tensor& t);
 
 // An instruction's kind as Python sees it: "op" (a kernel), "call", "while_loop", "cond",
