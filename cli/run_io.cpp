@@ -258,7 +258,12 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
       inputs.emplace_back(t);
       prompt_used = true;
     } else if (r.args.count(name)) {  // overrides an array of --inputs
-      inputs.push_back(parse_scalar(type, r.args[name], name));
+      // generate's True/False options (meta.json "bool_options") read 1 and 0 as booleans
+      const bool flag = type == "Any" && meta.is_object() && meta.contains("bool_options") &&
+                        meta["bool_options"].is_array() &&
+                        std::find(meta["bool_options"].begin(), meta["bool_options"].end(), name) !=
+                            meta["bool_options"].end();
+      inputs.push_back(parse_scalar(flag ? "bool" : type, r.args[name], name));
       r.args.erase(name);
       used.insert(array_name);
     } else if (!array_name.empty()) {
