@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/array_file.h"
-#include "io/wav_file.h"
+#include "io/audio_file.h"
 #include "vm/session.h"
 
 namespace cli {
@@ -234,7 +234,7 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
     const std::string positional_name = fmt::format("arr_{}", p);
     const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
     if (!r.wav_path.empty() && name == "audio") {
-      const io::WavAudio wav = io::read_wav(r.wav_path);
+      const io::WavAudio wav = io::read_audio(r.wav_path);
       vm::Tensor t = vm::Tensor::empty(vm::DType::f32, {1, int64_t(wav.samples.size())});
       std::copy(wav.samples.begin(), wav.samples.end(), t.data<float>());
       inputs.emplace_back(t);

@@ -14,6 +14,7 @@
 #include "cli/main.h"
 #include "cli/text_verbs.h"
 #include "cli/whisper_segments.h"
+#include "io/audio_file.h"
 #include "convert.h"
 #include "vm/program.h"
 
@@ -212,4 +213,20 @@ void bind_cli(py::module_& m) {
       py::arg("program"), py::arg("dir"), py::arg("sequences"), py::arg("format"), py::arg("write"),
       "transcribe --timestamps' sequences written as segments in `format` (text, srt, vtt, json), as tensorvm-run "
       "prints them (cli/text_verbs.h print_segments).");
+  m.attr("has_audio") = io::has_audio_library();
+  m.def(
+      "read_audio",
+      [](const std::string& path, int rate) {
+        io::WavAudio a;
+        {
+          py::gil_scoped_release nogil;
+          a = io::read_audio(path, rate);
+        }
+        py::array_t<float> out(py::ssize_t(a.samples.size()));
+        std::copy(a.samples.begin(), a.samples.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("path"), py::arg("sampling_rate") = 16000,
+      "An audio file's samples, mono f32 at sampling_rate, as tensorvm-run --audio reads it (io/audio_file.h: "
+      "libsndfile and libsoxr HQ when this build has them, _C.has_audio; else 16 kHz mono WAV only).");
 }
