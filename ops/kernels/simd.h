@@ -12,8 +12,8 @@
 // on its own and each output's arithmetic is fixed by the code, not by how a loop
 // happened to be vectorised or split over threads.
 //
-// Only this header, <cstdint>/<cstring>/<algorithm> and the intrinsics may be included
-// by variant code: anything inline from elsewhere could be emitted with this variant's
+// Only this header, <cstdint>/<cstring>/<algorithm>, the intrinsics and core/half_impl.h
+// (included inside the variant's namespace) may be included by variant code: anything inline from elsewhere could be emitted with this variant's
 // instructions and picked by the linker for the whole program (tests/cpp/
 // check_variant_symbols.cmake checks the object files).
 #pragma once
@@ -40,6 +40,8 @@
 #endif
 
 namespace ops::kernels::TENSORVM_VARIANT {
+
+#include "core/half_impl.h"  // f16_to_f32, ... in this variant's namespace
 
 #if defined(__AVX512F__)
 
@@ -73,6 +75,13 @@ inline float hsum(Vf a) {
   return _mm_cvtss_f32(h);
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// 16 halves (vcvtph2ps) / bfloat16s (zero-extended to 32 bits, shifted up) as floats;
+// the _n forms read n < 16 of them (masked: nothing past the end).
+inline Vf load_f16(const uint16_t* p) { return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))}; }
+inline Vf load_f16_n(const uint16_t* p, int n) { return {_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes_mask(n), p))}; }
+inline Vf bf16_bits(__m256i h) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))}; }
+inline Vf load_bf16(const uint16_t* p) { return bf16_bits(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline Vf load_bf16_n(const uint16_t* p, int n) { return bf16_bits(_mm256_maskz_loadu_epi16(lanes_mask(n), p)); }
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
@@ -103,6 +112,11 @@ inline float hsum(Vf a) {
   return _mm_cvtss_f32(h);
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// 8 halves (F16C's vcvtph2ps) / bfloat16s (zero-extended to 32 bits, shifted up) as floats.
+inline Vf load_f16(const uint16_t* p) { return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))}; }
+inline Vf load_bf16(const uint16_t* p) {
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16))};
+}
 
 #elif defined(__ARM_NEON) && defined(__aarch64__) && !TENSORVM_PLAIN_SIMD
 
@@ -136,6 +150,9 @@ inline Vf load_i8(const int8_t* p) {
 }
 inline float hsum(Vf a) { return vaddvq_f32(a.v); }
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// 4 halves (vcvt_f32_f16) / bfloat16s (widened and shifted up by vshll) as floats.
+inline Vf load_f16(const uint16_t* p) { return {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))}; }
+inline Vf load_bf16(const uint16_t* p) { return {vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))}; }
 
 #else
 
@@ -172,7 +189,26 @@ inline Vf load_i8(const int8_t* p) {
 }
 inline float hsum(Vf a) { return (a.v[0] + a.v[2]) + (a.v[1] + a.v[3]); }
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// 4 halves / bfloat16s as floats: core/half_impl.h's software conversion.
+inline Vf load_f16(const uint16_t* p) { return {F4{f16_to_f32(p[0]), f16_to_f32(p[1]), f16_to_f32(p[2]), f16_to_f32(p[3])}}; }
+inline Vf load_bf16(const uint16_t* p) {
+  return {F4{bf16_to_f32(p[0]), bf16_to_f32(p[1]), bf16_to_f32(p[2]), bf16_to_f32(p[3])}};
+}
 
+#endif
+
+#if !defined(__AVX512F__)
+// n < kLanes halves / bfloat16s as floats, zeros past n (AVX-512 masks its loads).
+inline Vf load_f16_n(const uint16_t* p, int n) {
+  uint16_t t[kLanes] = {};
+  std::memcpy(t, p, sizeof(uint16_t) * size_t(n < kLanes ? n : kLanes));
+  return load_f16(t);
+}
+inline Vf load_bf16_n(const uint16_t* p, int n) {
+  uint16_t t[kLanes] = {};
+  std::memcpy(t, p, sizeof(uint16_t) * size_t(n < kLanes ? n : kLanes));
+  return load_bf16(t);
+}
 #endif
 
 // n < kLanes int8 values as floats, zeros past n.
