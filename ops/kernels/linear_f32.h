@@ -47,20 +47,32 @@ struct BF16Weights {
 // (both with row stride `in`): each weight vector is loaded once and used for every row.
 template <int R, int O, class W = F32Weights>
 inline void dot_rows(const float* x, int64_t in, const typename W::T* w, float* acc) {
-  constexpr int64_t ahead = kPrefetch * int64_t(sizeof(float) / sizeof(typename W::T));  // the same bytes ahead
+  // A 16-bit weight takes U = 2 vectors a step: the same bytes per step (and per
+  // prefetch) as f32, and the same order of FMAs into each accumulator as f32's steps.
+  constexpr int U = int(sizeof(float) / sizeof(typename W::T));
+  constexpr int64_t ahead = kPrefetch * U;  // the same bytes ahead
   Vf a[O][R];
   for (int o = 0; o < O; ++o)
     for (int r = 0; r < R; ++r) a[o][r] = zero();
   int64_t k = 0;
-  for (; k + kLanes <= in; k += kLanes) {
-    Vf wv[O];
+  for (; k + U * kLanes <= in; k += U * kLanes) {
+    Vf wv[U][O];
     for (int o = 0; o < O; ++o) {
-      wv[o] = W::get(w + o * in + k);
+      for (int u = 0; u < U; ++u) wv[u][o] = W::get(w + o * in + k + u * kLanes);
       prefetch(w + o * in + k + ahead);
     }
-    for (int r = 0; r < R; ++r) {
-      const Vf xv = load(x + r * in + k);
-      for (int o = 0; o < O; ++o) a[o][r] = fmadd(wv[o], xv, a[o][r]);
+    for (int u = 0; u < U; ++u)
+      for (int r = 0; r < R; ++r) {
+        const Vf xv = load(x + r * in + k + u * kLanes);
+        for (int o = 0; o < O; ++o) a[o][r] = fmadd(wv[u][o], xv, a[o][r]);
+      }
+  }
+  if constexpr (U > 1) {
+    for (; k + kLanes <= in; k += kLanes) {
+      for (int r = 0; r < R; ++r) {
+        const Vf xv = load(x + r * in + k);
+        for (int o = 0; o < O; ++o) a[o][r] = fmadd(W::get(w + o * in + k), xv, a[o][r]);
+      }
     }
   }
   if (k < in) {  // the tail: partial loads read nothing past the end

@@ -12,8 +12,8 @@
 // on its own and each output's arithmetic is fixed by the code, not by how a loop
 // happened to be vectorised or split over threads.
 //
-// Only this header, <cstdint>/<cstring>/<algorithm>, the intrinsics and core/half_impl.h
-// (included inside the variant's namespace) may be included by variant code: anything inline from elsewhere could be emitted with this variant's
+// Only this header, <cstdint>/<cstring>/<algorithm> and the intrinsics may be included
+// by variant code: anything inline from elsewhere could be emitted with this variant's
 // instructions and picked by the linker for the whole program (tests/cpp/
 // check_variant_symbols.cmake checks the object files).
 #pragma once
@@ -40,8 +40,6 @@
 #endif
 
 namespace ops::kernels::TENSORVM_VARIANT {
-
-#include "core/half_impl.h"  // f16_to_f32, ... in this variant's namespace
 
 #if defined(__AVX512F__)
 
@@ -189,10 +187,38 @@ inline Vf load_i8(const int8_t* p) {
 }
 inline float hsum(Vf a) { return (a.v[0] + a.v[2]) + (a.v[1] + a.v[3]); }
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
-// 4 halves / bfloat16s as floats: core/half_impl.h's software conversion.
-inline Vf load_f16(const uint16_t* p) { return {F4{f16_to_f32(p[0]), f16_to_f32(p[1]), f16_to_f32(p[2]), f16_to_f32(p[3])}}; }
+// 4 halves as floats without branches (core/half.h's f16_to_f32, lane-wise): the
+// exponent and mantissa move to f32's places and the exponent is rebiased; inf/NaN get
+// the rest of the bias; subnormals (exponent 0) are made normal by one exact subtraction
+// of 2^-14 (no f32 subnormal is involved, so DAZ/FTZ cannot change them).
+inline Vf load_f16(const uint16_t* p) {
+  typedef uint32_t U4 __attribute__((vector_size(16)));
+  const U4 h = {p[0], p[1], p[2], p[3]};
+  const U4 em = (h & 0x7fffu) << 13, e = em & (0x1fu << 23);
+  U4 o = em + (112u << 23);
+  o = e == (0x1fu << 23) ? o + (112u << 23) : o;  // inf, NaN: exponent 255
+  F4 sub, norm, magic;
+  const U4 so = o + (1u << 23), mb = {113u << 23, 113u << 23, 113u << 23, 113u << 23};
+  std::memcpy(&sub, &so, 16);
+  std::memcpy(&magic, &mb, 16);
+  std::memcpy(&norm, &o, 16);
+  sub = sub - magic;
+  U4 bits, sb;
+  std::memcpy(&bits, &norm, 16);
+  std::memcpy(&sb, &sub, 16);
+  bits = e == 0 ? sb : bits;
+  bits |= (h & 0x8000u) << 16;
+  Vf r;
+  std::memcpy(&r.v, &bits, 16);
+  return r;
+}
+// 4 bfloat16s as floats: the 16 bits shifted up.
 inline Vf load_bf16(const uint16_t* p) {
-  return {F4{bf16_to_f32(p[0]), bf16_to_f32(p[1]), bf16_to_f32(p[2]), bf16_to_f32(p[3])}};
+  typedef uint32_t U4 __attribute__((vector_size(16)));
+  const U4 bits = U4{p[0], p[1], p[2], p[3]} << 16;
+  Vf r;
+  std::memcpy(&r.v, &bits, 16);
+  return r;
 }
 
 #endif
