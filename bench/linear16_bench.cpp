@@ -82,10 +82,8 @@ int main(int argc, char** argv) {
                            {"lm_head [151936, 896]", 151936, 896, 2}};
   vm::ThreadPool pool(threads);
   ops::OpContext ctx;
-  if (threads > 1) {
-    ctx.threads = &pool;
-    ctx.num_threads = threads;
-  }
+  ctx.threads = threads > 1 ? &pool : nullptr;  // one thread: no pool, as a Session with one thread
+  ctx.num_threads = threads > 1 ? threads : 1;
   const ops::CpuInfo& cpu = ops::cpu_info();
   fmt::print("linear decode GEMV, Qwen2.5-0.5B shapes, {} row(s), {} thread(s), median of {}\n", rows, threads, reps);
   fmt::print("cpu: {}\n", cpu.model.empty() ? cpu.arch : cpu.model);
