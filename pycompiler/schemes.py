@@ -128,7 +128,9 @@ class Plan:
         names = _instances(template, self.weights)
         kept = [n for n in names if self._kept(n)]
         if kept and len(kept) != len(names):
-            raise ValueError(f"import_hf: keep_f32 matches {kept[0]} but not every layer of {template} "
+            from .importers.common import UnsupportedConfig  # a ValueError; importers/ imports the models
+
+            raise UnsupportedConfig(f"import_hf: keep_f32 matches {kept[0]} but not every layer of {template} "
                              "(a layer's op is shared by all layers): match them all or none")
         listed = table or self.linears is None or all(n in self.linears for n in names)
         st = None if kept or not names or not listed else (self.scheme.table if table else self.scheme.matrix)
