@@ -26,7 +26,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import ops as T
-from .quantize import QUANTIZATIONS, pack_w8a8, quantize_int8
+from .quantize import QUANTIZATIONS, pack_w8a8, quantize_int4, quantize_int8
 
 DEFAULT_GROUP_SIZE = 32
 MAX_GROUP_SIZE = 4096
@@ -42,6 +42,7 @@ class Storage:
     embed: Optional[str]  # the op gathering rows: op(ids, weight, [scale]); None: not a table layout
     scaled: bool = True
     grouped: bool = False  # store takes the group size (int4)
+    features: bool = False  # the embed op also takes the table's width (int4 rows are padded to the group)
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,22 @@ def _w8a8(w, _group_size):
     return pack_w8a8(q), s
 
 
+def _int4(w, group_size):
+    # f32 scales: the 4-bit kernels take f32 scales only (f16 scales would save 1/16 byte a weight at G=32)
+    return quantize_int4(w, group_size)
+
+
 INT8 = Storage("int8", _int8, "linear_int8", "embedding_int8")
 W8A8 = Storage("w8a8", _w8a8, "linear_w8a8", None)
+INT4 = Storage("int4", _int4, "linear_int4", "embedding_int4", grouped=True, features=True)
+# w4a8: the same int4 weights, int8 activations; its tables too (the logits' op: see docs/quantization.md)
+W4A8 = Storage("int4", _int4, "linear_w4a8", "embedding_int4", grouped=True, features=True)
 
 SCHEMES = {
     "int8": Scheme("int8", INT8, INT8),
     "w8a8": Scheme("w8a8", W8A8, INT8),
+    "int4": Scheme("int4", INT4, INT4),
+    "w4a8": Scheme("w4a8", W4A8, W4A8),
 }
 
 
@@ -143,6 +154,10 @@ class Plan:
         self.decided[template] = st
         return st
 
+    def features(self, name: str) -> int:
+        """The width of the table `name` before quantization."""
+        return int(self.weights[name].shape[1])
+
     def _kept(self, name: str) -> bool:
         hits = [p for p in self.keep_f32 if fnmatch.fnmatchcase(name, p)]
         self.matched.update(hits)
@@ -169,6 +184,10 @@ class _NamePlan:
     def storage(self, template: str, table: bool) -> Storage:
         return self.scheme.table if table else self.scheme.matrix
 
+    def features(self, name: str) -> int:
+        raise ValueError(f"embed: the width of the 4-bit table {name} is unknown: pass the import's Plan, "
+                         "not a scheme name")
+
 
 def _args(st: Storage, name: str, layer):
     w = T.param(f"{name}.{st.suffix}", layer)
@@ -192,4 +211,5 @@ def embed_op(quantize, ids, name: str):
     st = None if plan is None else plan.storage(name, True)
     if st is None:
         return T.embedding(ids, T.param(name))
-    return getattr(T, st.embed)(ids, *_args(st, name, None))
+    extra = (plan.features(name),) if st.features else ()
+    return getattr(T, st.embed)(ids, *_args(st, name, None), *extra)

@@ -21,10 +21,17 @@ from tensorvm.pycompiler.importers import UnsupportedConfig
 from tensorvm.pycompiler.locations import get_tensorvm_run
 from tensorvm.pycompiler.schemes import SCHEMES
 
-# max |logit - f32 logit| as a fraction of the f32 logits' spread, per scheme, on these
-# random weights (embeddings and output matrix quantized too). Measured maxima over the
-# three families: int8 0.14, w8a8 0.21; the bounds leave about 2x room.
-TOLERANCE = {"int8": 0.3, "w8a8": 0.4, "f16": 0.01, "bf16": 0.05, "int4": 1.0, "w4a8": 1.0}
+# RMS(logits - f32 logits) / std(f32 logits), per scheme, on these random weights
+# (embeddings and output matrix quantized too; N(0, 2.5^2/fan_in) weights amplify the
+# error layer by layer, so 4-bit looks far worse here than on a trained model: see
+# docs/quantization.md). Measured maxima over the three families: int8 0.034, w8a8
+# 0.050, int4 0.51, w4a8 0.50; the bounds leave about 2x room. Marian's encoder states
+# (int8 0.007, int4 0.088) are held to a quarter of them.
+TOLERANCE = {"int8": 0.1, "w8a8": 0.12, "f16": 0.005, "bf16": 0.05, "int4": 1.0, "w4a8": 1.0}
+
+
+def rel_rms(got, ref) -> float:
+    return float(np.sqrt(np.mean((got - ref) ** 2)) / ref.std())
 FAMILIES = ["llama-mha", "qwen2-gqa4", "gpt2-odd"]  # tied, untied, GPT-2's tied wte + f32 positions
 
 
@@ -37,9 +44,9 @@ def stored(program_dir) -> dict:
 
 
 def f32_matrices(program_dir, allowed=("position", "wpe")) -> list:
-    """The stored f32 matrices of 64 elements or more, position tables aside."""
-    return [k for k, (dt, shape) in stored(program_dir).items()
-            if dt == "F32" and len(shape) == 2 and np.prod(shape) >= 64 and not any(a in k for a in allowed)]
+    """The stored f32 matrices of 64 elements or more, position tables and group scales aside."""
+    return [k for k, (dt, shape) in stored(program_dir).items() if dt == "F32" and len(shape) == 2
+            and np.prod(shape) >= 64 and not k.endswith(".scale") and not any(a in k for a in allowed)]
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +80,8 @@ def test_decoder_only_scheme_is_small_and_close(imports, name, scheme):
     ids, mask = left_padded([[5, 9, 14, 7, 3], [8, 30]], pad=0)
     ref, got = f32.run("forward", ids, mask), q.run("forward", ids, mask)
     real = mask == 1
-    err = np.abs(got[real] - ref[real]).max() / ref[real].std()
-    assert err < TOLERANCE[scheme], f"{scheme}: max error {err:.3f} of the logits' spread"
+    err = rel_rms(got[real], ref[real])
+    assert err < TOLERANCE[scheme], f"{scheme}: RMS error {err:.3f} of the logits' spread"
     out = q.generate(ids, mask, max_new_tokens=4)
     assert out.shape == (2, 9) and (out >= 0).all() and (out < f32.meta["vocab_size"]).all()
 
@@ -87,7 +94,7 @@ def test_marian_scheme_is_small_and_close(imports, scheme):
     ids = np.array([[5, 6, 7, 8, 0], [9, 10, 0, 1, 1]])
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
     ref, got = f32.run("encode", ids, mask), q.run("encode", ids, mask)
-    assert np.abs(got - ref).max() < TOLERANCE[scheme] / 2 * ref.std()  # measured int8 0.026, w8a8 0.036
+    assert rel_rms(got, ref) < TOLERANCE[scheme] / 4
     assert q.generate(ids, mask, max_new_tokens=5).shape[0] == 2
 
 
@@ -149,12 +156,14 @@ def test_cli_options_reach_the_import(tmp_path, capsys):
         cli_main(["import-hf", str(checkpoint("gpt2-odd")), "-o", str(out), "--quantize", "int3"])
 
 
-def test_compiled_quantized_program_is_bit_identical(imports, tmp_path):
+@pytest.mark.parametrize("scheme", ["w8a8", "w4a8"])
+def test_compiled_quantized_program_is_bit_identical(imports, tmp_path, scheme):
     """AOT: tiny Marian at w8a8 (linear_w8a8 layers, its tied table read by embedding_int8
-    and linear_int8) compiled to C++ gives the interpreter's outputs bit for bit."""
+    and linear_int8) and w4a8 (linear_w4a8, embedding_int4) compiled to C++ gives the
+    interpreter's outputs bit for bit."""
     from test_aot import _compile_and_build
 
-    q = imports("tiny-marian", "w8a8")
+    q = imports("tiny-marian", scheme)
     built = _compile_and_build(tmp_path, q.path)
     res = subprocess.run([str(built["build"] / "compare"), str(q.path), "--threads", "2",
                           "--ids", "3 4 5 6 7 8 0; 9 0", "--steps", "4"], capture_output=True, text=True, timeout=600)
