@@ -30,10 +30,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "fixtures" / "data" / "quality-lm"
-# (label, scheme, group size): int4 at three group sizes, the others at their defaults
-SCHEMES = [("f32", None, None), ("f16", "f16", None), ("bf16", "bf16", None), ("int8", "int8", None),
-           ("w8a8", "w8a8", None), ("int4 G=32", "int4", 32), ("int4 G=64", "int4", 64),
-           ("int4 G=128", "int4", 128), ("w4a8 G=32", "w4a8", 32)]
+# (label, scheme, import_hf options): int4 at three group sizes, and with the tied
+# embedding/output matrix left f32 (what quantizing it costs); the others at their defaults
+TABLE = "model.embed_tokens.weight"
+SCHEMES = [("f32", None, {}), ("f16", "f16", {}), ("bf16", "bf16", {}), ("int8", "int8", {}), ("w8a8", "w8a8", {}),
+           ("int4 G=32", "int4", {"group_size": 32}), ("int4 G=64", "int4", {"group_size": 64}),
+           ("int4 G=128", "int4", {"group_size": 128}), ("w4a8 G=32", "w4a8", {"group_size": 32}),
+           ("int4 G=32, table f32", "int4", {"group_size": 32, "keep_f32": [TABLE]}),
+           ("w4a8 G=32, table f32", "w4a8", {"group_size": 32, "keep_f32": [TABLE]}),
+           ("int8, table f32", "int8", {"keep_f32": [TABLE]})]
 
 
 def held_out_ids(model: Path, context: int, windows: int) -> np.ndarray:
@@ -92,15 +97,14 @@ def main(argv=None) -> int:
     prompts = ids[:args.prompts, :args.prompt_tokens]
     rows, ref = [], None
     with tempfile.TemporaryDirectory() as tmp:
-        for label, scheme, group in SCHEMES:
+        for label, scheme, options in SCHEMES:
             if args.only and label not in args.only and label != "f32":
                 continue
             if scheme is not None and scheme not in BUILT:
                 print(f"{label}: not in this build", file=sys.stderr)
                 continue
             t0 = time.time()
-            out = Path(tmp) / f"{label.replace(' ', '_').replace('=', '')}.tvm"
-            options = {} if group is None else {"group_size": group}
+            out = Path(tmp) / f"{''.join(c for c in label if c.isalnum())}.tvm"
             tensorvm.import_hf(args.model, out, quantize=scheme, tokenizer=False, **options)
             row = measure(tensorvm.load(out), ids, prompts, args.new_tokens, ref)
             ref = ref or row

@@ -73,6 +73,23 @@ def _int4(w, group_size):
     return quantize_int4(w, group_size)
 
 
+def _f16(w, _group_size):
+    w = np.asarray(w, np.float32)
+    if w.size and np.abs(w).max() > np.finfo(np.float16).max:
+        raise ValueError(f"a value of magnitude {np.abs(w).max():g} does not fit f16 (at most 65504): "
+                         "use bf16, or keep_f32 for this matrix")
+    return w.astype(np.float16), None
+
+
+def _bf16(w, _group_size):
+    import ml_dtypes  # a dependency since the 16-bit dtypes (pyproject)
+
+    return np.asarray(w, np.float32).astype(ml_dtypes.bfloat16), None
+
+
+# 16-bit: no new op, linear and embedding read f16/bf16 weights and widen them in the kernel
+F16 = Storage("f16", _f16, "linear", "embedding", scaled=False)
+BF16 = Storage("bf16", _bf16, "linear", "embedding", scaled=False)
 INT8 = Storage("int8", _int8, "linear_int8", "embedding_int8")
 W8A8 = Storage("w8a8", _w8a8, "linear_w8a8", None)
 INT4 = Storage("int4", _int4, "linear_int4", "embedding_int4", grouped=True, features=True)
@@ -147,7 +164,12 @@ class Plan:
         st = None if kept or not names or not listed else (self.scheme.table if table else self.scheme.matrix)
         if st is not None:
             for n in names:
-                q, s = st.store(self.weights[n], self.group_size)
+                try:
+                    q, s = st.store(self.weights[n], self.group_size)
+                except ValueError as e:
+                    from .importers.common import UnsupportedConfig
+
+                    raise UnsupportedConfig(f"import_hf: quantize={self.scheme.name!r}: {n}: {e}") from None
                 self.weights[f"{n}.{st.suffix}"] = q
                 if s is not None:
                     self.weights[f"{n}.scale"] = s
