@@ -14,6 +14,9 @@ import numpy as np
 QUANTIZATIONS = {
     "int8": "linear weights int8 per output row, activations f32 (linear_int8, weight-only)",
     "w8a8": "linear weights int8 per output row, activations int8 per row at run time (linear_w8a8, AVX-512 VNNI)",
+    "int4": "linear weights int4 in groups of --group-size inputs (q4_0 layout), activations f32 (linear_int4)",
+    "w4a8": "linear weights int4 in groups (q4_0 layout), activations int8 per block of 32 at run time "
+            "(linear_w4a8, as llama.cpp's q4_0 x q8_0)",
 }
 
 

@@ -58,6 +58,20 @@ def embedding(ids, weight):
 
 
 @op
+def embedding_int8(ids, weight, scale):
+    ids = check_index("embedding_int8", ids, "ids")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
+        fail("embedding_int8", "weight must be i8 [V, D]")
+    v = weight.shape[0]
+    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.shape != (v,):
+        fail("embedding_int8", f"scale must be f32[{v}]")
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        fail("embedding_int8", f"id {ids[bad].flat[0]} out of range [0, {v})")
+    return as_f32(weight[ids].astype(np.float32) * scale[ids][..., None])
+
+
+@op
 def embedding_int4(ids, weight, scale, features):
     """The rows weight[ids] of a 4-bit table (linear_int4's format), dequantized to f32."""
     from .linalg import int4_weight
