@@ -1,6 +1,8 @@
-"""Decoder-only LMs side by side: tensorvm (f32, int8, w8a8), transformers eager and
-CTranslate2 (float32, int8) on the same seeded random-weight checkpoint and prompt,
-tokens checked against transformers.
+"""Decoder-only LMs side by side: tensorvm (f32, int8, w8a8, and int4, w4a8, f16, bf16 where
+the build has them), transformers eager, CTranslate2 (float32, int8) and llama.cpp (f32, f16,
+q8_0, q4_0; bench/engines/llama_cpp.py, where its binaries are) on the same seeded
+random-weight checkpoint and prompt, tokens checked against transformers; issue 29's
+targets against llama.cpp at each matching precision (MET / MISSED).
 
     python3 bench/decoder_only_bench.py --threads 2 --out results.json --md results.md
     python3 bench/decoder_only_bench.py --quick --strict          # smoke run: toy shapes, seconds
