@@ -58,6 +58,37 @@ def embedding(ids, weight):
 
 
 @op
+def embedding_int8(ids, weight, scale):
+    ids = check_index("embedding_int8", ids, "ids")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
+        fail("embedding_int8", "weight must be i8 [V, D]")
+    v = weight.shape[0]
+    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.shape != (v,):
+        fail("embedding_int8", f"scale must be f32[{v}]")
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        fail("embedding_int8", f"id {ids[bad].flat[0]} out of range [0, {v})")
+    return as_f32(weight[ids].astype(np.float32) * scale[ids][..., None])
+
+
+@op
+def embedding_int4(ids, weight, scale, features):
+    """The rows weight[ids] of a 4-bit table (linear_int4's format), dequantized to f32."""
+    from .linalg import int4_weight
+
+    ids = check_index("embedding_int4", ids, "ids")
+    if features < 0:
+        fail("embedding_int4", f"features must be >= 0, got {features}")
+    q, s, g = int4_weight("embedding_int4", weight, scale, features)
+    v = q.shape[0]
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        fail("embedding_int4", f"id {ids[bad].flat[0]} out of range [0, {v})")
+    w = (q.astype(np.float32) * np.repeat(s, g, axis=1))[:, :features] if q.shape[1] else np.zeros((v, features), np.float32)
+    return as_f32(w[ids].reshape(ids.shape + (features,)))
+
+
+@op
 def conv1d(x, weight, bias=None, stride=1, padding=0):
     """torch's conv1d (one group, no dilation) as a sum over the kernel taps, in float64."""
     if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 3:

@@ -71,6 +71,37 @@ struct VariantGuard {
   ~VariantGuard() { ops::set_kernel_variant(before); }
 };
 
+// q [out, in_p] in [-8, 7] packed two a byte in the format's block order.
+Tensor pack(const std::vector<int>& q, int64_t out, int64_t in_p) {
+  Tensor w = Tensor::empty(DType::i8, {out, in_p / 2});
+  uint8_t* p = reinterpret_cast<uint8_t*>(w.data<int8_t>());
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t b = 0; b < in_p / 32; ++b)
+      for (int i = 0; i < 16; ++i)
+        p[j * in_p / 2 + b * 16 + i] =
+            uint8_t((q[j * in_p + b * 32 + i] + 8) | ((q[j * in_p + b * 32 + 16 + i] + 8) << 4));
+  return w;
+}
+
+// A random 4-bit weight (ops/quantized_int4.cpp): q, packed, and its scales.
+struct Weight {
+  std::vector<int> q;
+  Tensor w, scale;
+};
+
+Weight random_weight(int64_t out, int64_t in, int64_t g, std::mt19937& gen, bool pow2) {
+  const int64_t in_p = (in + g - 1) / g * g;
+  std::uniform_int_distribution<int> qd(-8, 7), ed(-2, 1);
+  std::normal_distribution<float> sd(0.0f, 0.05f);
+  Weight r{std::vector<int>(size_t(out * in_p), 0), {}, Tensor::empty(DType::f32, {out, in_p / g})};
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t k = 0; k < in; ++k) r.q[j * in_p + k] = qd(gen);
+  for (int64_t i = 0; i < r.scale.numel(); ++i) r.scale.data<float>()[i] = pow2 ? std::ldexp(1.0f, ed(gen)) : sd(gen);
+  r.scale.data<float>()[0] = 0.0f;  // a zero group
+  r.w = pack(r.q, out, in_p);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("cpu detection names the variants this CPU runs", "[kernels]") {
@@ -544,5 +575,124 @@ TEST_CASE("topk over long rows: split over threads, the same as one thread and a
       CHECK(one[1].as_tensor().data<int64_t>()[r * k + j] == order[j]);
       CHECK(one[0].as_tensor().data<float>()[r * k + j] == row[order[j]]);
     }
+  }
+}
+
+// The 4-bit weight ops (linear_int4, linear_w4a8, embedding_int4) on every variant (neon and
+// scalar under qemu on aarch64) against a double reference on the dequantized weight, with
+// 1, 2 and 3 threads bit-identical. linear_w4a8 with power-of-two scales and x that
+// quantizes to itself is exact: its block sums are integers in every variant.
+TEST_CASE("linear_int4, linear_w4a8: every variant matches the reference on any thread count", "[kernels][threads]") {
+  VariantGuard guard;
+  std::mt19937 gen(29);
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (int64_t g : {32, 128}) {
+      for (int64_t in : {1, 31, 33, 300, 4100}) {
+        for (int64_t rows : {1, 2, 5, 8, 9, 33}) {
+          if (test_helpers::tests_short() && rows * in > 9 * 4100) continue;
+          const int64_t out = 37, in_p = (in + g - 1) / g * g;
+          INFO(variant << " g " << g << " in " << in << " rows " << rows);
+          const Weight w = random_weight(out, in, g, gen, false);
+          Tensor x = Tensor::empty(DType::f32, {rows, in});
+          std::normal_distribution<float> xd(0.0f, 1.0f);
+          for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = xd(gen);
+          Tensor b = Tensor::empty(DType::f32, {out});
+          for (int64_t j = 0; j < out; ++j) b.data<float>()[j] = xd(gen);
+          const std::vector<Value> args{Value(x), Value(w.w), Value(w.scale), Value(b)};
+          const Tensor y1 = run_op("linear_int4", args, 1), a1 = run_op("linear_w4a8", args, 1);
+          for (int threads : {2, 3}) {
+            CHECK(same_bits(y1, run_op("linear_int4", args, threads)));
+            CHECK(same_bits(a1, run_op("linear_w4a8", args, threads)));
+          }
+          double worst = 0.0, worst_a = 0.0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = x.data<float>() + r * in;
+            for (int64_t j = 0; j < out; ++j) {
+              double s = b.data<float>()[j], mag = 1.0, sa = b.data<float>()[j];
+              for (int64_t k0 = 0; k0 < in; k0 += 32) {  // w4a8 quantizes x per block of 32 (q8_0)
+                float amax = 0.0f;
+                for (int64_t k = k0; k < std::min(in, k0 + 32); ++k) amax = std::max(amax, std::fabs(xr[k]));
+                const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+                const double d = w.scale.data<float>()[j * (in_p / g) + k0 / g];
+                int64_t isum = 0;
+                for (int64_t k = k0; k < std::min(in, k0 + 32); ++k) {
+                  const int q = w.q[j * in_p + k];
+                  s += double(xr[k]) * q * d;
+                  mag += std::fabs(double(xr[k]) * q * d);
+                  isum += q * int64_t(std::nearbyint(xr[k] * inv));
+                }
+                sa += double(isum) * double((amax / 127.0f) * float(d));
+              }
+              worst = std::max(worst, std::fabs(s - y1.data<float>()[r * out + j]) / mag);
+              worst_a = std::max(worst_a, std::fabs(sa - a1.data<float>()[r * out + j]) / mag);
+            }
+          }
+          CHECK(worst < 1e-5);
+          CHECK(worst_a < 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear_w4a8: exact integer block sums on every variant; NaN rows", "[kernels]") {
+  VariantGuard guard;
+  std::mt19937 gen(4);
+  const int64_t out = 19, in = 4100, g = 32, in_p = 4128, rows = 5;
+  const Weight w = random_weight(out, in, g, gen, true);
+  // Every block of x holds 127 (or -127), so it quantizes to itself with scale 1.
+  Tensor x = Tensor::empty(DType::f32, {rows, in});
+  std::uniform_int_distribution<int> xd(-127, 127);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < in; ++k) x.data<float>()[r * in + k] = k % 32 == 0 ? ((r + k / 32) % 2 ? 127.0f : -127.0f) : float(xd(gen));
+  std::vector<float> want(size_t(rows * out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < out; ++j) {
+      double s = 0.0;  // exact: power-of-two scales times integers far below 2^53
+      for (int64_t k = 0; k < in; ++k)
+        s += double(x.data<float>()[r * in + k]) * w.q[j * in_p + k] * w.scale.data<float>()[j * (in_p / g) + k / g];
+      want[r * out + j] = float(s);
+    }
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    INFO(variant);
+    const Tensor y = run_op("linear_w4a8", {Value(x), Value(w.w), Value(w.scale)}, 1);
+    CHECK(std::memcmp(y.data<float>(), want.data(), want.size() * sizeof(float)) == 0);
+    Tensor xn = Tensor::empty(DType::f32, {rows, in});
+    std::memcpy(xn.data<float>(), x.data<float>(), size_t(x.numel()) * sizeof(float));
+    xn.data<float>()[2 * in + 4000] = std::numeric_limits<float>::infinity();
+    const Tensor yn = run_op("linear_w4a8", {Value(xn), Value(w.w), Value(w.scale)}, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < out; ++j) CHECK(std::isnan(yn.data<float>()[r * out + j]) == (r == 2));
+  }
+}
+
+TEST_CASE("embedding_int4: the dequantized rows on every variant; ids checked", "[kernels]") {
+  VariantGuard guard;
+  std::mt19937 gen(5);
+  for (int64_t in : {1, 33, 896}) {
+    const int64_t v = 20, g = in == 896 ? 128 : 32, in_p = (in + g - 1) / g * g;
+    const Weight w = random_weight(v, in, g, gen, false);
+    Tensor ids = Tensor::empty(DType::i64, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) ids.data<int64_t>()[i] = (i * 7) % v;
+    for (const std::string& variant : ops::supported_kernel_variants()) {
+      ops::set_kernel_variant(variant);
+      INFO(variant << " in " << in);
+      const Tensor y = run_op("embedding_int4", {Value(ids), Value(w.w), Value(w.scale), Value::from_int(in)}, 1);
+      REQUIRE(y.shape() == vm::Shape{2, 3, in});
+      bool same = true;
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t k = 0; k < in; ++k) {
+          const int64_t id = ids.data<int64_t>()[i];
+          same &= y.data<float>()[i * in + k] == float(w.q[id * in_p + k]) * w.scale.data<float>()[id * (in_p / g) + k / g];
+        }
+      CHECK(same);
+    }
+    ids.data<int64_t>()[4] = v;
+    CHECK_THAT(test_helpers::error_of([&] {
+                 run_op("embedding_int4", {Value(ids), Value(w.w), Value(w.scale), Value::from_int(in)}, 1);
+               }),
+               Catch::Contains("id 20 out of range [0, 20)"));
   }
 }
