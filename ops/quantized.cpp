@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "ops/cpu.h"
-#include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
 #include "ops/select.h"
@@ -18,7 +17,6 @@ namespace ops {
 namespace {
 
 constexpr int64_t kMaxStreamRows = 8;  // rows up to this stream the int8 rows
-constexpr int64_t kBlockRows = 64;     // weight rows dequantized per block
 
 // linear_int8(x, weight, scale, bias=None): x[..., in] @ (weight[out, in] * scale[out, None])^T + bias[out]
 void linear_int8(OpContext& ctx, const Args& a, Value* out) {
@@ -51,37 +49,10 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   } else if (rows <= kMaxStreamRows) {
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in));
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { k.dot_rows_i8(xp, rows, in, qp, sp, bp, yp, outf, j0, j1); });
-  } else if (library_gemm_for(rows, in, outf)) {
-    // As linear's library branch: the library's GEMM on fixed blocks of columns (the
-    // same shapes whatever the thread count), each dequantized into f32 first.
-    const int64_t nblocks = (outf + kLibraryGemmColumns - 1) / kLibraryGemmColumns;
-    ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-      Tensor scratch = ctx.empty(DType::f32, Shape{kLibraryGemmColumns, in});
-      float* s = scratch.data<float>();
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t j0 = blk * kLibraryGemmColumns, n = std::min(kLibraryGemmColumns, outf - j0);
-        k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s);
-        library_gemm_columns(xp, rows, in, s, bp ? bp + j0 : nullptr, yp + j0, outf, 0, n);
-      }
-    });
   } else {
-    // Per thread, dequantize kBlockRows weight rows at a time into its own f32 scratch
-    // and multiply with linear's f32 kernels.
-    const int64_t nblocks = (outf + kBlockRows - 1) / kBlockRows;
-    ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-      Tensor scratch = ctx.empty(DType::f32, Shape{kBlockRows, in});
-      Tensor pack = ctx.empty(DType::f32, Shape{k.gemm_pack_floats});
-      float* s = scratch.data<float>();
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t j0 = blk * kBlockRows, n = std::min(kBlockRows, outf - j0);
-        k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s);
-        if (rows <= kMaxDotRows) {
-          k.dot_rows_f32(xp, rows, in, s, bp ? bp + j0 : nullptr, n, yp + j0, outf);
-        } else {
-          k.gemm_rows_f32(xp, rows, in, s, bp ? bp + j0 : nullptr, yp + j0, outf, 0, n, pack.data<float>());
-        }
-      }
-    });
+    // Blocks of weight rows dequantized into f32, multiplied with linear's f32 kernels.
+    linear_converted_blocks(ctx, xp, rows, in, outf, bp, yp,
+                            [&](int64_t j0, int64_t n, float* s) { k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s); });
   }
   out[0] = std::move(y);
 }

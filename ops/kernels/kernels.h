@@ -111,6 +111,17 @@ struct KernelTable {
   // gelu (4) or tanh gelu (5): elementwise_math.h's ExpMap.
   void (*exp_map)(int kind, const float* x, float* y, int64_t n);
 
+  // linear with an f16 / bf16 weight [n, in] (its 16 bits as stored): dot_rows_f32's
+  // arithmetic on the weight widened to f32 as it is loaded, so the same results bit for
+  // bit, reading half the bytes.
+  void (*dot_rows_f16)(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                       float* y, int64_t y_stride);
+  void (*dot_rows_bf16)(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                        float* y, int64_t y_stride);
+  // out[i] = w[i] widened to f32 for n values (exact).
+  void (*widen_f16)(const uint16_t* w, int64_t n, float* out);
+  void (*widen_bf16)(const uint16_t* w, int64_t n, float* out);
+
   // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.
   void (*weighted_rows_f32)(const float* p, int64_t rows, int64_t n, const float* v, int64_t v_stride, int64_t dv,
                             float* o);

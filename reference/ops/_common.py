@@ -63,6 +63,13 @@ def half_dtypes():
     return {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
 
 
+def widen_16bit(weight):
+    """An f16 / bf16 weight as the f32 the kernels widen it to (exact); others as they are."""
+    if isinstance(weight, np.ndarray) and weight.dtype in half_dtypes().values():
+        return weight.astype(np.float32)
+    return weight
+
+
 def is_tensor(v):
     return isinstance(v, np.ndarray)
 

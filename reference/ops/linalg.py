@@ -2,13 +2,14 @@
 linear_int4, linear_w4a8; their build step is pycompiler/quantize.py)."""
 import numpy as np
 
-from ._common import OpError, as_f32, fail, op, require_f32
+from ._common import OpError, as_f32, fail, op, require_f32, widen_16bit
 
 
 @op
 def linear(x, weight, bias=None):
+    weight = widen_16bit(weight)  # f16 / bf16: the kernel widens the weight exactly
     if x.dtype != np.float32 or weight.dtype != np.float32:
-        raise OpError("linear: x and weight must be f32")
+        raise OpError("linear: x must be f32 and weight f32, f16 or bf16")
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise OpError(f"linear: x {x.shape} does not match weight {weight.shape}")
     if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != weight.shape[:1]):

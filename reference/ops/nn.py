@@ -1,7 +1,7 @@
 """Reference nn ops: norms, embedding, conv1d, log_mel, rotary and attention."""
 import numpy as np
 
-from ._common import as_f32, check_index, fail, op, require_f32
+from ._common import as_f32, check_index, fail, op, require_f32, widen_16bit
 
 
 def _norm_checks(name, x, eps, **params):
@@ -47,6 +47,7 @@ def rms_norm(x, weight=None, eps=1e-6):
 @op
 def embedding(ids, weight):
     ids = check_index("embedding", ids, "ids")
+    weight = widen_16bit(weight)  # f16 / bf16 rows come out widened to f32
     if not isinstance(weight, np.ndarray) or weight.dtype != np.float32 or weight.ndim != 2:
         fail("embedding", "weight must be f32 [V, D]")
     v = weight.shape[0]

@@ -11,7 +11,9 @@
 #include <limits>
 #include <vector>
 #include <random>
+#include <utility>
 
+#include "core/half.h"
 #include "ops/cpu.h"
 #include "ops/gemm_library.h"
 #include "ops/registry.h"
@@ -156,6 +158,115 @@ TEST_CASE("linear, linear_int8: every variant matches the reference on any threa
       }
     }
   }
+}
+
+// ---- 16-bit weights: linear with an f16 / bf16 weight equals linear on the weight
+// widened to f32 bit for bit (the kernels widen exactly and keep the f32 arithmetic);
+// embedding with a 16-bit table gives the widened rows.
+
+namespace {
+
+// The same floats, NaN meeting NaN (a NaN's bits may differ: F16C quiets a signalling one).
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float p = a.data<float>()[i], q = b.data<float>()[i];
+    if (std::isnan(p) != std::isnan(q)) return false;
+    if (!std::isnan(p) && std::memcmp(&p, &q, 4) != 0) return false;
+  }
+  return true;
+}
+
+// A random 16-bit weight [outf, in] (values of about 0.5; with `specials`, about 1% NaN,
+// inf, subnormal and -0 entries) and its f32 widening.
+std::pair<Tensor, Tensor> weight16(DType dt, int64_t outf, int64_t in, std::mt19937& g, bool specials) {
+  Tensor w = Tensor::empty(dt, {outf, in}), wide = Tensor::empty(DType::f32, {outf, in});
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  auto* p = static_cast<uint16_t*>(w.raw());
+  const bool f16 = dt == DType::f16;
+  const uint16_t f16s[] = {0x7e00, 0x7c00, 0xfc00, 0x0001, 0x8000, 0x03ff};
+  const uint16_t bf16s[] = {0x7fc0, 0x7f80, 0xff80, 0x0001, 0x8000, 0x007f};
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    p[i] = f16 ? vm::f32_to_f16(d(g)) : vm::f32_to_bf16(d(g));
+    if (specials && pick(g) == 0) p[i] = (f16 ? f16s : bf16s)[pick(g) % 6];
+    wide.data<float>()[i] = f16 ? vm::f16_to_f32(p[i]) : vm::bf16_to_f32(p[i]);
+  }
+  return {w, wide};
+}
+
+// f(dt) for f16 and bf16 on every variant this CPU runs.
+template <class F>
+void each_variant_16bit(F&& f) {
+  VariantGuard guard;
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (DType dt : {DType::f16, DType::bf16}) f(dt);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("linear with an f16 or bf16 weight equals linear on the widened weight, every variant", "[kernels][half]") {
+  std::mt19937 g(11);
+  // Rows: 1, the 2-8 streaming kernel, 9-32 in L1 blocks, 33 the GEMM; in: 1, partial
+  // vectors, not a multiple of the lanes; 4100: several vectors, the 5-8 row two passes.
+  each_variant_16bit([&](DType dt) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 33}) {
+      for (int64_t in : {1, 7, 16, 33, 77, 300, 4100}) {
+        for (int64_t outf : {1, 5, 97}) {
+          if (in == 4100 && (outf != 97 || (rows != 1 && rows != 6))) continue;
+          INFO(ops::kernel_table().name << " " << vm::dtype_name(dt) << " rows " << rows << " in " << in << " out " << outf);
+          auto [w, wide] = weight16(dt, outf, in, g, in == 77);
+          Tensor x = random_tensor(DType::f32, {rows, in}, g), b = random_tensor(DType::f32, {outf}, g);
+          const Tensor want = run_op("linear", {Value(x), Value(wide), Value(b)}, 1);
+          REQUIRE(same_values(run_op("linear", {Value(x), Value(w), Value(b)}, 1), want));
+          CHECK(same_values(run_op("linear", {Value(x), Value(w)}, 1), run_op("linear", {Value(x), Value(wide)}, 1)));
+          for (int threads : {2, 3}) CHECK(same_values(run_op("linear", {Value(x), Value(w), Value(b)}, threads), want));
+          if (rows == 9 || rows == 33) {
+            const Value act = Value::from_str("silu");
+            CHECK(same_values(run_op("linear_act", {Value(x), Value(w), Value(b), act}, 2),
+                              run_op("linear_act", {Value(x), Value(wide), Value(b), act}, 2)));
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("embedding with an f16 or bf16 table gives the widened rows, every variant", "[kernels][half]") {
+  std::mt19937 g(5);
+  each_variant_16bit([&](DType dt) {
+    for (int64_t d : {1, 7, 16, 37}) {
+      INFO(ops::kernel_table().name << " " << vm::dtype_name(dt) << " d " << d);
+      auto [w, wide] = weight16(dt, 11, d, g, true);
+      Tensor ids = Tensor::empty(DType::i64, {2, 3});
+      const int64_t pick[6] = {0, 10, 3, 3, 7, 1};
+      std::memcpy(ids.raw(), pick, sizeof pick);
+      const Tensor got = run_op("embedding", {Value(ids), Value(w)}, 1);
+      CHECK(got.dtype() == DType::f32);
+      CHECK(same_values(got, run_op("embedding", {Value(ids), Value(wide)}, 1)));
+      Tensor id = Tensor::empty(DType::i32, {1});
+      id.data<int32_t>()[0] = 11;
+      CHECK_THAT(test_helpers::error_of([&] { run_op("embedding", {Value(id), Value(w)}, 1); }),
+                 Catch::Contains("id 11 out of range [0, 11)"));
+    }
+  });
+}
+
+TEST_CASE("linear refuses 16-bit x and bias and other weight dtypes; ops without 16-bit kernels name it", "[half]") {
+  std::mt19937 g(3);
+  auto [w, wide] = weight16(DType::f16, 4, 3, g, false);
+  Tensor x = random_tensor(DType::f32, {2, 3}, g);
+  auto err = [&](const char* op, std::vector<Value> args) { return test_helpers::error_of([&] { run_op(op, args, 1); }); };
+  CHECK_THAT(err("linear", {Value(w), Value(w)}), Catch::Contains("x must be f32, got f16[4, 3]"));
+  CHECK_THAT(err("linear", {Value(x), Value(Tensor::empty(DType::i8, {4, 3}))}),
+             Catch::Contains("weight must be f32, f16 or bf16, got i8[4, 3]"));
+  CHECK_THAT(err("linear", {Value(x), Value(w), Value(Tensor::empty(DType::f16, {4}))}), Catch::Contains("bias must be f32[4]"));
+  CHECK_THAT(err("linear", {Value(x), Value(Tensor::empty(DType::bf16, {4, 2}))}), Catch::Contains("x has 3 features"));
+  CHECK_THAT(err("matmul", {Value(x), Value(w)}), Catch::Contains("f16"));
+  CHECK_THAT(err("softmax", {Value(w), Value::from_int(-1)}), Catch::Contains("f16"));
+  CHECK_THAT(err("linear_int8", {Value(x), Value(w), Value(wide)}), Catch::Contains("weight must be i8"));
 }
 
 TEST_CASE("softmax, log_softmax, exp, sigmoid, silu: the same bits on every variant and thread count", "[kernels][threads]") {

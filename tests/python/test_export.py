@@ -352,3 +352,33 @@ def test_objects_cross_the_vm_boundary(tmp_path):
         _, n2, keys = run("push", same, 2 * k)
         assert (n1, n2) == (1, 2) and keys[0, 0, :, 0].tolist() == [1, 2]
     assert isinstance(prog.run("init", 1), tensorvm._C.Object) and prog.run("init", 1).type_name == "KVCache"
+
+
+@requires_vm
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_program_with_16bit_weights_runs_as_traced(tmp_path, rng, half):
+    """A model that stores its weights as float16 / ml_dtypes.bfloat16 arrays: linear and
+    embedding take them in every mode (eager C++, the saved program in the VM, replay),
+    with the results of the f32 program on the widened weights."""
+    import ml_dtypes
+
+    dt = np.float16 if half == "f16" else ml_dtypes.bfloat16
+    w16 = {"emb": rng.standard_normal((9, 8)).astype(dt), "proj": rng.standard_normal((5, 8)).astype(dt),
+           "bias": rng.standard_normal(5).astype(np.float32)}
+    wide = {k: v.astype(np.float32) for k, v in w16.items()}
+
+    def build(weights):
+        pb = tensorvm.ProgramBuilder(weights=weights)
+
+        @pb.function
+        def forward(ids: Tensor) -> Tensor:
+            return T.linear(T.embedding(ids, T.param("emb")), T.param("proj"), T.param("bias"))
+
+        return pb
+
+    ids = np.array([[1, 8, 0]], np.int64)
+    prog = tensorvm.load(build(w16).save(tmp_path / "m16.tvm"))
+    want = tensorvm.load(build(wide).save(tmp_path / "m32.tvm")).run("forward", ids)
+    assert weights_io.read_header(tmp_path / "m16.tvm" / "weights.safetensors")[0]["proj"].dtype == half.upper()
+    np.testing.assert_array_equal(prog.run("forward", ids), want)
+    np.testing.assert_allclose(prog.replay("forward", ids), want, rtol=1e-5, atol=1e-5)
