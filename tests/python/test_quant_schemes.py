@@ -174,3 +174,12 @@ def test_compiled_quantized_program_is_bit_identical(imports, tmp_path, scheme):
     lines = res.stdout.splitlines()
     assert lines[0].startswith("encode: identical") and lines[1].startswith("decode_step: 4 steps identical")
     assert all("identical" in line for line in lines if line.startswith("generate("))
+
+
+def test_f16_refuses_a_weight_out_of_its_range():
+    from tensorvm.pycompiler import schemes
+
+    assert schemes.F16.store(np.array([[65504.0, -1.0]], np.float32), None)[0].dtype == np.float16
+    with pytest.raises(ValueError, match="does not fit f16"):
+        schemes.F16.store(np.array([[1.0, 7e4]], np.float32), None)
+    assert schemes.BF16.store(np.array([[7e4]], np.float32), None)[0].dtype.name == "bfloat16"
