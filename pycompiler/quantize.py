@@ -17,6 +17,8 @@ QUANTIZATIONS = {
     "int4": "linear weights int4 in groups of --group-size inputs (q4_0 layout), activations f32 (linear_int4)",
     "w4a8": "linear weights int4 in groups (q4_0 layout), activations int8 per block of 32 at run time "
             "(linear_w4a8, as llama.cpp's q4_0 x q8_0)",
+    "f16": "linear weights and tables f16, widened to f32 in the kernels (linear, embedding)",
+    "bf16": "linear weights and tables bf16, widened to f32 in the kernels (linear, embedding)",
 }
 
 

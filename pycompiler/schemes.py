@@ -101,6 +101,8 @@ SCHEMES = {
     "w8a8": Scheme("w8a8", W8A8, INT8),
     "int4": Scheme("int4", INT4, INT4),
     "w4a8": Scheme("w4a8", W4A8, W4A8),
+    "f16": Scheme("f16", F16, F16),
+    "bf16": Scheme("bf16", BF16, BF16),
 }
 
 
