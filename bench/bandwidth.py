@@ -17,7 +17,8 @@
    beside. The embedding *row* lookups, the positions and the KV caches
    (activations, not weights) are not counted. For int8 the matrices count
    1 byte per element + one float32 scale per output row (CTranslate2's layout),
-   vectors stay float32.
+   vectors stay float32; for int4 half a byte per element + one f16 scale per group of 32
+   (issue 29's default group).
 
 2. The machine's streaming bandwidth, measured with simple kernels on a buffer
    much larger than the caches: "read" (sum of a 512 MiB array) and "copy"
@@ -90,6 +91,8 @@ def decode_step_weights(checkpoint_dir: Path) -> dict:
     params = per_step_mats + per_step_vecs + out_proj + flb
     f32 = 4 * params
     int8 = (per_step_mats + out_proj) + 4 * (mat_rows + out_rows) + 4 * (per_step_vecs + flb)
+    # 4-bit, group-wise (issue 29's int4 / w4a8): half a byte per element + one f16 scale per 32
+    int4 = (per_step_mats + out_proj) // 2 + 2 * ((per_step_mats + out_proj) // 32) + 4 * (per_step_vecs + flb)
     return {
         "decoder_layer_params_per_step": per_step_mats + per_step_vecs,
         "output_projection_params": out_proj,
@@ -98,6 +101,7 @@ def decode_step_weights(checkpoint_dir: Path) -> dict:
         "params_per_step": params,
         "bytes_per_step_float32": f32,
         "bytes_per_step_int8": int8,
+        "bytes_per_step_int4": int4,
         "output_projection_share": out_proj / params if params else 0.0,
         "formula": (
             "bytes/step = 4 * ( sum_layers[ self_attn q,k,v,o (W+b) + cross_attn q,o (W+b) + fc1,fc2 (W+b) "

@@ -375,7 +375,8 @@ def bandwidth_text(report: dict) -> str:
         f"(decoder layers {w['decoder_layer_params_per_step']:,} + output projection "
         f"{w['output_projection_params']:,} = {100 * w['output_projection_share']:.0f}% + final_logits_bias "
         f"{w['final_logits_bias_params']:,}); cross-attn k/v (prefill only) {w['cross_kv_projection_params_prefill_only']:,}",
-        f"  bytes per step: float32 {w['bytes_per_step_float32'] / 1e6:.1f} MB, int8 {w['bytes_per_step_int8'] / 1e6:.1f} MB",
+        f"  bytes per step: float32 {w['bytes_per_step_float32'] / 1e6:.1f} MB, int8 {w['bytes_per_step_int8'] / 1e6:.1f} MB, "
+        f"int4 {w['bytes_per_step_int4'] / 1e6:.1f} MB (group 32, f16 scales)",
     ]
     lines.append(f"  streaming bandwidth, {bw['buffer_MiB']} MiB buffers, medians of {bw['reps']}:")
     for r in bw["runs"]:
@@ -388,7 +389,7 @@ def bandwidth_text(report: dict) -> str:
             lines.append(f"    {r.get('kernel', '?')}: {r.get('error')}")
     lines.append(
         f"  floor at {s:.2f} GB/s (best read): float32 {w['bytes_per_step_float32'] / s / 1e6:.2f} ms/token, "
-        f"int8 {w['bytes_per_step_int8'] / s / 1e6:.2f} ms/token"
+        f"int8 {w['bytes_per_step_int8'] / s / 1e6:.2f} ms/token, int4 {w['bytes_per_step_int4'] / s / 1e6:.2f} ms/token"
     )
     for name, frac in report.get("bandwidth_fraction", {}).items():
         lines.append(
@@ -636,7 +637,8 @@ def main(argv=None) -> int:
             if not cs:
                 continue
             ms = float(np.mean([c["ms_per_token"] for c in cs]))
-            nbytes = weights["bytes_per_step_int8" if res.get("precision") == "int8" else "bytes_per_step_float32"]
+            nbytes = weights[{"int8": "bytes_per_step_int8", "int4": "bytes_per_step_int4"}.get(
+                res.get("precision"), "bytes_per_step_float32")]
             eff = nbytes / (ms / 1e3) / 1e9
             report["bandwidth_fraction"][name] = {"ms_per_token_mean": ms, "effective_GBps": eff, "fraction": eff / bw}
 

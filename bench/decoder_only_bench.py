@@ -1,6 +1,8 @@
-"""Decoder-only LMs side by side: tensorvm (f32, int8, w8a8), transformers eager and
-CTranslate2 (float32, int8) on the same seeded random-weight checkpoint and prompt,
-tokens checked against transformers.
+"""Decoder-only LMs side by side: tensorvm (f32, int8, w8a8, and int4, w4a8, f16, bf16 where
+the build has them), transformers eager, CTranslate2 (float32, int8) and llama.cpp (f32, f16,
+q8_0, q4_0; bench/engines/llama_cpp.py, where its binaries are) on the same seeded
+random-weight checkpoint and prompt, tokens checked against transformers; issue 29's
+targets against llama.cpp at each matching precision (MET / MISSED).
 
     python3 bench/decoder_only_bench.py --threads 2 --out results.json --md results.md
     python3 bench/decoder_only_bench.py --quick --strict          # smoke run: toy shapes, seconds
@@ -51,11 +53,21 @@ from bench import processes  # noqa: E402
 from bench.compare import rss_mb  # noqa: E402
 from bench.engines import decoder_only as engines  # noqa: E402
 
-ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8"]
-# which CTranslate2 row each engine's speed is compared with
-CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8"}
-FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-3-1b"], prompt_len=64, new_tokens=64, reps=5,
-            rounds=2)
+ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "tensorvm-int4", "tensorvm-w4a8", "tensorvm-f16",
+           "tensorvm-bf16", "transformers", "ctranslate2-float32", "ctranslate2-int8", "llama.cpp-f32",
+           "llama.cpp-f16", "llama.cpp-q8_0", "llama.cpp-q4_0"]
+# which CTranslate2 row each precision's speed is compared with (none for 16 and 4 bits' llama.cpp rows)
+CT2_OF = {"float32": "ctranslate2-float32", "int8": "ctranslate2-int8", "w8a8": "ctranslate2-int8",
+          "int4": "ctranslate2-int8", "w4a8": "ctranslate2-int8", "q8_0": "ctranslate2-int8"}
+# issue 29's pairs: tensorvm engine -> the llama.cpp engine at the matching precision
+LLAMA_OF = {"tensorvm": "llama.cpp-f32", "tensorvm-f16": "llama.cpp-f16", "tensorvm-bf16": "llama.cpp-f16",
+            "tensorvm-int8": "llama.cpp-q8_0", "tensorvm-w8a8": "llama.cpp-q8_0", "tensorvm-int4": "llama.cpp-q4_0",
+            "tensorvm-w4a8": "llama.cpp-q4_0"}
+# issue 29's targets for each pair: decode and prefill >= 1.0x, size <= 1.05x the GGUF,
+# peak RSS <= size + 10%, decode >= 85% of the streaming read
+TARGETS = dict(decode=1.0, prefill=1.0, size=1.05, rss=1.10, bandwidth=0.85)
+FULL = dict(models=["gpt2-124m", "qwen2.5-0.5b", "tinyllama-1.1b", "qwen3-0.6b", "gemma-3-1b"], prompt_len=64,
+            new_tokens=64, reps=5, rounds=2)
 QUICK = dict(models=["gpt2-tiny", "qwen2-tiny"], prompt_len=16, new_tokens=8, reps=2, rounds=1)
 
 
@@ -81,6 +93,11 @@ def run_worker(name: str, checkpoint_dir: Path, cache_dir: Path, threads: int, p
     def measure(eng, res):
         res["rss_loaded_MB"] = rss_mb()
         ids = prompt(checkpoint_dir, prompt_len)
+        res["file_MB"] = engines.files_bytes(eng.files(checkpoint_dir, cache_dir)) / 2**20
+        res["step_bytes"], res["step_bytes_exact"] = eng.step_bytes(checkpoint_dir, cache_dir)
+        if getattr(eng, "external_timing", False):  # llama.cpp: its own benchmark tool, in its own process
+            eng.measure(res, ids, new_tokens, reps)
+            return
         tokens = eng.generate(ids, 1 + new_tokens)  # warm-up, and the tokens compared
         first = eng.generate(ids, 1)
         if tokens.shape != (1 + new_tokens,) or first.shape != (1,):
@@ -124,19 +141,23 @@ def summarize(rows: dict, new_tokens: int) -> None:
     for r in rows.values():
         if r["status"] == "ok":
             r["prefill_ms"] = 1000 * float(np.median(r["first_s"]))
-            r["prefill_cpu_ms"] = 1000 * float(np.median(r["first_cpu_s"]))
-            r["ms_per_token"] = 1000 * (float(np.median(r["all_s"])) - float(np.median(r["first_s"]))) / new_tokens
+            r["prefill_cpu_ms"] = 1000 * float(np.median(r["first_cpu_s"])) if r["first_cpu_s"] else None
+            if r.get("decode_s"):  # llama-bench times the decode steps alone
+                r["ms_per_token"] = 1000 * float(np.median(r["decode_s"]))
+            else:
+                r["ms_per_token"] = 1000 * (float(np.median(r["all_s"])) - float(np.median(r["first_s"]))) / new_tokens
     ref = rows.get(engines.REFERENCE)
     for name, r in rows.items():
         if r["status"] != "ok":
             continue
         if ref and ref["status"] == "ok":
             r["vs_transformers"] = agreement(r["tokens"], ref["tokens"])
-        ct2 = rows.get(CT2_OF[r["precision"]])
+        ct2 = rows.get(CT2_OF.get(r["precision"], ""))
         if ct2 and ct2["status"] == "ok" and name != ct2["engine"]:
             r["ct2_reference"] = ct2["engine"]
             r["prefill_vs_ct2"] = ct2["prefill_ms"] / r["prefill_ms"]
-            r["prefill_cpu_vs_ct2"] = ct2["prefill_cpu_ms"] / r["prefill_cpu_ms"]
+            if r["prefill_cpu_ms"] and ct2["prefill_cpu_ms"]:
+                r["prefill_cpu_vs_ct2"] = ct2["prefill_cpu_ms"] / r["prefill_cpu_ms"]
             if r["ms_per_token"] > 0 and ct2["ms_per_token"] > 0:  # a difference of two medians: noise can flip it
                 r["decode_vs_ct2"] = ct2["ms_per_token"] / r["ms_per_token"]
 
@@ -153,23 +174,56 @@ def agreement_text(r: dict) -> str:
     return f"MISMATCH {text}" if r["precision"] == "float32" else text
 
 
-def table(rows: dict) -> list[str]:
-    lines = ["| engine | precision | prefill ms | prefill CPU ms | ms/token | tokens/s | peak RSS MB | decode x CT2 "
-             "| prefill x CT2 | prefill CPU x CT2 | tokens vs transformers |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def _x(r: dict, key: str, fmt: str = ".2f", unit: str = "x") -> str:
+    return f"{r[key]:{fmt}}{unit}" if r.get(key) is not None else "-"
+
+
+def table(rows: dict, prompt_len: int) -> list[str]:
+    lines = ["| engine | precision | prefill ms | prefill tok/s | prefill CPU ms | ms/token | tokens/s | file MiB "
+             "| peak RSS MB | decode bandwidth | decode x CT2 | prefill x CT2 | prefill CPU x CT2 "
+             "| tokens vs transformers |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         if r["status"] != "ok":
             lines.append(f"| {name} | {r.get('precision', '?')} | {r['status']}: {r.get('error', '')[:120]} "
-                         "| | | | | | | | |")
+                         "| | | | | | | | | | | |")
             continue
-        ratio = (f"{r['decode_vs_ct2']:.2f}x" if "decode_vs_ct2" in r else "-")
-        pratio = (f"{r['prefill_vs_ct2']:.2f}x" if "prefill_vs_ct2" in r else "-")
-        cratio = (f"{r['prefill_cpu_vs_ct2']:.2f}x" if "prefill_cpu_vs_ct2" in r else "-")
-        lines.append(f"| {name} | {r['precision']} | {r['prefill_ms']:.1f} | {r['prefill_cpu_ms']:.1f} | "
-                     f"{r['ms_per_token']:.2f} | "
-                     f"{1000 / r['ms_per_token'] if r['ms_per_token'] > 0 else float('nan'):.1f} | {r['peak_rss_MB']:.0f} | {ratio} | {pratio} | {cratio} | "
-                     f"{agreement_text(r)} |")
+        bw = "-"
+        if r.get("bandwidth_fraction") is not None:
+            bw = f"{100 * r['bandwidth_fraction']:.0f}%" + ("" if r.get("step_bytes_exact") else " (est.)")
+        lines.append(f"| {name} | {r['precision']} | {r['prefill_ms']:.1f} | {1000 * prompt_len / r['prefill_ms']:.1f} "
+                     f"| {_x(r, 'prefill_cpu_ms', '.1f', '')} | {r['ms_per_token']:.2f} | "
+                     f"{1000 / r['ms_per_token'] if r['ms_per_token'] > 0 else float('nan'):.1f} | "
+                     f"{_x(r, 'file_MB', '.1f', '')} | {r['peak_rss_MB']:.0f} | {bw} | {_x(r, 'decode_vs_ct2')} | "
+                     f"{_x(r, 'prefill_vs_ct2')} | {_x(r, 'prefill_cpu_vs_ct2')} | {agreement_text(r)} |")
     return lines
+
+
+def targets(rows: dict) -> list[str]:
+    """Issue 29's targets per matching pair (tensorvm row, llama.cpp row): MET or MISSED with the ratio."""
+    def verdict(ok: bool, text: str) -> str:
+        return f"{'MET' if ok else 'MISSED'} {text}"
+
+    lines = ["| tensorvm | llama.cpp | decode (>= 1.0x) | prefill (>= 1.0x) | size (<= 1.05x GGUF) "
+             "| peak RSS (<= size + 10%) | decode bandwidth (>= 85%) |", "|---|---|---|---|---|---|---|"]
+    any_pair = False
+    for name, other in LLAMA_OF.items():
+        r, ll = rows.get(name), rows.get(other)
+        if not r or not ll or r["status"] != "ok" or ll["status"] != "ok":
+            continue
+        any_pair = True
+        dec = ll["ms_per_token"] / r["ms_per_token"] if r["ms_per_token"] > 0 and ll["ms_per_token"] > 0 else 0.0
+        pre = ll["prefill_ms"] / r["prefill_ms"]
+        size = r["file_MB"] / ll["file_MB"]
+        rss = r["peak_rss_MB"] / r["file_MB"]
+        r["vs_llama_cpp"] = {"engine": other, "decode": dec, "prefill": pre, "size": size, "rss_over_size": rss}
+        bw = r.get("bandwidth_fraction")
+        cells = [verdict(dec >= TARGETS["decode"], f"{dec:.2f}x"), verdict(pre >= TARGETS["prefill"], f"{pre:.2f}x"),
+                 verdict(size <= TARGETS["size"], f"{size:.2f}x ({r['file_MB']:.0f} vs {ll['file_MB']:.0f} MiB)"),
+                 verdict(rss <= TARGETS["rss"], f"{rss:.2f}x ({r['peak_rss_MB']:.0f} MB)"),
+                 verdict(bw >= TARGETS["bandwidth"], f"{100 * bw:.0f}%") if bw is not None else "not measured"]
+        lines.append(f"| {name} | {other} | " + " | ".join(cells) + " |")
+    return lines if any_pair else []
 
 
 def model_header(m: dict) -> str:
@@ -291,13 +345,20 @@ def main(argv=None) -> int:
                 r["first_s"] += res["first_s"]
                 r["all_s"] += res["all_s"]
                 r["first_cpu_s"] += res["first_cpu_s"]
+                r.setdefault("decode_s", []).extend(res.get("decode_s", []))
                 r["peak_rss_MB"] = max(r.get("peak_rss_MB", 0), res["peak_rss_MB"])
                 r["rss_imports_MB"] = res["rss_imports_MB"]
                 r["load_s"] = res["load_s"]
-                print(f"  {model} round {rnd + 1} {e}: generate(1) {1000 * np.median(res['first_s']):.1f} ms "
-                      f"(CPU {1000 * np.median(res['first_cpu_s']):.1f} ms), "
-                      f"generate(1+{args.new_tokens}) {1000 * np.median(res['all_s']):.1f} ms, "
-                      f"peak {res['peak_rss_MB']:.0f} MB, load {la[0]:.2f}", flush=True)
+                r.update(file_MB=res["file_MB"], step_bytes=res["step_bytes"], step_bytes_exact=res["step_bytes_exact"])
+                if res.get("decode_s"):
+                    timing = (f"prefill {1000 * np.median(res['first_s']):.1f} ms, "
+                              f"decode {1000 * np.median(res['decode_s']):.2f} ms/token (llama-bench)")
+                else:
+                    timing = (f"generate(1) {1000 * np.median(res['first_s']):.1f} ms "
+                              f"(CPU {1000 * np.median(res['first_cpu_s']):.1f} ms), "
+                              f"generate(1+{args.new_tokens}) {1000 * np.median(res['all_s']):.1f} ms")
+                print(f"  {model} round {rnd + 1} {e}: {timing}, peak {res['peak_rss_MB']:.0f} MB, "
+                      f"load {la[0]:.2f}", flush=True)
         for r in rows.values():
             if r["status"] == "ok" and "precision" not in r:
                 r["status"] = "error"
@@ -305,15 +366,22 @@ def main(argv=None) -> int:
         meta["loadavg_max_1min"] = max(loads)
         meta["loadavg_end"] = os.getloadavg()
         report["models"][model] = {"meta": meta, "rows": rows}
-        lines = [model_header(meta), "", *table(rows), ""]
-        if meta.get("floor_ms_per_token"):
-            reach = []
-            for name, r in rows.items():
-                if r["status"] == "ok" and r["precision"] == "float32" and r["ms_per_token"] > 0:
-                    r["bandwidth_fraction"] = meta["floor_ms_per_token"] / r["ms_per_token"]
+        reach = []
+        if meta.get("streaming_GBps"):
+            for name, r in rows.items():  # weight bytes read per token / time per token, against the streaming read
+                if r["status"] == "ok" and r["ms_per_token"] > 0:
+                    r["bandwidth_fraction"] = r["step_bytes"] / 1e6 / r["ms_per_token"] / meta["streaming_GBps"]
                     reach.append(f"{name} {100 * r['bandwidth_fraction']:.0f}%")
-            lines += [f"Float32 decode steps read the weights at this fraction of the streaming read: "
-                      f"{', '.join(reach)}.", ""]
+        lines = [model_header(meta), "", *table(rows, args.prompt_len), ""]
+        if reach:
+            lines += [f"Decode steps read their weights at this fraction of the streaming read: {', '.join(reach)} "
+                      "(bytes per step from the tensors' names; \"est.\": the file size times the checkpoint's "
+                      "read-per-step fraction). llama.cpp rows: llama-bench, prefill = the prompt alone "
+                      "(-p, no token out), decode = tokens after a context of the prompt's length (-d).", ""]
+        pairs = targets(rows)
+        if pairs:
+            lines += ["Issue 29's targets, each tensorvm row against llama.cpp at the matching precision:", "",
+                      *pairs, ""]
         print("\n" + "\n".join(lines), flush=True)
         md += lines
         for name, r in rows.items():

@@ -52,6 +52,13 @@ MODELS = {
                         hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
                         bos_token_id=2, eos_token_id=1, pad_token_id=0),
                    dict(bos_token_id=2, eos_token_id=[1, 106], pad_token_id=0)),
+    # TinyLlama-1.1B's config.json (TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T): Llama, GQA 32/4, untied
+    "tinyllama-1.1b": ("LlamaForCausalLM", "LlamaConfig",
+                       dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                            num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
+                            rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, hidden_act="silu",
+                            bos_token_id=1, eos_token_id=2),
+                       dict(bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     "gpt2-tiny": ("GPT2LMHeadModel", "GPT2Config",
                   dict(vocab_size=211, n_embd=48, n_layer=2, n_head=4, n_positions=160,
                        bos_token_id=210, eos_token_id=210),
@@ -151,9 +158,11 @@ def weight_bytes(checkpoint_dir: Path) -> int:
 def bytes_per_step(checkpoint_dir: Path) -> int:
     """float32 bytes a batch-1 decode step reads: every weight, except that the position
     table (GPT-2's wpe) and an untied input embedding are read one row at a time (a tied
-    embedding is read whole, as the output projection)."""
+    embedding is read whole, as the output projection). Also right for a directory of
+    other safetensors with the checkpoint's names (a tensorvm program's weights, where a
+    quantized matrix is NAME.int8 + NAME.scale and the like)."""
     sizes = _tensor_bytes(checkpoint_dir)
-    skip = [k for k in sizes if k.endswith("wpe.weight")]
-    if "lm_head.weight" in sizes:
-        skip += [k for k in sizes if k.endswith(("wte.weight", "embed_tokens.weight"))]
+    skip = [k for k in sizes if ".wpe.weight" in f".{k}"]
+    if any(k.startswith("lm_head.weight") for k in sizes):
+        skip += [k for k in sizes if ".wte.weight" in f".{k}" or ".embed_tokens.weight" in f".{k}"]
     return sum(v for k, v in sizes.items() if k not in skip)

@@ -84,5 +84,6 @@ def worker(name: str, make: Callable, checkpoint_dir: Path, cache_dir: Path, thr
         res.update(status="unavailable", error=str(e))
     except Exception as e:  # noqa: BLE001 - reported in the table, the other engines still run
         res.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
-    res["peak_rss_MB"] = peak_rss_mb()
+    # an engine that runs in a child process of its own (llama.cpp) reports that child's peak
+    res["peak_rss_MB"] = res.pop("child_peak_rss_MB", None) or peak_rss_mb()
     out.write_text(json.dumps(res))

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/half.h"
 #include "io/array_file.h"
 #include "io/audio_file.h"
 #include "vm/session.h"
@@ -25,7 +26,9 @@ vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   if (s == "I32") return vm::DType::i32;
   if (s == "BOOL") return vm::DType::boolean;
   if (s == "I8") return vm::DType::i8;
-  vm::fail("{}: tensors must be float32, int64, int32, bool or int8, got {}", what, s);
+  if (s == "F16") return vm::DType::f16;
+  if (s == "BF16") return vm::DType::bf16;
+  vm::fail("{}: tensors must be float32, int64, int32, bool, int8, float16 or bfloat16, got {}", what, s);
 }
 
 // A 0-d array for a scalar parameter (np.array(7) for an int, np.array(0.5) for a float).
@@ -58,6 +61,8 @@ std::string safetensors_dtype(vm::DType t) {
     case vm::DType::i32: return "I32";
     case vm::DType::boolean: return "BOOL";
     case vm::DType::i8: return "I8";
+    case vm::DType::f16: return "F16";
+    case vm::DType::bf16: return "BF16";
   }
   return "?";
 }
@@ -174,6 +179,8 @@ void print_value(const std::string& label, const vm::Value& v) {
       case vm::DType::i32: line += fmt::format("{}", t.data<int32_t>()[i]); break;
       case vm::DType::boolean: line += static_cast<const uint8_t*>(t.raw())[i] ? "True" : "False"; break;
       case vm::DType::i8: line += fmt::format("{}", int(static_cast<const int8_t*>(t.raw())[i])); break;
+      case vm::DType::f16: line += fmt::format("{:.6g}", vm::f16_to_f32(t.data<vm::half>()[i].bits)); break;
+      case vm::DType::bf16: line += fmt::format("{:.6g}", vm::bf16_to_f32(t.data<vm::bfloat16>()[i].bits)); break;
     }
     if ((i + 1) % std::max<int64_t>(row, 1) == 0 || i + 1 == n) {
       fmt::print("  {}\n", line);

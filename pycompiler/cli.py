@@ -15,7 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize] [--no-tokenizer]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
                        [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -286,7 +286,7 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
-                    tokenizer=args.tokenizer, plugins=args.plugin)
+                    tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -412,7 +412,12 @@ def _other_parsers(sub, common, inputs) -> None:
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
     h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
-                   help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
+                   help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()) + " (docs/quantization.md)")
+    h.add_argument("--group-size", type=int, default=None, metavar="N",
+                   help="with a 4-bit --quantize: weights per scale, a multiple of 32 (default 32)")
+    h.add_argument("--keep-f32", action="append", default=[], metavar="PATTERN",
+                   help="with --quantize: leave the matrices whose weight names match this fnmatch pattern f32 "
+                        "(repeatable; a pattern matching no matrix is an error)")
     h.add_argument("--no-optimize", dest="optimize", action="store_false",
                    help="write the program as traced, without the graph passes (folding, CSE, DCE, fusions)")
     h.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",

@@ -13,6 +13,9 @@ ENGINES: dict[str, tuple[str, str, dict]] = {
     "tensorvm": ("tensorvm_engine", "TensorVMEngine", {}),
     "tensorvm-int8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "int8"}),
     "tensorvm-w8a8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "w8a8"}),
+    # issue 29's 4-bit schemes: "unavailable" until the build's importer has them
+    "tensorvm-int4": ("tensorvm_engine", "TensorVMEngine", {"quantize": "int4"}),
+    "tensorvm-w4a8": ("tensorvm_engine", "TensorVMEngine", {"quantize": "w4a8"}),
     "transformers": ("transformers_engine", "TransformersEngine", {}),
     "ctranslate2-float32": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "float32"}),
     "ctranslate2-int8": ("ctranslate2_engine", "CTranslate2Engine", {"quantization": "int8"}),
@@ -22,7 +25,7 @@ ENGINES: dict[str, tuple[str, str, dict]] = {
 }
 
 REFERENCE = "transformers"  # parity reference (tokens)
-DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "transformers", "ctranslate2-float32", "ctranslate2-int8",
+DEFAULT_ENGINES = ["tensorvm", "tensorvm-int8", "tensorvm-w8a8", "tensorvm-int4", "tensorvm-w4a8", "transformers", "ctranslate2-float32", "ctranslate2-int8",
                    "onnxruntime", "executorch-float32", "executorch-8da8w"]
 # --quick (the CI smoke run) leaves out the engines that install a venv of their own: opt in with --engines
 QUICK_DEFAULT_ENGINES = [e for e in DEFAULT_ENGINES if not e.startswith("executorch")]

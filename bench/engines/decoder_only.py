@@ -40,6 +40,29 @@ class DecoderEngine:
     def info(self) -> dict:
         return {}
 
+    def files(self, checkpoint_dir: Path, cache_dir: Path) -> list[Path]:
+        """What the engine loads from disk (its size is the row's file size)."""
+        return sorted(Path(checkpoint_dir).glob("*.safetensors"))
+
+    def step_bytes(self, checkpoint_dir: Path, cache_dir: Path) -> tuple[int, bool]:
+        """Weight bytes one batch-1 decode step reads, and whether the figure is exact (from
+        the tensors' names) rather than the engine's file size scaled by the checkpoint's
+        read-per-step fraction."""
+        from ..decoder_only_models import bytes_per_step, weight_bytes
+
+        size = files_bytes(self.files(checkpoint_dir, cache_dir))
+        if size == weight_bytes(checkpoint_dir):
+            return bytes_per_step(checkpoint_dir), True
+        return int(size * bytes_per_step(checkpoint_dir) / weight_bytes(checkpoint_dir)), False
+
+
+def files_bytes(paths: list[Path]) -> int:
+    """Bytes of files and of every file under directories."""
+    total = 0
+    for p in map(Path, paths):
+        total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+    return total
+
 
 def _tensorvm_build() -> str:
     """What an imported program depends on: the importer's sources (git tree of
@@ -68,9 +91,23 @@ class TensorVM(DecoderEngine):
     def _program_dir(self, cache_dir: Path) -> Path:
         return Path(cache_dir) / f"{self.name}.tvm"
 
+    def files(self, checkpoint_dir, cache_dir):
+        return [self._program_dir(cache_dir)]
+
+    def step_bytes(self, checkpoint_dir, cache_dir):
+        from ..decoder_only_models import bytes_per_step
+
+        if list(self._program_dir(cache_dir).glob("*.safetensors")):  # the weights keep the checkpoint's names
+            return bytes_per_step(self._program_dir(cache_dir)), True
+        return super().step_bytes(checkpoint_dir, cache_dir)
+
     def prepare(self, checkpoint_dir, cache_dir):
         from tensorvm.pycompiler.import_hf import import_hf
+        from tensorvm.pycompiler.quantize import QUANTIZATIONS
 
+        if self.quantize != "float32" and self.quantize not in QUANTIZATIONS:
+            raise EngineUnavailable(f"tensorvm --quantize {self.quantize} not available in this build "
+                                    f"(it has {', '.join(QUANTIZATIONS)})")
         out = self._program_dir(cache_dir)
         stamp = Path(cache_dir) / f"{self.name}.stamp"
         want = f"{Path(checkpoint_dir).resolve()} {_tensorvm_build()}\n"
@@ -186,6 +223,9 @@ class CTranslate2(DecoderEngine):
     def _model_dir(self, cache_dir: Path) -> Path:
         return Path(cache_dir) / f"ct2-{self.quantization}"
 
+    def files(self, checkpoint_dir, cache_dir):
+        return [self._model_dir(cache_dir)]
+
     def prepare(self, checkpoint_dir, cache_dir):
         try:
             import ctranslate2
@@ -247,6 +287,8 @@ ENGINES = {
     "tensorvm": lambda: TensorVM("float32"),
     "tensorvm-int8": lambda: TensorVM("int8"),
     "tensorvm-w8a8": lambda: TensorVM("w8a8"),
+    # issue 29's schemes: "unavailable" rows until the build's importer knows them
+    **{f"tensorvm-{q}": (lambda q=q: TensorVM(q)) for q in ("int4", "w4a8", "f16", "bf16")},
     "transformers": Transformers,
     "ctranslate2-float32": lambda: CTranslate2("float32"),
     "ctranslate2-int8": lambda: CTranslate2("int8"),
@@ -254,7 +296,15 @@ ENGINES = {
 REFERENCE = "transformers"
 
 
+def all_engines() -> dict:
+    """ENGINES and llama.cpp's (bench/engines/llama_cpp.py, which builds on this module)."""
+    from .llama_cpp import ENGINES as LLAMA_CPP
+
+    return {**ENGINES, **LLAMA_CPP}
+
+
 def make(name: str) -> DecoderEngine:
-    if name not in ENGINES:
-        raise KeyError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
-    return ENGINES[name]()
+    engines = all_engines()
+    if name not in engines:
+        raise KeyError(f"unknown engine {name!r}; known: {', '.join(engines)}")
+    return engines[name]()

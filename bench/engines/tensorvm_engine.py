@@ -18,7 +18,8 @@ class TensorVMEngine(Engine):
 
     def __init__(self, quantize: str = "float32"):
         self.quantize = quantize
-        self.precision = "float32" if quantize == "float32" else "int8"
+        # int4 / w4a8 (issue 29): 4-bit weights, group-wise; the bandwidth block counts their bytes
+        self.precision = "float32" if quantize == "float32" else "int4" if quantize in ("int4", "w4a8") else "int8"
         self.name = "tensorvm" if quantize == "float32" else f"tensorvm-{quantize}"
         self.session = None
 
@@ -27,7 +28,11 @@ class TensorVMEngine(Engine):
 
     def prepare(self, checkpoint_dir: Path, cache_dir: Path) -> dict:
         from tensorvm.pycompiler.import_hf import import_hf
+        from tensorvm.pycompiler.quantize import QUANTIZATIONS
 
+        if self.quantize != "float32" and self.quantize not in QUANTIZATIONS:
+            raise EngineUnavailable(f"tensorvm --quantize {self.quantize} not available in this build "
+                                    f"(it has {', '.join(QUANTIZATIONS)})")
         out = self._program_dir(cache_dir)
         t0 = time.perf_counter()
         import_hf(checkpoint_dir, out, quantize=None if self.quantize == "float32" else self.quantize)
