@@ -218,12 +218,12 @@ def _args(st: Storage, name: str, layer):
     return (w, T.param(f"{name}.scale", layer)) if st.scaled else (w,)
 
 
-def linear_op(quantize, x, name: str, layer=None, bias=None, table: bool = False):
+def linear_op(quantize, x, name: str, layer=None, b=(), table: bool = False):
     """x @ W^T (+ bias) for the matrix `name` as `quantize` stored it (table: the output
-    projection, stored as a table)."""
+    projection, stored as a table); `b`: the op's trailing bias arguments, as the caller
+    spelled them before schemes (a None bias or none at all: the IR text stays the same)."""
     plan = _plan(quantize)
     st = None if plan is None else plan.storage(name, table)
-    b = () if bias is None else (bias,)
     if st is None:
         return T.linear(x, T.param(name, layer), *b)
     return getattr(T, st.linear)(x, *_args(st, name, layer), *b)
