@@ -13,7 +13,7 @@
 
 #include "core/half.h"
 #include "io/array_file.h"
-#include "io/wav_file.h"
+#include "io/audio_file.h"
 #include "vm/session.h"
 
 namespace cli {
@@ -241,7 +241,7 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
     const std::string positional_name = fmt::format("arr_{}", p);
     const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
     if (!r.wav_path.empty() && name == "audio") {
-      const io::WavAudio wav = io::read_wav(r.wav_path);
+      const io::WavAudio wav = io::read_audio(r.wav_path);
       vm::Tensor t = vm::Tensor::empty(vm::DType::f32, {1, int64_t(wav.samples.size())});
       std::copy(wav.samples.begin(), wav.samples.end(), t.data<float>());
       inputs.emplace_back(t);
@@ -265,7 +265,12 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
       inputs.emplace_back(t);
       prompt_used = true;
     } else if (r.args.count(name)) {  // overrides an array of --inputs
-      inputs.push_back(parse_scalar(type, r.args[name], name));
+      // generate's True/False options (meta.json "bool_options") read 1 and 0 as booleans
+      const bool flag = type == "Any" && meta.is_object() && meta.contains("bool_options") &&
+                        meta["bool_options"].is_array() &&
+                        std::find(meta["bool_options"].begin(), meta["bool_options"].end(), name) !=
+                            meta["bool_options"].end();
+      inputs.push_back(parse_scalar(flag ? "bool" : type, r.args[name], name));
       r.args.erase(name);
       used.insert(array_name);
     } else if (!array_name.empty()) {

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .export import export
 from .generation.processors import import_fields, token_list_defaults
+from .generation.search import generate_inputs
 from .importers import UnsupportedConfig, architecture
 from .importers.common import load_config, load_weights
 from .passes import optimize_program
@@ -92,6 +93,8 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
         "generation": {k: v for k, v in generation.items() if k not in import_fields()},
         "bad_words_ids": generation["bad_words_ids"], "forced_eos_token_id": generation["forced_eos_token_id"],
         "renormalize_logits": generation["renormalize_logits"],
+        # generate's True/False options, by name: the command line reads --arg NAME=1 as True
+        "bool_options": [i.name for i in generate_inputs() if i.kind == "bool"],
         "tied_weights": tied,
         "quantize": quantize,
     }

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from ..generation import config_fields
 from ..generation.search import generate_inputs, generation_config_defaults
+from ..generation.processors import import_fields
 
 # Rope types whose frequencies do not change with the sequence length: the program stores
 # the loaded model's frequencies once (the others are refused at import).
@@ -247,6 +248,14 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     if opts["max_length"] is None:
         opts["max_length"] = default_max_length
     opts["return_dict_in_generate"] = bool(getattr(gen, "return_dict_in_generate", None))  # Program.generate's
+    # the processors' import-time fields (Whisper's no_timestamps_token_id): None when absent
+    for field in import_fields():
+        value = getattr(gen, field, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or
+                                  not 0 <= value < vocab_size):
+            raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not a token id of the "
+                                    f"vocabulary ({vocab_size}) nor an index in it")
+        opts[field] = value
     return opts
 
 
