@@ -30,14 +30,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "fixtures" / "data" / "quality-lm"
-# (label, scheme, import_hf options): int4 at three group sizes, and with the tied
-# embedding/output matrix left f32 (what quantizing it costs); the others at their defaults
+# (label, scheme, import_hf options): int4 at three group sizes; the tied embedding/output
+# matrix at the 4-bit schemes' default (int8), int4 or f32 (what quantizing it costs)
 TABLE = "model.embed_tokens.weight"
 SCHEMES = [("f32", None, {}), ("f16", "f16", {}), ("bf16", "bf16", {}), ("int8", "int8", {}), ("w8a8", "w8a8", {}),
            ("int4 G=32", "int4", {"group_size": 32}), ("int4 G=64", "int4", {"group_size": 64}),
            ("int4 G=128", "int4", {"group_size": 128}), ("w4a8 G=32", "w4a8", {"group_size": 32}),
+           ("int4 G=32, table int4", "int4", {"group_size": 32, "tables": "int4"}),
+           ("w4a8 G=32, table int4", "w4a8", {"group_size": 32, "tables": "w4a8"}),
            ("int4 G=32, table f32", "int4", {"group_size": 32, "keep_f32": [TABLE]}),
-           ("w4a8 G=32, table f32", "w4a8", {"group_size": 32, "keep_f32": [TABLE]}),
            ("int8, table f32", "int8", {"keep_f32": [TABLE]})]
 
 

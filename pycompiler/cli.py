@@ -15,7 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
                        [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -286,7 +286,8 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
-                    tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32)
+                    tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32,
+                    tables=args.tables)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -415,6 +416,9 @@ def _other_parsers(sub, common, inputs) -> None:
                    help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()) + " (docs/quantization.md)")
     h.add_argument("--group-size", type=int, default=None, metavar="N",
                    help="with a 4-bit --quantize: weights per scale, a multiple of 32 (default 32)")
+    h.add_argument("--tables", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
+                   help="with --quantize: store the token embeddings and the output projection as this scheme "
+                        "stores them (e.g. --quantize int4 --tables int8)")
     h.add_argument("--keep-f32", action="append", default=[], metavar="PATTERN",
                    help="with --quantize: leave the matrices whose weight names match this fnmatch pattern f32 "
                         "(repeatable; a pattern matching no matrix is an error)")

@@ -14,9 +14,10 @@ import numpy as np
 QUANTIZATIONS = {
     "int8": "linear weights int8 per output row, activations f32 (linear_int8, weight-only)",
     "w8a8": "linear weights int8 per output row, activations int8 per row at run time (linear_w8a8, AVX-512 VNNI)",
-    "int4": "linear weights int4 in groups of --group-size inputs (q4_0 layout), activations f32 (linear_int4)",
+    "int4": "linear weights int4 in groups of --group-size inputs (q4_0 layout), activations f32 (linear_int4); "
+            "embeddings and output projection int8 unless --tables int4",
     "w4a8": "linear weights int4 in groups (q4_0 layout), activations int8 per block of 32 at run time "
-            "(linear_w4a8, as llama.cpp's q4_0 x q8_0)",
+            "(linear_w4a8, as llama.cpp's q4_0 x q8_0); embeddings and output projection int8 unless --tables w4a8",
     "f16": "linear weights and tables f16, widened to f32 in the kernels (linear, embedding)",
     "bf16": "linear weights and tables bf16, widened to f32 in the kernels (linear, embedding)",
 }

@@ -99,17 +99,26 @@ W4A8 = Storage("int4", _int4, "linear_w4a8", "embedding_int4", grouped=True, fea
 SCHEMES = {
     "int8": Scheme("int8", INT8, INT8),
     "w8a8": Scheme("w8a8", W8A8, INT8),
-    "int4": Scheme("int4", INT4, INT4),
-    "w4a8": Scheme("w4a8", W4A8, W4A8),
+    # 4-bit layers, 8-bit tables by default (docs/quantization.md's table: an int4 table costs
+    # a quarter of the 4-bit loss for 8% of the bytes); `tables="int4"` (or "w4a8") for all 4-bit
+    "int4": Scheme("int4", INT4, INT8),
+    "w4a8": Scheme("w4a8", W4A8, INT8),
     "f16": Scheme("f16", F16, F16),
     "bf16": Scheme("bf16", BF16, BF16),
 }
 
 
+def with_tables(base: Scheme, other: Scheme) -> Scheme:
+    """`base`'s linear layers with tables stored as `other` stores a matrix (its linear
+    layers' storage where that has a row gather, else its tables': w8a8 -> int8 rows), e.g.
+    int4 layers with all-4-bit tables (tables="int4"), or with f16 ones."""
+    return Scheme(base.name, base.matrix, other.matrix if other.matrix.embed else other.table)
+
+
 def scheme(name: str, where: str = "import_hf") -> Scheme:
     """The scheme called `name`, or ValueError listing the ones there are."""
     if name not in SCHEMES:
-        raise ValueError(f"{where}: quantize={name!r} is not supported "
+        raise ValueError(f"{where}: {'quantize=' if where == 'import_hf' else ''}{name!r} is not supported "
                          f"(None, {', '.join(repr(q) for q in SCHEMES)})")
     return SCHEMES[name]
 
@@ -218,12 +227,12 @@ def _args(st: Storage, name: str, layer):
     return (w, T.param(f"{name}.scale", layer)) if st.scaled else (w,)
 
 
-def linear_op(quantize, x, name: str, layer=None, bias=None, table: bool = False):
+def linear_op(quantize, x, name: str, layer=None, b=(), table: bool = False):
     """x @ W^T (+ bias) for the matrix `name` as `quantize` stored it (table: the output
-    projection, stored as a table)."""
+    projection, stored as a table); `b`: the op's trailing bias arguments, as the caller
+    spelled them before schemes (a None bias or none at all: the IR text stays the same)."""
     plan = _plan(quantize)
     st = None if plan is None else plan.storage(name, table)
-    b = () if bias is None else (bias,)
     if st is None:
         return T.linear(x, T.param(name, layer), *b)
     return getattr(T, st.linear)(x, *_args(st, name, layer), *b)

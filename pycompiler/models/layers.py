@@ -30,14 +30,14 @@ def linear(quantize, x, prefix: str, layer=None, bias: bool = True):
     the import's schemes.Plan, or a scheme name) picks how the weight is stored and the
     op that runs it (pycompiler/schemes.py)."""
     b = T.param(prefix + ".bias", layer) if bias else None
-    return linear_op(quantize, x, prefix + ".weight", layer, b)
+    return linear_op(quantize, x, prefix + ".weight", layer, (b,))
 
 
 def output_projection(quantize, x, name: str, bias: str | None = None):
     """Logits from the last hidden states with the (possibly tied) output matrix `name`
     (and the bias vector `bias`, Phi's), stored as a table: the layout the token
     embedding reads too, so a tied matrix is stored once."""
-    return linear_op(quantize, x, name, None, None if bias is None else T.param(bias), table=True)
+    return linear_op(quantize, x, name, None, () if bias is None else (T.param(bias),), table=True)
 
 
 def embed(quantize, tokens, name: str):

@@ -126,7 +126,23 @@ def test_keep_f32_leaves_the_matching_matrices(imports):
                                                   for m in ("fc_in", "fc_out"))
 
 
+@pytest.mark.parametrize("tables, embed, logits", [("int4", "embedding_int4", "linear_int4"),
+                                                   ("w4a8", "embedding_int4", "linear_w4a8"),
+                                                   ("int8", "embedding_int8", "linear_int8")])
+def test_tables_of_another_scheme(imports, tables, embed, logits):
+    """int4 layers (int8 tables by default) with the tables of another scheme: the tied
+    matrix once, read by that scheme's embedding op and logits op."""
+    q = imports("gpt2-odd", "int4", tables=tables)
+    assert q.meta["tables"] == tables and q.meta["group_size"] == 32
+    assert "linear_int4(" in q.ir and f"{embed}(tokens" in q.ir and f"{logits}(" in q.ir
+    suffix = "int8" if tables == "int8" else "int4"
+    assert sorted(k for k in stored(q.path) if k.startswith("transformer.wte")) == [
+        f"transformer.wte.weight.{suffix}", "transformer.wte.weight.scale"]
+
+
 @pytest.mark.parametrize("options, match", [
+    (dict(quantize="int8", tables="int3"), "tables: 'int3' is not supported"),
+    (dict(tables="int8"), "need a quantize= scheme"),
     (dict(quantize="int3"), "quantize='int3' is not supported"),
     (dict(quantize="int8", group_size=64), "group_size applies to the 4-bit schemes"),
     (dict(group_size=32), "need a quantize= scheme"),
@@ -162,11 +178,11 @@ def test_cli_options_reach_the_import(tmp_path, capsys):
 @pytest.mark.parametrize("scheme", ["w8a8", "w4a8"])
 def test_compiled_quantized_program_is_bit_identical(imports, tmp_path, scheme):
     """AOT: tiny Marian at w8a8 (linear_w8a8 layers, its tied table read by embedding_int8
-    and linear_int8) and w4a8 (linear_w4a8, embedding_int4) compiled to C++ gives the
-    interpreter's outputs bit for bit."""
+    and linear_int8) and all-4-bit w4a8 (linear_w4a8, embedding_int4) compiled to C++ gives
+    the interpreter's outputs bit for bit."""
     from test_aot import _compile_and_build
 
-    q = imports("tiny-marian", scheme)
+    q = imports("tiny-marian", scheme, **({"tables": "w4a8"} if scheme == "w4a8" else {}))
     built = _compile_and_build(tmp_path, q.path)
     res = subprocess.run([str(built["build"] / "compare"), str(q.path), "--threads", "2",
                           "--ids", "3 4 5 6 7 8 0; 9 0", "--steps", "4"], capture_output=True, text=True, timeout=600)
