@@ -102,7 +102,13 @@ int main(int argc, char** argv) {
   const std::vector<std::string> threads_list = split(argc > 1 ? argv[1] : "1,2");
   const std::vector<std::string> rows_list = split(argc > 2 ? argv[2] : "1,64");
   std::vector<std::string> variants = split(argc > 3 && std::string(argv[3]) != "all" ? argv[3] : "");
-  if (variants.empty()) variants = ops::supported_kernel_variants();
+  const std::vector<std::string> supported = ops::supported_kernel_variants();
+  if (variants.empty()) variants = supported;
+  variants.erase(std::remove_if(variants.begin(), variants.end(),  // those this CPU lacks are left out
+                                [&](const std::string& v) {
+                                  return std::find(supported.begin(), supported.end(), v) == supported.end();
+                                }),
+                 variants.end());
   const std::vector<std::string> op_list = split(argc > 4 ? argv[4] : "linear,linear_int8,linear_int4,linear_w4a8");
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{896, 896},   {4864, 896},  {896, 4864},
                                                            {151936, 896}, {5632, 2048}, {2048, 5632}};
