@@ -145,12 +145,14 @@ void linear_int4(OpContext& ctx, const Args& a, Value* out) {
 // Quantizes one row of x per block of 32 (llama.cpp's q8_0): q = rint(x * 127 / amax)
 // with amax = max|x| over the block, scale amax / 127 (0 for a block of zeros). A row
 // holding NaN or inf gets zeros and NaN scales, which make its output row NaN.
-void quantize_row_blocks(const float* x, int64_t in, int64_t in_p, int8_t* q, float* s) {
+// c[b] = -8 * the block's sum of q (W4A8Problem::xc).
+void quantize_row_blocks(const float* x, int64_t in, int64_t in_p, int8_t* q, float* s, int32_t* c) {
   bool finite = true;
   for (int64_t k = 0; k < in; ++k) finite &= std::fabs(x[k]) <= std::numeric_limits<float>::max();
   if (!finite) {
     std::fill(q, q + in_p, int8_t(0));
     std::fill(s, s + in_p / kBlock, std::numeric_limits<float>::quiet_NaN());
+    std::fill(c, c + in_p / kBlock, 0);
     return;
   }
   for (int64_t k0 = 0; k0 < in_p; k0 += kBlock) {
@@ -158,12 +160,15 @@ void quantize_row_blocks(const float* x, int64_t in, int64_t in_p, int8_t* q, fl
     float amax = 0.0f;
     for (int64_t k = 0; k < n; ++k) amax = std::max(amax, std::fabs(x[k0 + k]));
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
     for (int64_t k = 0; k < n; ++k) {
       const float v = std::nearbyint(x[k0 + k] * inv);  // round half to even, like numpy.rint
       q[k0 + k] = int8_t(std::min(127.0f, std::max(-127.0f, v)));
+      sum += q[k0 + k];
     }
     std::fill(q + k0 + n, q + k0 + kBlock, int8_t(0));
     s[k0 / kBlock] = amax / 127.0f;
+    c[k0 / kBlock] = -8 * sum;
   }
 }
 
@@ -176,13 +181,15 @@ void linear_w4a8(OpContext& ctx, const Args& a, Value* out) {
     const int64_t nb = f.in_p / kBlock;
     Tensor qx = ctx.empty(DType::i8, Shape{rows, f.in_p});
     Tensor sx = ctx.empty(DType::f32, Shape{rows, nb});
+    Tensor xc = ctx.empty(DType::i32, Shape{rows, nb});
     int8_t* qp = qx.data<int8_t>();
     float* sxp = sx.data<float>();
+    int32_t* xcp = xc.data<int32_t>();
     const float* xp = l.x.data<float>();
     ctx.parallel_for(rows, std::max<int64_t>(1, 8192 / in), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) quantize_row_blocks(xp + r * in, in, f.in_p, qp + r * f.in_p, sxp + r * nb);
+      for (int64_t r = r0; r < r1; ++r) quantize_row_blocks(xp + r * in, in, f.in_p, qp + r * f.in_p, sxp + r * nb, xcp + r * nb);
     });
-    const kernels::W4A8Problem p{qp, sxp, f.in_p, f.group, nibbles(a.tensor(1)), a.tensor(2).data<float>(), l.bias,
+    const kernels::W4A8Problem p{qp, sxp, xcp, f.in_p, f.group, nibbles(a.tensor(1)), a.tensor(2).data<float>(), l.bias,
                                  l.y.data<float>(), f.outf};
     const kernels::KernelTable& k = kernel_table();
     // Multiples of 16 outputs (the kernel's tiles) of about 64K weight bytes x rows.

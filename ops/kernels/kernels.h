@@ -41,6 +41,7 @@ struct Int4Problem {
 struct W4A8Problem {
   const int8_t* q;     // [rows, in_p] quantized x, zero past `in`
   const float* sx;     // [rows, in_p / 32] x scales, NaN for a row holding NaN or inf
+  const int32_t* xc;   // [rows, in_p / 32] -8 * each block's sum of q: (nibble - 8) . q = nibble . q + xc
   int64_t in_p, group;
   const uint8_t* w;    // [outf, in_p / 2] nibbles
   const float* scale;  // [outf, in_p / group]

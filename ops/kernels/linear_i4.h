@@ -10,9 +10,10 @@
 // reading the weight). linear_w4a8 multiplies the nibbles with x quantized to int8 per
 // block of 32 (llama.cpp's q8_0): vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2),
 // vdotq_s32 (NEON with the dot-product extension) or widening multiplies (NEON), plain
-// C++ otherwise. The signed nibbles are q in [-8, 7]; the u8 x s8 instructions take |q|
-// and x * sign(q) (no saturation: 2 * 8 * 127 < 32767). Each block's integer sum is exact
-// in every variant; it is scaled by sx_block * sw_group and added in f32.
+// C++ otherwise. The x86 u8 x s8 instructions take the nibbles as stored (q + 8, u8) and
+// start from -8 * sum(x block), precomputed per row (W4A8Problem::xc), so no instruction
+// re-centres the weights. Each block's integer sum is exact in every variant; it is
+// scaled by sx_block * sw_group and added in f32.
 #pragma once
 
 #include <algorithm>
@@ -90,28 +91,42 @@ inline void unpack_i4(const uint8_t* b, Vf* w) {
 #endif
 }
 
-// Outputs [j, j + J) for R rows of x (row stride p.in_p, zero past `in`): one
-// accumulator per (output, row), each block's weights scaled by its group's scale before
-// the multiply-adds (shared by the R rows). J outputs at a time are J weight streams.
+// Outputs [j, j + J) for R rows of x (row stride p.in_p, zero past `in`). Up to 2 rows,
+// the unscaled products of a group are summed first and scaled once per group (per 32
+// weights: 2 widenings, 2 conversions, 2 multiply-adds and 1/(G/32) scaling one); more
+// rows scale each block's weights once and share them (2 multiplies + 2 R multiply-adds).
+// J outputs at a time are J weight streams in flight.
 template <int R, int J>
 inline void i4_outputs(const Int4Problem& p, int64_t j) {
+  constexpr bool kGroupSums = R <= 2;
   const int64_t ng = p.in_p / p.group, row_bytes = p.in_p / 2;
-  Vf acc[J][R];
+  Vf acc[J][R], sum[J][R];
   for (int jj = 0; jj < J; ++jj)
     for (int r = 0; r < R; ++r) acc[jj][r] = zero();
-  for (int64_t k0 = 0; k0 < p.in_p; k0 += kI4Block) {
-    const int64_t g = k0 / p.group;
+  for (int64_t g = 0; g < ng; ++g) {
+    Vf d[J];
     for (int jj = 0; jj < J; ++jj) {
-      const uint8_t* row = p.w + (j + jj) * row_bytes;
-      if ((k0 & 127) == 0) prefetch(row + k0 / 2 + 1024);
-      Vf w[kI4Vecs];
-      unpack_i4(row + k0 / 2, w);
-      const Vf d = set1(p.scale[(j + jj) * ng + g]);
-      for (int i = 0; i < kI4Vecs; ++i) {
-        const Vf wd = mul(w[i], d);
-        for (int r = 0; r < R; ++r) acc[jj][r] = fmadd(wd, load(p.x + r * p.in_p + k0 + i * kLanes), acc[jj][r]);
+      d[jj] = set1(p.scale[(j + jj) * ng + g]);
+      for (int r = 0; r < R; ++r) sum[jj][r] = zero();
+    }
+    for (int64_t k0 = g * p.group; k0 < (g + 1) * p.group; k0 += kI4Block) {
+      for (int jj = 0; jj < J; ++jj) {
+        const uint8_t* row = p.w + (j + jj) * row_bytes;
+        if ((k0 & 127) == 0) prefetch(row + k0 / 2 + 1024);
+        Vf w[kI4Vecs];
+        unpack_i4(row + k0 / 2, w);
+        for (int i = 0; i < kI4Vecs; ++i) {
+          const Vf wd = kGroupSums ? w[i] : mul(w[i], d[jj]);
+          for (int r = 0; r < R; ++r) {
+            Vf& a = kGroupSums ? sum[jj][r] : acc[jj][r];
+            a = fmadd(wd, load(p.x + r * p.in_p + k0 + i * kLanes), a);
+          }
+        }
       }
     }
+    if (kGroupSums)
+      for (int jj = 0; jj < J; ++jj)
+        for (int r = 0; r < R; ++r) acc[jj][r] = fmadd(sum[jj][r], d[jj], acc[jj][r]);
   }
   for (int jj = 0; jj < J; ++jj) {
     const float b = p.bias ? p.bias[j + jj] : 0.0f;
@@ -119,11 +134,11 @@ inline void i4_outputs(const Int4Problem& p, int64_t j) {
   }
 }
 
-// Outputs per step for R rows: as many accumulators as leave room for the block's
-// weights and the x loads.
+// Outputs per step for R rows: as many accumulators (twice as many up to 2 rows) as
+// leave room for the block's weights and the x loads.
 template <int R>
 constexpr int i4_streams() {
-  return std::max(1, std::min(4, (kRegisters / 2) / R));
+  return std::max(1, std::min(4, (kRegisters / 2) / (R <= 2 ? 2 * R : R)));
 }
 
 template <int R>
@@ -148,10 +163,14 @@ inline void dequantize_rows_i4(const uint8_t* q, const float* scale, int64_t n, 
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* qi = q + i * (in_p / 2);
     float* si = s + i * in;
-    for (int64_t k0 = 0; k0 < in; k0 += kI4Block) {
+    for (int64_t k0 = 0, g = 0, left = group; k0 < in; k0 += kI4Block, left -= kI4Block) {
+      if (left == 0) {  // the next group (no division in the loop)
+        ++g;
+        left = group;
+      }
       Vf w[kI4Vecs];
       unpack_i4(qi + k0 / 2, w);
-      const Vf d = set1(scale[i * ng + k0 / group]);
+      const Vf d = set1(scale[i * ng + g]);
       for (int v = 0; v < kI4Vecs; ++v) {
         const int64_t k = k0 + v * kLanes;
         if (k + kLanes <= in) {
@@ -168,22 +187,21 @@ inline void dequantize_rows_i4(const uint8_t* q, const float* scale, int64_t n, 
 // ---------------------------------------------------------------- w4a8
 
 #if TENSORVM_W4A8_KIND >= 2
-// The block's 32 signed nibbles as s8 in input order, and their absolute values.
-inline void unpack_i4_s8(const uint8_t* b, __m256i& q, __m256i& a) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
-  q = _mm256_sub_epi8(u, _mm256_set1_epi8(8));
-  a = _mm256_abs_epi8(q);
+// The block's 32 nibbles as u8 in [0, 15], in input order: the 16 bytes in both halves,
+// the upper half shifted by 4, masked (no shuffle-port instruction).
+inline __m256i unpack_i4_u8(const uint8_t* b) {
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+  return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
-// The 8 int32 partial sums of one block: |q| (u8) x x * sign(q) (s8).
-inline __m256i block_dot(__m256i q, __m256i a, const int8_t* x) {
-  const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), q);
+// 8 int32 partial sums of one block whose total is sum (nibble - 8) * x: nibble (u8) x x
+// (s8), plus xc (-8 * sum(x) in lane 0, zeros) (nibble * x <= 15 * 127: vpmaddubsw's pairs do
+// not saturate).
+inline __m256i block_dot(__m256i u, __m256i x, __m256i xc) {
 #if TENSORVM_W4A8_KIND == 3
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, s);
+  return _mm256_dpbusd_epi32(xc, u, x);
 #else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, s), _mm256_set1_epi16(1));
+  return _mm256_add_epi32(xc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
 #endif
 }
 
@@ -202,20 +220,35 @@ inline void w4a8_outputs(const W4A8Problem& p, int64_t r0, int64_t j) {
   const int8_t* x = p.q + r0 * p.in_p;
   const float* sx = p.sx + r0 * nb;
 #if TENSORVM_W4A8_KIND >= 2
-  __m256 acc[J][R];
-  for (int jj = 0; jj < J; ++jj)
+  // Per block: x's vector, xc and scale loaded once for the J outputs, each output's
+  // nibbles once for the R rows (the loads, not the arithmetic, bounded the first version).
+  const int32_t* xc = p.xc + r0 * nb;
+  __m256 acc[J][R], sw[J];
+  for (int jj = 0; jj < J; ++jj) {
+    sw[jj] = _mm256_broadcast_ss(p.scale + (j + jj) * ng);
     for (int r = 0; r < R; ++r) acc[jj][r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t g = b * kI4Block / p.group;
+  }
+  const int64_t per_group = p.group / kI4Block;
+  for (int64_t b = 0, g = 0, left = per_group; b < nb; ++b, --left) {
+    if (left == 0) {  // the next group (no division in the loop)
+      ++g;
+      left = per_group;
+      for (int jj = 0; jj < J; ++jj) sw[jj] = _mm256_broadcast_ss(p.scale + (j + jj) * ng + g);
+    }
+    __m256i xv[R], c[R];
+    __m256 sxv[R];
+    for (int r = 0; r < R; ++r) {
+      xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * p.in_p + b * kI4Block));
+      c[r] = _mm256_zextsi128_si256(_mm_loadu_si32(xc + r * nb + b));
+      sxv[r] = _mm256_broadcast_ss(sx + r * nb + b);
+    }
     for (int jj = 0; jj < J; ++jj) {
       const uint8_t* row = p.w + (j + jj) * row_bytes;
       if ((b & 7) == 0) _mm_prefetch(reinterpret_cast<const char*>(row + b * 16 + 1024), _MM_HINT_T0);
-      __m256i q, a;
-      unpack_i4_s8(row + b * 16, q, a);
-      const float sw = p.scale[(j + jj) * ng + g];
+      const __m256i u = unpack_i4_u8(row + b * 16);
       for (int r = 0; r < R; ++r) {
-        const __m256 d = _mm256_set1_ps(sx[r * nb + b] * sw);
-        acc[jj][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(q, a, x + r * p.in_p + b * kI4Block)), d, acc[jj][r]);
+        const __m256 d = _mm256_mul_ps(sxv[r], sw[jj]);  // sx * sw, as the other variants
+        acc[jj][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(u, xv[r], c[r])), d, acc[jj][r]);
       }
     }
   }
@@ -227,8 +260,12 @@ inline void w4a8_outputs(const W4A8Problem& p, int64_t r0, int64_t j) {
   float32x4_t acc[J][R];
   for (int jj = 0; jj < J; ++jj)
     for (int r = 0; r < R; ++r) acc[jj][r] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t g = b * kI4Block / p.group;
+  const int64_t per_group = p.group / kI4Block;
+  for (int64_t b = 0, g = 0, left = per_group; b < nb; ++b, --left) {
+    if (left == 0) {  // the next group (no division in the loop)
+      ++g;
+      left = per_group;
+    }
     for (int jj = 0; jj < J; ++jj) {
       const uint8_t* row = p.w + (j + jj) * row_bytes;
       const uint8x16_t v = vld1q_u8(row + b * 16);
@@ -258,8 +295,12 @@ inline void w4a8_outputs(const W4A8Problem& p, int64_t r0, int64_t j) {
   }
 #else
   float acc[J][R] = {};
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t g = b * kI4Block / p.group;
+  const int64_t per_group = p.group / kI4Block;
+  for (int64_t b = 0, g = 0, left = per_group; b < nb; ++b, --left) {
+    if (left == 0) {  // the next group (no division in the loop)
+      ++g;
+      left = per_group;
+    }
     for (int jj = 0; jj < J; ++jj) {
       const uint8_t* wb = p.w + (j + jj) * row_bytes + b * 16;
       int8_t q[kI4Block];
