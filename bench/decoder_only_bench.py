@@ -171,12 +171,13 @@ def agreement_text(r: dict) -> str:
     if a is None:
         return "-"
     if a["exact"]:
-        return "exact"
-    text = f"{a['agreement_pct']:.0f}% (from token {a['first_difference']})"
-    text = f"MISMATCH {text}" if r["precision"] == "float32" else text
-    fa = r.get("vs_transformers_flash_attn_default")
+        text = "exact"
+    else:
+        text = f"{a['agreement_pct']:.0f}% (from token {a['first_difference']})"
+        text = f"MISMATCH {text}" if r["precision"] == "float32" else text
+    fa = r.get("vs_transformers_flash_attn_default")  # llama.cpp f32: checked without flash attention
     if fa is not None:
-        text += " (flash attention off; default: " + (
+        text += " (flash attention off; as timed, on: " + (
             "exact)" if fa["exact"] else f"{fa['agreement_pct']:.0f}% from token {fa['first_difference']})")
     return text
 
