@@ -44,7 +44,7 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, const std::
       r.ids_text = next();
     } else if (a == "--decoder-ids") {
       r.decoder_ids_text = next();
-    } else if (a == "--wav") {
+    } else if (a == "--wav" || a == "--audio") {
       r.wav_path = next();
     } else if (a == "--time") {
       r.timed = true;

@@ -27,7 +27,8 @@ std::string usage_text(const ProgramSource& s, bool verify) {
       "       {1}[--threads N] [--time] [--stream]   (--stream: print each step's tokens as they come)\n"
       "       {1}[--max-instructions N]   (stop a run past N instructions; 0 = no limit)\n"
       "       {1}[--profile] [--trace OUT.json]   (time per op, call and IR line; a Chrome trace)\n"
-      "       {1}[--wav FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+      "       {1}[--wav|--audio FILE.wav]   (16 kHz mono audio for a parameter named audio: Whisper's transcribe)\n"
+      "       {1}[--timestamps [--format text|srt|vtt|json]]   (Whisper's transcribe: return_timestamps, segments)\n"
       "       {1}[--language fr|french] [--task transcribe|translate]   (Whisper: the decoder prompt,\n"
       "       {1}built with the program's tokenizer; no --language: the prompt is --decoder-ids, else\n"
       "       {1}the language is detected, as transformers' generate does)\n"
@@ -75,6 +76,11 @@ int run(int argc, char** argv, const ProgramSource& source) {
   }
   const std::string name = function(*p, positional[1]).name;
   RunRequest& req = c.request;
+  if (c.text.timestamps || !c.text.format.empty()) {
+    if (name != "transcribe" || !c.text.timestamps)
+      vm::fail("--timestamps [--format F] goes with Whisper's transcribe");
+    req.args.emplace("return_timestamps", "true");
+  }
   std::vector<vm::Value> inputs = function_inputs(runner, c.text, name, req);
   std::unique_ptr<vm::Profiler> profiler;
   if (c.profile) {
@@ -88,6 +94,10 @@ int run(int argc, char** argv, const ProgramSource& source) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Whisper's transcript as text when the program carries its tokenizer (--outputs keeps the ids).
   finish(name, outs, req, ms, [&](size_t i, const vm::Value& v) {
+    if (i == 0 && name == "transcribe" && c.text.timestamps) {
+      print_segments(runner, v, c.text.format, stdout_print());
+      return true;
+    }
     return i == 0 && name == "transcribe" && print_as_text(dir, v, stdout_print());
   });
   if (profiler) {

@@ -11,8 +11,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/half.h"
 #include "io/array_file.h"
-#include "io/wav_file.h"
+#include "io/audio_file.h"
 #include "vm/session.h"
 
 namespace cli {
@@ -25,7 +26,9 @@ vm::DType dtype_from_name(const std::string& s, const std::string& what) {
   if (s == "I32") return vm::DType::i32;
   if (s == "BOOL") return vm::DType::boolean;
   if (s == "I8") return vm::DType::i8;
-  vm::fail("{}: tensors must be float32, int64, int32, bool or int8, got {}", what, s);
+  if (s == "F16") return vm::DType::f16;
+  if (s == "BF16") return vm::DType::bf16;
+  vm::fail("{}: tensors must be float32, int64, int32, bool, int8, float16 or bfloat16, got {}", what, s);
 }
 
 // A 0-d array for a scalar parameter (np.array(7) for an int, np.array(0.5) for a float).
@@ -58,6 +61,8 @@ std::string safetensors_dtype(vm::DType t) {
     case vm::DType::i32: return "I32";
     case vm::DType::boolean: return "BOOL";
     case vm::DType::i8: return "I8";
+    case vm::DType::f16: return "F16";
+    case vm::DType::bf16: return "BF16";
   }
   return "?";
 }
@@ -174,6 +179,8 @@ void print_value(const std::string& label, const vm::Value& v) {
       case vm::DType::i32: line += fmt::format("{}", t.data<int32_t>()[i]); break;
       case vm::DType::boolean: line += static_cast<const uint8_t*>(t.raw())[i] ? "True" : "False"; break;
       case vm::DType::i8: line += fmt::format("{}", int(static_cast<const int8_t*>(t.raw())[i])); break;
+      case vm::DType::f16: line += fmt::format("{:.6g}", vm::f16_to_f32(t.data<vm::half>()[i].bits)); break;
+      case vm::DType::bf16: line += fmt::format("{:.6g}", vm::bf16_to_f32(t.data<vm::bfloat16>()[i].bits)); break;
     }
     if ((i + 1) % std::max<int64_t>(row, 1) == 0 || i + 1 == n) {
       fmt::print("  {}\n", line);
@@ -234,7 +241,7 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
     const std::string positional_name = fmt::format("arr_{}", p);
     const std::string array_name = arrays.count(name) ? name : arrays.count(positional_name) ? positional_name : "";
     if (!r.wav_path.empty() && name == "audio") {
-      const io::WavAudio wav = io::read_wav(r.wav_path);
+      const io::WavAudio wav = io::read_audio(r.wav_path);
       vm::Tensor t = vm::Tensor::empty(vm::DType::f32, {1, int64_t(wav.samples.size())});
       std::copy(wav.samples.begin(), wav.samples.end(), t.data<float>());
       inputs.emplace_back(t);
@@ -258,7 +265,12 @@ std::vector<vm::Value> build_inputs(const std::string& fn_name, const std::vecto
       inputs.emplace_back(t);
       prompt_used = true;
     } else if (r.args.count(name)) {  // overrides an array of --inputs
-      inputs.push_back(parse_scalar(type, r.args[name], name));
+      // generate's True/False options (meta.json "bool_options") read 1 and 0 as booleans
+      const bool flag = type == "Any" && meta.is_object() && meta.contains("bool_options") &&
+                        meta["bool_options"].is_array() &&
+                        std::find(meta["bool_options"].begin(), meta["bool_options"].end(), name) !=
+                            meta["bool_options"].end();
+      inputs.push_back(parse_scalar(flag ? "bool" : type, r.args[name], name));
       r.args.erase(name);
       used.insert(array_name);
     } else if (!array_name.empty()) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cli/run_io.h"
+#include "cli/whisper_segments.h"
 
 #ifdef TENSORVM_HAVE_TEXT
 #include "text/tokenizer.h"
@@ -65,6 +66,11 @@ bool is_transcribe(const ProgramRunner& program, const std::string& function) {
          param_index(program, function, "audio") != std::string::npos;
 }
 
+std::string ids_as_text(const std::vector<int64_t>& tokens) {
+  std::string out;
+  for (int64_t t : tokens) out += (out.empty() ? "" : " ") + std::to_string(t);
+  return out;
+}
 }  // namespace
 
 Print stdout_print() {
@@ -87,6 +93,11 @@ bool TextOptions::parse(const std::string& option, const std::function<std::stri
     language = next();
   } else if (option == "--task") {
     task = next();
+  } else if (option == "--timestamps") {
+    timestamps = true;
+  } else if (option == "--format") {
+    format = next();
+    if (!is_segment_format(format)) vm::fail("--format {}: it is text, srt, vtt or json", format);
   } else {
     return false;
   }
@@ -321,6 +332,13 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
       if (ids[r * n + c] == text::kDetectLanguage) ids[r * n + c] = lang.data<int64_t>()[r];
   return out;
 }
+
+// A segment's text: decoded with skip_special_tokens, or its ids without a tokenizer.
+std::function<std::string(const std::vector<int64_t>&)> segment_decoder(const std::string& dir) {
+  if (!text::has_tokenizer(dir)) return ids_as_text;
+  std::shared_ptr<const text::Tokenizer> tokenizer = text::load_tokenizer(dir);
+  return [tokenizer](const std::vector<int64_t>& tokens) { return tokenizer->decode(tokens, true); };
+}
 #else
 bool print_as_text(const std::string&, const vm::Value&, const Print&) { return false; }
 
@@ -346,6 +364,32 @@ vm::Value transcribe_prompt(const ProgramRunner&, const vm::Value&, const std::v
   if (!task.empty()) whisper_prompt("", "", task);
   return vm::Value::none();
 }
+
+std::function<std::string(const std::vector<int64_t>&)> segment_decoder(const std::string&) { return ids_as_text; }
 #endif
+
+void print_segments(const ProgramRunner& program, const vm::Value& sequences, const std::string& format,
+                    const Print& print) {
+  const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
+  auto field = [&](const char* name) -> int64_t {
+    if (!meta.is_object() || !meta.contains(name) || !meta[name].is_number_integer())
+      vm::fail("transcribe --timestamps: the program's meta.json has no {} (not a Whisper program with timestamps; "
+               "import it again)", name);
+    return meta[name].get<int64_t>();
+  };
+  const int64_t begin = field("no_timestamps_token_id") + 1, eos = field("eos_token_id");
+  const int64_t window = field("max_source_positions");
+  if (!sequences.is_tensor() || sequences.as_tensor().dtype() != vm::DType::i64 || sequences.as_tensor().ndim() != 2)
+    vm::fail("transcribe --timestamps: the program returned {}, not i64 [rows, n] sequences", sequences.describe());
+  const vm::Tensor seq = sequences.as_tensor().contiguous();
+  const std::function<std::string(const std::vector<int64_t>&)> decode = segment_decoder(program.dir);
+  for (int64_t r = 0; r < seq.size(0); ++r) {
+    const int64_t* row = seq.data<int64_t>() + r * seq.size(1);
+    std::vector<WhisperSegment> segments = whisper_segments(std::vector<int64_t>(row, row + seq.size(1)), eos, begin,
+                                                            window);
+    for (WhisperSegment& s : segments) s.text = decode(s.tokens);
+    print(format_segments(segments, format.empty() ? "text" : format));
+  }
+}
 
 }  // namespace cli

@@ -50,6 +50,9 @@ struct TextOptions {
   std::string src_lang, tgt_lang;
   // Whisper's transcribe: the decoder prompt's language and task (in place of --decoder-ids).
   std::string language, task;
+  // transcribe --timestamps [--format text|srt|vtt|json]: return_timestamps, printed as segments.
+  bool timestamps = false;
+  std::string format;
   // Takes `option` when it is one of these, its value from next(); false otherwise.
   bool parse(const std::string& option, const std::function<std::string()>& next);
 };
@@ -101,5 +104,12 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
 // true. False, printing nothing, when the program has no tokenizer or this build has no
 // text library.
 bool print_as_text(const std::string& dir, const vm::Value& sequences, const Print& print);
+
+// `transcribe --timestamps`: prints each row of `sequences` as its segments
+// (cli/whisper_segments.h) in `format` (text when empty), each segment's text decoded as
+// print_as_text decodes (its token ids when the program has no tokenizer or the build no
+// text library). The timestamp tokens and the window come from meta.json.
+void print_segments(const ProgramRunner& program, const vm::Value& sequences, const std::string& format,
+                    const Print& print);
 
 }  // namespace cli

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/half.h"
 #include "io/array_file.h"
 #include "ops/cpu.h"
 #include "ops/kernels/kernels.h"
@@ -47,7 +48,7 @@ Numbers from_value(const vm::Value& v, const std::string& what) {
   n.dtype = safetensors_dtype(t.dtype());
   n.shape.assign(t.shape().begin(), t.shape().end());
   const int64_t count = t.numel();
-  n.integral = t.dtype() != vm::DType::f32;
+  n.integral = t.dtype() != vm::DType::f32 && t.dtype() != vm::DType::f16 && t.dtype() != vm::DType::bf16;
   for (int64_t i = 0; i < count; ++i) {
     switch (t.dtype()) {
       case vm::DType::f32: n.floats.push_back(t.data<float>()[i]); break;
@@ -55,6 +56,8 @@ Numbers from_value(const vm::Value& v, const std::string& what) {
       case vm::DType::i32: n.ints.push_back(t.data<int32_t>()[i]); break;
       case vm::DType::i8: n.ints.push_back(static_cast<const int8_t*>(t.raw())[i]); break;
       case vm::DType::boolean: n.ints.push_back(static_cast<const uint8_t*>(t.raw())[i] != 0); break;
+      case vm::DType::f16: n.floats.push_back(vm::f16_to_f32(t.data<vm::half>()[i].bits)); break;
+      case vm::DType::bf16: n.floats.push_back(vm::bf16_to_f32(t.data<vm::bfloat16>()[i].bits)); break;
     }
   }
   return n;
@@ -66,11 +69,12 @@ Numbers from_array(const io::ArrayData& a, const std::string& what) {
   n.shape = a.shape;
   const int64_t count = vm::Shape(a.shape.begin(), a.shape.end()).numel();  // checked: [2^32, 2^32, 0] is 0
   const size_t width = a.dtype == "F64" || a.dtype == "I64" ? 8 : a.dtype == "F32" || a.dtype == "I32" ? 4
+                       : a.dtype == "F16" || a.dtype == "BF16"                                    ? 2
                        : a.dtype == "I8" || a.dtype == "BOOL"                                      ? 1
                                                                                                    : 0;
   if (width == 0) vm::fail("{}: dtype {} cannot be compared", what, a.dtype);
   if (a.data.size() != size_t(count) * width) vm::fail("{}: {} bytes for {} values of {}", what, a.data.size(), count, a.dtype);
-  n.integral = a.dtype != "F32" && a.dtype != "F64";
+  n.integral = a.dtype != "F32" && a.dtype != "F64" && a.dtype != "F16" && a.dtype != "BF16";
   const unsigned char* p = a.data.data();
   for (int64_t i = 0; i < count; ++i, p += width) {
     if (a.dtype == "F32") {
@@ -89,6 +93,9 @@ Numbers from_array(const io::ArrayData& a, const std::string& what) {
       int32_t x;
       std::memcpy(&x, p, 4);
       n.ints.push_back(x);
+    } else if (a.dtype == "F16" || a.dtype == "BF16") {
+      const uint16_t h = uint16_t(p[0] | p[1] << 8);
+      n.floats.push_back(a.dtype == "F16" ? vm::f16_to_f32(h) : vm::bf16_to_f32(h));
     } else if (a.dtype == "I8") {
       n.ints.push_back(int8_t(*p));
     } else {

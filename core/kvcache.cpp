@@ -111,6 +111,29 @@ void KVCache::reorder(const Tensor& index, Pool* pool) {
   }
 }
 
+void KVCache::truncate(int64_t length, Pool* pool) {
+  if (length < 0) fail("length {} is negative", length);
+  for (int64_t l = 0; l < layers_; ++l)
+    if (length > len_[size_t(l)])
+      fail("length {} is beyond the filled length: layer {} holds {} positions", length, l, len_[size_t(l)]);
+  const size_t run = size_t(length * head_dim_) * sizeof(float);
+  for (int64_t l = 0; l < layers_; ++l) {
+    if (length == len_[size_t(l)]) continue;
+    len_[size_t(l)] = length;
+    for (Tensor* store : {&k_[size_t(l)], &v_[size_t(l)]}) {
+      // The next append overwrites the dropped positions. A view handed out earlier that is
+      // still alive shows them: it must keep what it showed, so the kept prefix moves to
+      // fresh storage (as in reorder). With no view alive, truncating copies nothing.
+      if (store->buffer()->use_count() == 1) continue;
+      Tensor fresh = Tensor::empty(DType::f32, store->shape(), pool);
+      const float* d = store->data<float>();
+      for (int64_t bh = 0; bh < batch_ * heads_; ++bh)
+        std::memcpy(fresh.data<float>() + bh * max_len_ * head_dim_, d + bh * max_len_ * head_dim_, run);
+      *store = std::move(fresh);
+    }
+  }
+}
+
 void KVCache::set_cross(int64_t layer, const Tensor& k, const Tensor& v) {
   check_layer(layer);
   if (k.dtype() != DType::f32 || k.ndim() != 4 || k.shape() != v.shape() || v.dtype() != DType::f32)

@@ -25,6 +25,9 @@ class KVCache : public Object {
   std::pair<Tensor, Tensor> append(int64_t layer, const Tensor& k, const Tensor& v, Pool* pool = nullptr);
   // Row b of every layer's self-attention state becomes old row index[b] (beam search).
   void reorder(const Tensor& index, Pool* pool);
+  // Every layer keeps its first `length` self-attention positions (speculative decoding
+  // drops rejected proposals). Cross-attention K/V do not depend on positions: untouched.
+  void truncate(int64_t length, Pool* pool);
   void set_cross(int64_t layer, const Tensor& k, const Tensor& v);
   std::pair<Tensor, Tensor> cross(int64_t layer) const;
   int64_t length(int64_t layer) const;

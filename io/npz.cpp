@@ -33,8 +33,10 @@ struct DType {
   size_t size;
 };
 // F64 is read so that 0-d float64 arrays (np.array(0.5)) can feed float parameters.
-constexpr std::array<DType, 6> kDTypes{{{"<f4", "F32", 4}, {"<i8", "I64", 8}, {"<i4", "I32", 4},
-                                        {"|b1", "BOOL", 1}, {"|i1", "I8", 1}, {"<f8", "F64", 8}}};
+// BF16 has no .npy spelling (numpy has no bfloat16; ml_dtypes' saves as raw void).
+constexpr std::array<DType, 7> kDTypes{{{"<f4", "F32", 4}, {"<i8", "I64", 8}, {"<i4", "I32", 4},
+                                        {"|b1", "BOOL", 1}, {"|i1", "I8", 1}, {"<f8", "F64", 8},
+                                        {"<f2", "F16", 2}}};
 
 uint32_t crc32(uint32_t crc, const unsigned char* p, size_t n) {
   static const std::array<uint32_t, 256> table = [] {
@@ -174,7 +176,7 @@ const DType& dtype_for_descr(const std::string& descr, const Bytes& b) {
   for (const DType& t : kDTypes)
     if (descr == t.descr) return t;
   if (!descr.empty() && descr[0] == '>') b.fail(fmt::format("dtype '{}' is big-endian; tensorvm reads little-endian arrays", descr));
-  b.fail(fmt::format("dtype '{}' is not supported (float32, int64, int32, bool or int8; float64 only for scalars)", descr));
+  b.fail(fmt::format("dtype '{}' is not supported (float32, int64, int32, bool, int8 or float16; float64 only for scalars)", descr));
 }
 
 const DType& dtype_for_name(const std::string& name) {

@@ -19,7 +19,7 @@ namespace io {
 // One array, owning its bytes (also what io/array_file.h reads from safetensors).
 struct ArrayData {
   std::string name;  // the member name without ".npy" (np.savez's keyword, or arr_N)
-  std::string dtype;  // safetensors spelling: "F32", "I64", "I32", "BOOL", "I8"
+  std::string dtype;  // safetensors spelling: "F32", "I64", "I32", "BOOL", "I8", "F16"
   std::vector<int64_t> shape;
   std::vector<unsigned char> data;  // C order, little-endian
 };

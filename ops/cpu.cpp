@@ -33,14 +33,14 @@ const std::vector<Variant>& variants() {
       {"scalar", &kernels::kScalarKernels, {}},
 #if defined(__x86_64__)
 #ifdef TENSORVM_KERNELS_avx2
-      {"avx2", &kernels::kAvx2Kernels, {"avx2", "fma"}},
+      {"avx2", &kernels::kAvx2Kernels, {"avx2", "fma", "f16c"}},
 #endif
 #ifdef TENSORVM_KERNELS_avx512
-      {"avx512", &kernels::kAvx512Kernels, {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"}},
+      {"avx512", &kernels::kAvx512Kernels, {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"}},
 #endif
 #ifdef TENSORVM_KERNELS_avx512_vnni
       {"avx512_vnni", &kernels::kAvx512VnniKernels,
-       {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni"}},
+       {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni"}},
 #endif
 #elif defined(__aarch64__) && defined(TENSORVM_KERNELS_neon)
       {"neon", &kernels::kNeonKernels, {"neon"}},

@@ -1,5 +1,5 @@
 // Creation and conversion: arange, full, zeros, ones, full_like, zeros_like, cast,
-// tensor. dtype names are "f32", "i64", "i32", "bool". A fill value converts to the
+// tensor. dtype names are "f32", "i64", "i32", "bool" (cast also "f16", "bf16"). A fill value converts to the
 // dtype by the operand rules of broadcast.h (scalar_to): an int fills f32/i64/i32, a
 // float only f32, a bool only bool.
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/half.h"
 #include "ops/broadcast.h"
 #include "ops/registry.h"
 #include "ops/select.h"
@@ -141,12 +142,48 @@ Tensor float_to_int(OpContext& ctx, const Tensor& x, DType dt) {
   return y;
 }
 
+bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// f32 <-> f16/bf16 (and f16 <-> bf16 through f32, one rounding): core/half.h's
+// conversions, round to nearest even, inf and NaN kept.
+Tensor cast_16bit(OpContext& ctx, const Tensor& x, DType dt) {
+  if (!(x.dtype() == DType::f32 || is_16bit(x.dtype())) || !(dt == DType::f32 || is_16bit(dt)))
+    vm::fail("{} cannot be cast to {}: f16 and bf16 convert to and from f32 only (cast through f32)", x.describe(),
+             vm::dtype_name(dt));
+  Tensor y = ctx.empty(dt, x.shape());
+  const int64_t n = x.numel();
+  const auto* p16 = static_cast<const uint16_t*>(x.raw());
+  auto widened = [&](int64_t i) {
+    return x.dtype() == DType::f32 ? x.data<float>()[i] : x.dtype() == DType::f16 ? vm::f16_to_f32(p16[i]) : vm::bf16_to_f32(p16[i]);
+  };
+  if (dt == DType::f32) {
+    float* py = y.data<float>();
+    for (int64_t i = 0; i < n; ++i) py[i] = widened(i);
+  } else {
+    auto* py = static_cast<uint16_t*>(y.raw());
+    for (int64_t i = 0; i < n; ++i) py[i] = dt == DType::f16 ? vm::f32_to_f16(widened(i)) : vm::f32_to_bf16(widened(i));
+  }
+  return y;
+}
+
+DType cast_dtype_arg(const Args& a, int i) {
+  const std::string& name = a.str(i);
+  if (name == "f16") return DType::f16;
+  if (name == "bf16") return DType::bf16;
+  if (name == "f32" || name == "i64" || name == "i32" || name == "bool") return parse_value_dtype(name, "dtype");
+  vm::fail("dtype must be \"f32\", \"i64\", \"i32\", \"bool\", \"f16\" or \"bf16\", got \"{}\"", name);
+}
+
 void cast_op(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& x = a.tensor(0);
-  const DType dt = dtype_arg(a, 1, "dtype");
-  if (x.dtype() == DType::i8) vm::fail("x must be f32, i64, i32 or bool, got {}", x.describe());
+  const DType dt = cast_dtype_arg(a, 1);
+  if (x.dtype() == DType::i8) vm::fail("x must be f32, i64, i32, bool, f16 or bf16, got {}", x.describe());
   if (dt == x.dtype()) {
     out[0] = x;  // tensors are immutable: the same tensor is the cast
+    return;
+  }
+  if (is_16bit(x.dtype()) || is_16bit(dt)) {
+    out[0] = cast_16bit(ctx, x, dt);
     return;
   }
   if (x.dtype() == DType::f32 && dt == DType::i64) {
@@ -198,7 +235,9 @@ void register_creation_ops(Registry& r) {
         "A tensor of x's shape filled with 0; dtype None means x's dtype.");
   r.add(TENSORVM_OP("cast", cast_op), "creation", {p_tensor("x"), p_str("dtype")}, {"Tensor"},
         "x converted to dtype: float to int truncates toward zero (NaN, inf or out of range is an error), i64 to i32 "
-        "wraps, to bool is x != 0, bool to numbers is 0/1. Casting to x's own dtype returns x.");
+        "wraps, to bool is x != 0, bool to numbers is 0/1. f16 and bf16 convert to and from f32 (and each other) "
+        "only: f32 to f16/bf16 rounds to nearest even, overflow gives inf, NaN stays NaN; widening is exact. "
+        "Casting to x's own dtype returns x.");
   r.add(TENSORVM_OP("tensor", tensor_op), "creation", {p_any("value"), p_opt_any("dtype")}, {"Tensor"},
         "A 0-d tensor holding the scalar value; dtype None picks i64 for an int, f32 for a float, bool for a bool.");
 }

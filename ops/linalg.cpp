@@ -38,7 +38,7 @@ bool library_gemm_for(int64_t rows, int64_t in, int64_t outf) {
 // act over columns [j0, j1) of every row of y [rows, outf], in place. sigmoid and silu are
 // the active variant's vector loops (the ops' own: ops/kernels/softmax.h), which read
 // each lane before writing it.
-static void apply_epilogue(Epilogue act, float* y, int64_t rows, int64_t outf, int64_t j0, int64_t j1) {
+void apply_epilogue(Epilogue act, float* y, int64_t rows, int64_t outf, int64_t j0, int64_t j1) {
   if (act == Epilogue::none) return;
   const kernels::KernelTable& k = kernel_table();
   for (int64_t r = 0; r < rows; ++r) {
@@ -110,14 +110,21 @@ static void linear(OpContext& ctx, const Args& a, Value* out) {
     else if (name == "gelu") act = Epilogue::gelu;
     else vm::fail("activation must be \"relu\", \"sigmoid\", \"silu\" or \"gelu\", got \"{}\"", name);
   }
-  if (x.dtype() != DType::f32 || w.dtype() != DType::f32) vm::fail("x and weight must be f32, got {} and {}", x.describe(), w.describe());
+  if (x.dtype() != DType::f32) vm::fail("x must be f32, got {}", x.describe());
+  if (w.dtype() != DType::f32 && w.dtype() != DType::f16 && w.dtype() != DType::bf16)
+    vm::fail("weight must be f32, f16 or bf16, got {}", w.describe());
   if (x.ndim() < 1) vm::fail("x must have at least 1 dimension, got {}", x.describe());
   if (w.ndim() != 2) vm::fail("weight must be 2-D [out, in], got {}", w.describe());
   const int64_t in = x.size(-1), outf = w.size(0);
   if (w.size(1) != in) vm::fail("x has {} features but weight is {}", in, w.describe());
   int64_t rows;
   Tensor y = linear_output(ctx, x, outf, b, rows);
-  linear_f32(ctx, x.data<float>(), rows, in, w.data<float>(), b ? b->data<float>() : nullptr, outf, y.data<float>(), act);
+  const float* bp = b ? b->data<float>() : nullptr;
+  if (w.dtype() == DType::f32)
+    linear_f32(ctx, x.data<float>(), rows, in, w.data<float>(), bp, outf, y.data<float>(), act);
+  else
+    linear_16bit(ctx, x.data<float>(), rows, in, static_cast<const uint16_t*>(w.raw()), w.dtype(), bp, outf,
+                 y.data<float>(), act);
   out[0] = std::move(y);
 }
 
@@ -206,7 +213,10 @@ static void matmul(OpContext& ctx, const Args& a, Value* out) {
 void register_linalg_ops(Registry& r) {
   r.add(TENSORVM_OP("linear", linear<false>), "linear algebra",
         {p_tensor("x"), p_tensor("weight"), p_opt_tensor("bias")},
-        {"Tensor"}, "x[..., in] @ weight[out, in]^T + bias[out] (f32). Weights keep the PyTorch [out, in] layout.");
+        {"Tensor"},
+        "x[..., in] @ weight[out, in]^T + bias[out]; x, bias and the result f32, the weight f32, f16 or bf16 (a "
+        "16-bit weight is widened to f32 inside the kernel, exactly: the result is linear's on the widened weight, "
+        "reading half the bytes). Weights keep the PyTorch [out, in] layout.");
 
   Param bias = p_opt_tensor("bias");
   bias.has_default = false;  // the activation after it has none

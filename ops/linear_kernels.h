@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "ops/registry.h"
 
@@ -29,9 +30,25 @@ Tensor linear_output(OpContext& ctx, const Tensor& x, int64_t outf, const Tensor
 // slice of output features a thread has just computed, while it is still in cache.
 enum class Epilogue { none, relu, sigmoid, silu, gelu };
 
+// act over columns [j0, j1) of every row of y [rows, outf], in place.
+void apply_epilogue(Epilogue act, float* y, int64_t rows, int64_t outf, int64_t j0, int64_t j1);
+
 // y[r, j] = act(dot(x[r], w[j]) + bias[j]) for rows x [rows, in] and w [outf, in], f32,
 // with the active variant's kernels, split over the context's threads along j.
 void linear_f32(OpContext& ctx, const float* x, int64_t rows, int64_t in, const float* w, const float* bias,
                 int64_t outf, float* y, Epilogue act = Epilogue::none);
+
+// The many-rows branch of the linears with a weight stored in another format (int8,
+// f16, bf16): convert(j0, n, s) writes weight rows [j0, j0 + n) as f32 into s [n, in];
+// blocks of them go to the library GEMM (as linear_f32 chooses it), or to dot_rows_f32 /
+// gemm_rows_f32, so each output's arithmetic is linear_f32's on the converted weight.
+using ConvertRows = std::function<void(int64_t j0, int64_t n, float* s)>;
+void linear_converted_blocks(OpContext& ctx, const float* x, int64_t rows, int64_t in, int64_t outf, const float* bias,
+                             float* y, const ConvertRows& convert, Epilogue act = Epilogue::none);
+
+// linear_f32 with a 16-bit weight (wdt f16 or bf16, its bits as stored): the same result
+// as linear_f32 on the weight widened to f32, bit for bit (ops/linear_16bit.cpp).
+void linear_16bit(OpContext& ctx, const float* x, int64_t rows, int64_t in, const uint16_t* w, DType wdt,
+                  const float* bias, int64_t outf, float* y, Epilogue act = Epilogue::none);
 
 }  // namespace ops

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu.h"
 #include "ops/registry.h"
 #include "ops/select.h"
 
@@ -171,12 +172,18 @@ static void add_rms_norm(OpContext& ctx, const Args& a, Value* out) {
   });
 }
 
+// Row ids[i] of w (f32 copied, f16/bf16 widened to f32 by the active variant) for each i.
 template <typename I>
-static void embedding_rows(const I* ids, int64_t n, const float* w, int64_t v, int64_t d, float* y) {
+static void embedding_rows(const I* ids, int64_t n, const Tensor& w, int64_t v, int64_t d, float* y) {
+  const kernels::KernelTable& k = kernel_table();
+  const auto widen = w.dtype() == DType::f16 ? k.widen_f16 : k.widen_bf16;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = int64_t(ids[i]);
     if (id < 0 || id >= v) vm::fail("id {} out of range [0, {})", id, v);
-    std::memcpy(y + i * d, w + id * d, size_t(d) * sizeof(float));
+    if (w.dtype() == DType::f32)
+      std::memcpy(y + i * d, w.data<float>() + id * d, size_t(d) * sizeof(float));
+    else
+      widen(static_cast<const uint16_t*>(w.raw()) + id * d, d, y + i * d);
   }
 }
 
@@ -185,15 +192,16 @@ static void embedding(OpContext& ctx, const Args& a, Value* out) {
   const Tensor& ids = a.tensor(0);
   const Tensor& w = a.tensor(1);
   if (ids.dtype() != DType::i64 && ids.dtype() != DType::i32) vm::fail("ids must be i64 or i32, got {}", ids.describe());
-  if (w.dtype() != DType::f32 || w.ndim() != 2) vm::fail("weight must be f32 [V, D], got {}", w.describe());
+  if ((w.dtype() != DType::f32 && w.dtype() != DType::f16 && w.dtype() != DType::bf16) || w.ndim() != 2)
+    vm::fail("weight must be f32 [V, D] (or f16, bf16), got {}", w.describe());
   const int64_t v = w.size(0), d = w.size(1);
   Shape os = ids.shape();
   os.push_back(d);
   Tensor y = ctx.empty(DType::f32, os);
   if (ids.dtype() == DType::i64)
-    embedding_rows(ids.data<int64_t>(), ids.numel(), w.data<float>(), v, d, y.data<float>());
+    embedding_rows(ids.data<int64_t>(), ids.numel(), w, v, d, y.data<float>());
   else
-    embedding_rows(ids.data<int32_t>(), ids.numel(), w.data<float>(), v, d, y.data<float>());
+    embedding_rows(ids.data<int32_t>(), ids.numel(), w, v, d, y.data<float>());
   out[0] = std::move(y);
 }
 
@@ -217,7 +225,7 @@ void register_nn_ops(Registry& r) {
         "x + residual is add's, and must be an f32 tensor.");
   r.add(TENSORVM_OP("embedding", embedding), "nn", {p_tensor("ids"), p_tensor("weight")}, {"Tensor"},
         "Rows of weight f32[V, D] picked by ids (i64 or i32, any shape) -> f32[*ids.shape, D]. "
-        "An id outside [0, V) is an error.");
+        "An id outside [0, V) is an error. weight may be f16 or bf16: its rows are widened to f32 (exact).");
 }
 
 }  // namespace ops

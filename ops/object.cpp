@@ -23,6 +23,11 @@ static void kv_reorder(OpContext& ctx, const Args& a, Value* out) {
   out[0] = a[0];
 }
 
+static void kv_truncate(OpContext& ctx, const Args& a, Value* out) {
+  a.object<KVCache>(0).truncate(a.i64(1), ctx.pool);
+  out[0] = a[0];
+}
+
 static void kv_set_cross(OpContext&, const Args& a, Value* out) {
   a.object<KVCache>(0).set_cross(a.i64(1), a.tensor(2), a.tensor(3));
   out[0] = a[0];
@@ -57,6 +62,11 @@ void register_object_ops(Registry& r) {
   r.add(TENSORVM_OP("kv_reorder", kv_reorder), "kv cache", {p_object("cache"), p_tensor("index")}, {"KVCache"},
         "Beam reordering: self-attention row b of every layer becomes old row index[b]. Cross-attention K/V are not "
         "touched (they are per source sentence, shared by its beams). Returns the cache.");
+  r.add(TENSORVM_OP("kv_truncate", kv_truncate), "kv cache", {p_object("cache"), p_int("length")}, {"KVCache"},
+        "Keeps the first length self-attention positions of every layer and drops the rest (speculative decoding: "
+        "after verifying k proposals at [p, p+k), keep p + accepted + 1). length == the filled length is a no-op; "
+        "error when it is negative or beyond any layer's filled length. Cross-attention K/V are not touched. Views "
+        "from earlier kv_append calls keep what they showed. Returns the cache.");
   r.add(TENSORVM_OP("kv_set_cross", kv_set_cross), "kv cache",
         {p_object("cache"), p_int("layer"), p_tensor("k"), p_tensor("v")}, {"KVCache"},
         "Stores the cross-attention K/V [batch, heads, source_len, head_dim] of a layer. Returns the cache.");

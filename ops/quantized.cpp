@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "ops/cpu.h"
-#include "ops/gemm_library.h"
 #include "ops/linear_kernels.h"
 #include "ops/registry.h"
 #include "ops/select.h"
@@ -18,7 +17,6 @@ namespace ops {
 namespace {
 
 constexpr int64_t kMaxStreamRows = 8;  // rows up to this stream the int8 rows
-constexpr int64_t kBlockRows = 64;     // weight rows dequantized per block
 
 // linear_int8(x, weight, scale, bias=None): x[..., in] @ (weight[out, in] * scale[out, None])^T + bias[out]
 void linear_int8(OpContext& ctx, const Args& a, Value* out) {
@@ -51,38 +49,45 @@ void linear_int8(OpContext& ctx, const Args& a, Value* out) {
   } else if (rows <= kMaxStreamRows) {
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / (rows * in));
     ctx.parallel_for(outf, grain, [&](int64_t j0, int64_t j1) { k.dot_rows_i8(xp, rows, in, qp, sp, bp, yp, outf, j0, j1); });
-  } else if (library_gemm_for(rows, in, outf)) {
-    // As linear's library branch: the library's GEMM on fixed blocks of columns (the
-    // same shapes whatever the thread count), each dequantized into f32 first.
-    const int64_t nblocks = (outf + kLibraryGemmColumns - 1) / kLibraryGemmColumns;
-    ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-      Tensor scratch = ctx.empty(DType::f32, Shape{kLibraryGemmColumns, in});
-      float* s = scratch.data<float>();
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t j0 = blk * kLibraryGemmColumns, n = std::min(kLibraryGemmColumns, outf - j0);
-        k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s);
-        library_gemm_columns(xp, rows, in, s, bp ? bp + j0 : nullptr, yp + j0, outf, 0, n);
-      }
-    });
   } else {
-    // Per thread, dequantize kBlockRows weight rows at a time into its own f32 scratch
-    // and multiply with linear's f32 kernels.
-    const int64_t nblocks = (outf + kBlockRows - 1) / kBlockRows;
-    ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-      Tensor scratch = ctx.empty(DType::f32, Shape{kBlockRows, in});
-      Tensor pack = ctx.empty(DType::f32, Shape{k.gemm_pack_floats});
-      float* s = scratch.data<float>();
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t j0 = blk * kBlockRows, n = std::min(kBlockRows, outf - j0);
-        k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s);
-        if (rows <= kMaxDotRows) {
-          k.dot_rows_f32(xp, rows, in, s, bp ? bp + j0 : nullptr, n, yp + j0, outf);
-        } else {
-          k.gemm_rows_f32(xp, rows, in, s, bp ? bp + j0 : nullptr, yp + j0, outf, 0, n, pack.data<float>());
-        }
-      }
-    });
+    // Blocks of weight rows dequantized into f32, multiplied with linear's f32 kernels.
+    linear_converted_blocks(ctx, xp, rows, in, outf, bp, yp,
+                            [&](int64_t j0, int64_t n, float* s) { k.dequantize_rows(qp + j0 * in, sp + j0, n, in, s); });
   }
+  out[0] = std::move(y);
+}
+
+template <typename I>
+void embedding_int8_rows(const I* ids, int64_t n, const int8_t* w, const float* sc, int64_t v, int64_t d, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = int64_t(ids[i]);
+    if (id < 0 || id >= v) vm::fail("id {} out of range [0, {})", id, v);
+    const int8_t* row = w + id * d;
+    const float s = sc[id];
+    float* dst = y + i * d;
+    for (int64_t j = 0; j < d; ++j) dst[j] = float(row[j]) * s;
+  }
+}
+
+// embedding_int8(ids, weight, scale): weight[ids] * scale[ids, None]. A plain gather: a
+// step embeds a few tokens, so no kernel variant pays off; it lets a tied
+// embedding/output matrix be stored once, as linear_int8's int8 rows and scales.
+void embedding_int8(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& ids = a.tensor(0);
+  const Tensor& w = a.tensor(1);
+  const Tensor& sc = a.tensor(2);
+  if (ids.dtype() != DType::i64 && ids.dtype() != DType::i32) vm::fail("ids must be i64 or i32, got {}", ids.describe());
+  if (w.dtype() != DType::i8 || w.ndim() != 2) vm::fail("weight must be i8 [V, D], got {}", w.describe());
+  const int64_t v = w.size(0), d = w.size(1);
+  if (sc.dtype() != DType::f32 || sc.ndim() != 1 || sc.size(0) != v)
+    vm::fail("scale must be f32[{}], got {}", v, sc.describe());
+  Shape os = ids.shape();
+  os.push_back(d);
+  Tensor y = ctx.empty(DType::f32, os);
+  if (ids.dtype() == DType::i64)
+    embedding_int8_rows(ids.data<int64_t>(), ids.numel(), w.data<int8_t>(), sc.data<float>(), v, d, y.data<float>());
+  else
+    embedding_int8_rows(ids.data<int32_t>(), ids.numel(), w.data<int8_t>(), sc.data<float>(), v, d, y.data<float>());
   out[0] = std::move(y);
 }
 
@@ -93,6 +98,11 @@ void register_quantized_ops(Registry& r) {
         {p_tensor("x"), p_tensor("weight"), p_tensor("scale"), p_opt_tensor("bias")}, {"Tensor"},
         "x[..., in] (f32) @ (weight[out, in] (i8) * scale[out, None] (f32))^T + bias[out]: a weight-only int8 "
         "linear with symmetric per-output-channel scales (built offline by pycompiler/quantize.py quantize_int8).");
+  r.add(TENSORVM_OP("embedding_int8", embedding_int8), "nn", {p_tensor("ids"), p_tensor("weight"), p_tensor("scale")},
+        {"Tensor"},
+        "Rows of the int8 table weight[V, D] (i8) picked by ids (i64 or i32, any shape), times their scale[V] (f32) "
+        "-> f32[*ids.shape, D]: embedding's lookup in a table stored as linear_int8's weight and scale (a tied "
+        "embedding/output matrix stored once). An id outside [0, V) is an error.");
 }
 
 }  // namespace ops

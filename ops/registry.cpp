@@ -25,6 +25,7 @@ void register_index_ops(Registry& r);
 void register_object_ops(Registry& r);
 void register_quantized_ops(Registry& r);
 void register_w8a8_ops(Registry& r);
+void register_int4_ops(Registry& r);
 void register_generation_ops(Registry& r);
 
 // An "Any" output needs a rule to be typed by; a rule on an op without one would be
@@ -54,6 +55,7 @@ Registry& Registry::instance() {
     register_object_ops(*r);
     register_quantized_ops(*r);
     register_w8a8_ops(*r);
+    register_int4_ops(*r);
     register_generation_ops(*r);
     for (size_t i = 1; i < r->store_.size(); ++i)
       for (size_t j = 0; j < i; ++j)

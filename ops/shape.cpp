@@ -73,6 +73,7 @@ Tensor materialize(const Tensor& view, OpContext& ctx) {
   }
   switch (vm::dtype_size(view.dtype())) {
     case 1: copy_strided(static_cast<const uint8_t*>(view.raw()), static_cast<uint8_t*>(out.raw()), sh, st, nd); break;
+    case 2: copy_strided(static_cast<const uint16_t*>(view.raw()), static_cast<uint16_t*>(out.raw()), sh, st, nd); break;
     case 4:
       if (view.dtype() == DType::f32)
         copy_strided(view.data<float>(), out.data<float>(), sh, st, nd);

@@ -84,7 +84,8 @@ def bundle(program, function: str, inputs: Sequence[Any], *, atol: float = 1e-4,
         a = _as_array(v, f"output {k} of {function}")
         arrays[f"expected.{k}"] = a
         entry = {"index": k, "dtype": weights_io.dtype_name(a.dtype), "shape": list(a.shape)}
-        entry.update({"compare": "close", "atol": atol, "rtol": rtol} if a.dtype.kind == "f" else {"compare": "exact"})
+        floating = entry["dtype"] in ("F64", "F32", "F16", "BF16")  # (numpy calls bfloat16 kind "V")
+        entry.update({"compare": "close", "atol": atol, "rtol": rtol} if floating else {"compare": "exact"})
         outputs.append(entry)
 
     directory = Path(program.path)

@@ -15,7 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize int8|w8a8] [--no-optimize] [--no-tokenizer]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
                        [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -58,7 +58,7 @@ def cmd_run(args, replay: bool) -> int:
         raise CLIError("--stream and --profile go one at a time in tensorvm run")
     program = load(args.program, num_threads=getattr(args, "threads", 1),
                    max_instructions=getattr(args, "max_instructions", 0))
-    from .cli_text import VERBS, print_transcript, run_verb
+    from .cli_text import VERBS, print_segments, print_transcript, run_verb
 
     if args.function in VERBS and args.function not in program.functions:
         return run_verb(program, args, replay)
@@ -67,6 +67,11 @@ def cmd_run(args, replay: bool) -> int:
     if args.src_lang is not None or args.tgt_lang is not None:
         raise CLIError("--src-lang and --tgt-lang go with the verbs tokenize and translate")
     fn = program.function(args.function)
+    stamps = getattr(args, "timestamps", False)
+    if (stamps or getattr(args, "format", None)) and (args.function != "transcribe" or not stamps):
+        raise CLIError("--timestamps [--format F] goes with Whisper's transcribe")
+    if stamps and not any(a.split("=", 1)[0] == "return_timestamps" for a in (args.arg or [])):
+        args.arg = [*(args.arg or []), "return_timestamps=true"]
     inputs = build_inputs(program, args.function, args)
     t0 = time.perf_counter()
     on_emit = stream_printer() if args.stream else None
@@ -80,7 +85,7 @@ def cmd_run(args, replay: bool) -> int:
         ([] if result is None and not fn.return_types else [result])
     # Whisper's transcript as text when the program carries its tokenizer, as tensorvm-run prints it.
     save_outputs(args.outputs, values, printed=lambda i, v: i == 0 and args.function == "transcribe" and
-                 print_transcript(program, v))
+                 (print_segments(program, v, args.format) is None if stamps else print_transcript(program, v)))
     if args.time:
         print(f"time: {ms:.2f} ms")
     if profiled:
@@ -281,7 +286,8 @@ def cmd_import_hf(args) -> int:
     from .import_hf import import_hf
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
-                    tokenizer=args.tokenizer, plugins=args.plugin)
+                    tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32,
+                    tables=args.tables)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -294,7 +300,12 @@ def cmd_import_hf(args) -> int:
 
 def _whisper_options(parser) -> None:
     """--wav, --language and --task, as tensorvm-run takes them."""
-    parser.add_argument("--wav", help="16 kHz mono audio for a parameter named audio (Whisper's transcribe)")
+    parser.add_argument("--wav", "--audio", dest="wav",
+                        help="16 kHz mono audio for a parameter named audio (Whisper's transcribe)")
+    parser.add_argument("--timestamps", action="store_true",
+                        help="Whisper's transcribe: return_timestamps, printed as segments")
+    parser.add_argument("--format", choices=("text", "srt", "vtt", "json"),
+                        help="with --timestamps: how the segments are printed (text)")
     parser.add_argument("--language", help="Whisper: the decoder prompt's language, built with the program's tokenizer "
                         "(fr or french; without it and --decoder-ids, the program detects it)")
     parser.add_argument("--task", help="Whisper: transcribe or translate, in the decoder prompt")
@@ -402,7 +413,15 @@ def _other_parsers(sub, common, inputs) -> None:
     h.add_argument("checkpoint", help="checkpoint directory (config.json, weights, generation_config.json)")
     h.add_argument("-o", "--output", required=True, help="program directory to write")
     h.add_argument("--quantize", choices=list(QUANTIZATIONS), default=None,
-                   help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()))
+                   help="; ".join(f"{k}: {v}" for k, v in QUANTIZATIONS.items()) + " (docs/quantization.md)")
+    h.add_argument("--group-size", type=int, default=None, metavar="N",
+                   help="with a 4-bit --quantize: weights per scale, a multiple of 32 (default 32)")
+    h.add_argument("--tables", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
+                   help="with --quantize: store the token embeddings and the output projection as this scheme "
+                        "stores them (e.g. --quantize int4 --tables int8)")
+    h.add_argument("--keep-f32", action="append", default=[], metavar="PATTERN",
+                   help="with --quantize: leave the matrices whose weight names match this fnmatch pattern f32 "
+                        "(repeatable; a pattern matching no matrix is an error)")
     h.add_argument("--no-optimize", dest="optimize", action="store_false",
                    help="write the program as traced, without the graph passes (folding, CSE, DCE, fusions)")
     h.add_argument("--no-tokenizer", dest="tokenizer", action="store_false",

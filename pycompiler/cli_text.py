@@ -43,3 +43,10 @@ def print_transcript(program, sequences) -> bool:
     from .. import _C
 
     return _C.print_as_text(str(program.path), sequences, _write)
+
+
+def print_segments(program, sequences, fmt: str) -> None:
+    """transcribe --timestamps' sequences printed as segments, as tensorvm-run prints them."""
+    from .. import _C
+
+    _C.print_segments(program._vm(), str(program.path), sequences, fmt or "", _write)

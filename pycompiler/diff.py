@@ -27,14 +27,14 @@ import numpy as np
 from .. import _C
 from .profile import inputs_by_name
 
-# A quantized program names its linears after the op (linear_w8a8_3 where float32
-# has linear_3); alignment by name maps them back.
-_QUANTIZED = re.compile(r"^linear_(?:int8|w8a8)(_\d+)?$")
+# A quantized program names its linears and token embeddings after the op (linear_w8a8_3
+# where float32 has linear_3, embedding_int8_0 for embedding_0); alignment by name maps them back.
+_QUANTIZED = re.compile(r"^(linear|embedding)_(?:int8|w8a8|int4|w4a8)(_\d+)?$")
 
 
 def _align_name(name: str) -> str:
     m = _QUANTIZED.match(name)
-    return "linear" + (m.group(1) or "") if m else name
+    return m.group(1) + (m.group(2) or "") if m else name
 
 
 @dataclass

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from .export import export
 from .generation.processors import import_fields, token_list_defaults
+from .generation.search import generate_inputs
 from .importers import UnsupportedConfig, architecture
-from .importers.common import load_config, load_weights, quantize_linears
+from .importers.common import load_config, load_weights
 from .passes import optimize_program
 from .plugins import load_plugins
-from .quantize import QUANTIZATIONS
+from .schemes import Plan, check_group_size, scheme as find_scheme, with_tables
 from .tokenizer_attach import attach_tokenizer
 
 __all__ = ["import_hf", "UnsupportedConfig"]
@@ -35,18 +36,39 @@ def _model_type(path: Path) -> str:
         raise UnsupportedConfig(f"import_hf: {config} is not valid JSON: {e}") from None
 
 
+def _check_quantize(quantize, group_size, keep_f32, tables=None):
+    """(scheme or None, group size, keep_f32 patterns) checked before any weight is read;
+    `tables`: another scheme's table storage for the token tables and output projection."""
+    keep_f32 = (keep_f32,) if isinstance(keep_f32, str) else tuple(keep_f32 or ())
+    if quantize is None:
+        if group_size is not None or keep_f32 or tables is not None:
+            raise UnsupportedConfig("import_hf: group_size, keep_f32 and tables need a quantize= scheme")
+        return None, None, ()
+    if not all(isinstance(p, str) and p for p in keep_f32):
+        raise UnsupportedConfig(f"import_hf: keep_f32 must be fnmatch patterns (non-empty str), got {keep_f32!r}")
+    try:
+        scheme = find_scheme(quantize)
+        if tables is not None:
+            scheme = with_tables(scheme, find_scheme(tables, "import_hf: tables"))
+        return scheme, check_group_size(scheme, group_size), keep_f32
+    except ValueError as e:
+        raise UnsupportedConfig(str(e)) from None
+
+
 def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True,
-              tokenizer: bool = True, plugins=()) -> Path:
+              tokenizer: bool = True, plugins=(), group_size: int | None = None, keep_f32=(),
+              tables: str | None = None) -> Path:
     """Reads a checkpoint directory of a supported architecture and writes a program
     directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`.
     The checkpoint's tokenizer comes along (tokenizer_attach.py): a tokenizer the text
     library cannot read exactly refuses the import, unless not `tokenizer`. `plugins`
     (module names or .py paths) and TENSORVM_PLUGINS are imported first: they may
-    register architectures (tensorvm.register_architecture)."""
+    register architectures (tensorvm.register_architecture). `quantize` (a scheme of
+    schemes.py), `group_size` (4-bit schemes), `keep_f32` (fnmatch patterns of
+    matrices left f32) and `tables` (another scheme for the token tables and the output
+    projection) are docs/quantization.md's."""
     load_plugins(plugins)
-    if quantize is not None and quantize not in QUANTIZATIONS:
-        raise UnsupportedConfig(
-            f"import_hf: quantize={quantize!r} is not supported (None, {', '.join(repr(q) for q in QUANTIZATIONS)})")
+    scheme, group_size, keep_f32 = _check_quantize(quantize, group_size, keep_f32, tables)
     path = Path(checkpoint_dir)
     arch = architecture(_model_type(path))
     config, gen = load_config(path)
@@ -58,9 +80,9 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
     weights = {**arch.weights(spec, state), **extra}
     del state, model
     weights.update(token_list_defaults(spec.generation))
-    if quantize is not None:
-        spec.quantize = quantize
-        quantize_linears(weights, arch.linear_weights(spec, weights), quantize)
+    plan = None if scheme is None else Plan(scheme, weights, group_size, keep_f32,
+                                               linears=set(arch.linear_weights(spec, weights)))
+    spec.quantize = plan
     generation = spec.generation
     meta = {
         "model_type": config.model_type,
@@ -71,10 +93,20 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
         "generation": {k: v for k, v in generation.items() if k not in import_fields()},
         "bad_words_ids": generation["bad_words_ids"], "forced_eos_token_id": generation["forced_eos_token_id"],
         "renormalize_logits": generation["renormalize_logits"],
+        # generate's True/False options, by name: the command line reads --arg NAME=1 as True
+        "bool_options": [i.name for i in generate_inputs() if i.kind == "bool"],
         "tied_weights": tied,
         "quantize": quantize,
     }
+    if plan is not None:
+        meta.update(group_size=group_size, keep_f32=list(keep_f32), tables=tables or quantize)
     pb = arch.build(spec, weights, meta)
     attach_tokenizer(pb, path, config.model_type, tokenizer)
+    if plan is not None:
+        pb.used_weights()  # traces every function, so the plan has seen every matrix
+        if plan.unmatched():
+            raise UnsupportedConfig(f"import_hf: keep_f32 pattern(s) {plan.unmatched()} match no matrix the "
+                                    "scheme quantizes (fnmatch on weight names, e.g. 'lm_head.weight', "
+                                    "'model.layers.*.mlp.*')")
     export(pb, out_path, optimize_program if optimize else None)
     return Path(out_path)

@@ -53,6 +53,10 @@ def _coerce(value: Any, type_: str, what: str) -> Any:
 
 
 def coerce_inputs(fn: ir.Function, inputs: tuple) -> list:
+    # trailing options (type Any) left out are None, as on the command line: a function
+    # that gains an option (Whisper's transcribe, return_timestamps) keeps its callers
+    if len(inputs) < len(fn.params) and all(p.type == "Any" for p in fn.params[len(inputs):]):
+        inputs = (*inputs, *[None] * (len(fn.params) - len(inputs)))
     if len(inputs) != len(fn.params):
         sig = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
         raise TypeError(f"{fn.name}({sig}) takes {len(fn.params)} inputs, got {len(inputs)}")

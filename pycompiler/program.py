@@ -190,7 +190,8 @@ class Program:
         """Runs `function` in the C++ VM; returns a value, a tuple of values, or None.
         `on_emit(channel, value)` receives the program's emits (docs/ir.md, emit);
         returning False from it answers "stop". Safe from any thread, and from inside
-        an on_emit of another run: each call runs on a Session of its own."""
+        an on_emit of another run: each call runs on a Session of its own. Trailing
+        options (parameters of type Any) left out are None."""
         fn = self.function(function)
         return shape_result(fn, self._sessions().run(function, coerce_inputs(fn, inputs), on_emit))
 
@@ -236,7 +237,7 @@ class Program:
         return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
 
     def transcribe(self, audio, language=None, task=None, decoder_input_ids=None, max_new_tokens=None,
-                   num_beams=None) -> list:
+                   num_beams=None, return_timestamps=False) -> list:
         """Audio in, texts out for a Whisper program: `audio` is 16 kHz f32 samples, one clip
         (1-D), a batch [batch, samples] or a list of clips (padded with zeros to the longest,
         which changes nothing: each is padded or cut to 30 s). `language` ("fr", "french")
@@ -247,7 +248,12 @@ class Program:
         each clip is detected (the program's detect_language_audio: transformers'
         detect_language) when the checkpoint has lang_to_id, else the decoder starts from
         decoder_start_token_id alone. Each sequence is decoded with
-        skip_special_tokens, so the prompt does not reach the text."""
+        skip_special_tokens, so the prompt does not reach the text.
+
+        return_timestamps=True: generate's return_timestamps (Whisper's timestamp rule; the
+        prompt loses <|notimestamps|>), and each clip gives a list of segments, dicts
+        {"start", "end" (seconds), "text", "tokens"}, cut as transformers' generate cuts
+        one 30-s window (cli/whisper_segments.h, the parser tensorvm-run --timestamps uses)."""
         import numpy as np
 
         if "transcribe" not in self.functions:
@@ -268,8 +274,22 @@ class Program:
             if decoder_input_ids is not None:
                 raise ValueError("transcribe: give language/task or decoder_input_ids, not both")
             decoder_input_ids = self._whisper_prompt(tok, audio, language, task)
+        if return_timestamps and self.meta.get("no_timestamps_token_id") is None:
+            raise ValueError(f"transcribe: return_timestamps needs a Whisper program whose generation_config has "
+                             f"no_timestamps_token_id ({self.path} has none)")
+        if return_timestamps:
+            seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams, True)
+            return [self._segments(tok, r) for r in np.asarray(seqs)]
         seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
+
+    def _segments(self, tok, row) -> list:
+        """One transcribe row's segments ({"start", "end", "text", "tokens"})."""
+        m = self.meta
+        cut = _C.whisper_segments([int(t) for t in row], int(m["eos_token_id"]), int(m["no_timestamps_token_id"]) + 1,
+                                  int(m["max_source_positions"]))
+        return [{"start": start, "end": end, "text": tok.decode(tokens, True), "tokens": tokens}
+                for start, end, tokens in cut]
 
     def _whisper_prompt(self, tok, audio, language, task):
         """transcribe's [batch, n] prompt as WhisperForConditionalGeneration.generate builds it,

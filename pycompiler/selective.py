@@ -67,6 +67,7 @@ def device_runtime_settings(ops_file: str, kernel_variants: Sequence[str]) -> li
             f'set(TENSORVM_KERNEL_VARIANTS {cmake_quoted(";".join(kernel_variants))} CACHE STRING '
             '"The kernel variants besides scalar (empty: all the target\'s)")',
             'set(TENSORVM_TEXT OFF CACHE STRING "No tokenizers: token ids in, token ids out")',
+            'set(TENSORVM_AUDIO OFF CACHE STRING "No audio library: 16 kHz mono WAV only")',
             'set(TENSORVM_ONEDNN OFF CACHE STRING "linear\'s own GEMM, no shared library")',
             'set(TENSORVM_BUILD_TESTS OFF CACHE BOOL "")',
             'set(TENSORVM_BUILD_PYTHON OFF CACHE BOOL "")']

@@ -33,12 +33,24 @@ _ITEMSIZE["BF16"] = 2
 _FROM_NUMPY = {(v.kind, v.itemsize): k for k, v in _TO_NUMPY.items()}
 
 
+def bfloat16() -> np.dtype:
+    """numpy has no bfloat16: BF16 tensors are ml_dtypes.bfloat16 arrays (the dtype the
+    bindings hand bf16 tensors back as). Imported when first needed."""
+    try:
+        import ml_dtypes
+    except ImportError as e:  # a dependency of the package; say what is missing
+        raise WeightsError("BF16 tensors need the ml_dtypes package (pip install ml_dtypes)") from e
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 class WeightsError(ValueError):
     pass
 
 
 def dtype_name(dtype: np.dtype) -> str:
     dt = np.dtype(dtype)
+    if dt.kind == "V" and dt.itemsize == 2 and dt.name == "bfloat16":
+        return "BF16"
     name = _FROM_NUMPY.get((dt.kind, dt.itemsize))
     if name is None:
         raise WeightsError(f"numpy dtype {dt} has no safetensors equivalent")
@@ -62,7 +74,8 @@ def write(path, tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]
         if not arr.flags.c_contiguous:
             arr = arr.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
         dt = dtype_name(arr.dtype)
-        arr = arr.astype(_TO_NUMPY[dt], copy=False)  # little-endian on disk
+        # little-endian on disk; bfloat16 (native order) goes out as its 16 bits
+        arr = arr.view("<u2") if dt == "BF16" else arr.astype(_TO_NUMPY[dt], copy=False)
         arrays.append((name, dt, arr))
     header: dict[str, Any] = {}
     if metadata:
@@ -235,7 +248,7 @@ def read(path, names=None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     for name, e in entries.items():
         if e.dtype == "BF16":
             raw = np.frombuffer(mm, np.dtype("<u2"), e.nbytes // 2, start + e.begin) if e.nbytes else np.zeros(0, "<u2")
-            arr = (raw.astype(np.uint32) << 16).view(np.float32).reshape(e.shape)
+            arr = raw.view(bfloat16()).reshape(e.shape)  # as the VM loads it: 16 bits an element
         elif e.nbytes:
             arr = np.frombuffer(mm, _TO_NUMPY[e.dtype], e.nbytes // _ITEMSIZE[e.dtype], start + e.begin).reshape(e.shape)
         else:

@@ -67,6 +67,23 @@ def kv_reorder(cache, index):
 
 
 @op
+def kv_truncate(cache, length):
+    c = _cache("kv_truncate", cache)
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
+        raise OpError("kv_truncate: argument 'length' must be an int")
+    if length < 0:
+        raise OpError(f"kv_truncate: length {length} is negative")
+    for layer, n in enumerate(c.len):
+        if length > n:
+            raise OpError(f"kv_truncate: length {length} is beyond the filled length: layer {layer} holds {n} positions")
+    # Fresh arrays, so views returned by earlier kv_append calls keep what they showed.
+    c.k = [k.copy() for k in c.k]
+    c.v = [v.copy() for v in c.v]
+    c.len = [int(length)] * c.dims[0]
+    return c
+
+
+@op
 def kv_set_cross(cache, layer, k, v):
     c = _cache("kv_set_cross", cache)
     c._layer("kv_set_cross", layer)

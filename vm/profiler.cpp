@@ -42,12 +42,13 @@ void count_macs(const Function& fn, const Value* regs, const Instr& ins, OpStats
       s.weight_macs += m;
       s.weight_bytes += w->nbytes();
     }
-  } else if (op == "linear_int8" || op == "linear_w8a8") {
-    // [out, in] from scale and x: linear_w8a8's weight is packed (and padded)
+  } else if (op == "linear_int8" || op == "linear_w8a8" || op == "linear_int4" || op == "linear_w4a8") {
+    // [out, in] from scale (out first: [out] or 4-bit's [out, groups]) and x: the weight
+    // is packed (and padded) for w8a8, two a byte for 4-bit
     const Tensor* x = tensor_at(fn, regs, ins, 0);
     const Tensor* w = tensor_at(fn, regs, ins, 1);
     const Tensor* scale = tensor_at(fn, regs, ins, 2);
-    if (x && w && scale && scale->ndim() == 1 && x->ndim() >= 1) {
+    if (x && w && scale && scale->ndim() >= 1 && x->ndim() >= 1) {
       const uint64_t rows = x->size(-1) ? uint64_t(x->numel() / x->size(-1)) : 0;
       const uint64_t m = rows * uint64_t(scale->size(0)) * uint64_t(x->size(-1));
       s.macs += m;

@@ -22,34 +22,8 @@ Value read_weight(const io::TensorEntry& e, const std::shared_ptr<io::WeightsFil
   if (e.dtype == "I32") return wrap(DType::i32);
   if (e.dtype == "BOOL") return wrap(DType::boolean);
   if (e.dtype == "I8") return wrap(DType::i8);
-  if (e.dtype == "F16" || e.dtype == "BF16") {
-    Tensor t = Tensor::empty(DType::f32, shape);
-    float* out = t.data<float>();
-    const auto* in = static_cast<const unsigned char*>(e.data);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      uint16_t h = uint16_t(in[2 * i] | (in[2 * i + 1] << 8));
-      uint32_t bits;
-      if (e.dtype == "BF16") {
-        bits = uint32_t(h) << 16;
-      } else {
-        const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-        if (exp == 0x1f) {
-          bits = sign | 0x7f800000 | (man << 13);
-        } else if (exp != 0) {
-          bits = sign | ((exp + 112) << 23) | (man << 13);
-        } else if (man == 0) {
-          bits = sign;
-        } else {  // subnormal half -> normal float
-          int e2 = -1;
-          uint32_t m = man;
-          do { ++e2; m <<= 1; } while (!(m & 0x400));
-          bits = sign | ((112 - e2) << 23) | ((m & 0x3ff) << 13);
-        }
-      }
-      std::memcpy(&out[i], &bits, 4);
-    }
-    return t;
-  }
+  if (e.dtype == "F16") return wrap(DType::f16);
+  if (e.dtype == "BF16") return wrap(DType::bf16);
   fail("weight '{}' has dtype {}, which tensorvm does not load", e.name, e.dtype);
 }
 

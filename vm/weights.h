@@ -14,7 +14,7 @@
 namespace vm {
 
 // A weight as a tensor over the mapping: zero-copy when element-aligned, copied when
-// a foreign file leaves it unaligned, widened to f32 when stored as f16/bf16; its
+// a foreign file leaves it unaligned (F16/BF16 stay f16/bf16 tensors); its
 // buffer is marked a weight (Buffer::is_weight), so hosts hand it out read-only.
 Value weight_tensor(const io::TensorEntry& e, const std::shared_ptr<io::WeightsFile>& file);
 

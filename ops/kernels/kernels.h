@@ -25,6 +25,30 @@ struct W8A8Problem {
   int64_t outf;
 };
 
+// linear_int4's decode operands (ops/quantized_int4.cpp describes the 4-bit format).
+struct Int4Problem {
+  const float* x;      // [rows, in_p] f32, zero past the op's `in` features
+  int64_t in_p;        // padded inputs, a multiple of group
+  int64_t group;       // inputs per scale, a multiple of 32
+  const uint8_t* w;    // [outf, in_p / 2] nibbles
+  const float* scale;  // [outf, in_p / group]
+  const float* bias;   // [outf] or null
+  float* y;            // [rows, outf]
+  int64_t outf;
+};
+
+// linear_w4a8's operands: the weight as linear_int4's, x quantized per block of 32.
+struct W4A8Problem {
+  const int8_t* q;     // [rows, in_p] quantized x, zero past `in`
+  const float* sx;     // [rows, in_p / 32] x scales, NaN for a row holding NaN or inf
+  int64_t in_p, group;
+  const uint8_t* w;    // [outf, in_p / 2] nibbles
+  const float* scale;  // [outf, in_p / group]
+  const float* bias;   // [outf] or null
+  float* y;            // [rows, outf]
+  int64_t outf;
+};
+
 // attention's many-query path: one block of query rows of one head (ops/attention.cpp).
 struct AttentionRows {
   const float* q;             // [rows, d], contiguous
@@ -69,12 +93,34 @@ struct KernelTable {
   void (*w8a8_blocks)(const W8A8Problem& p, int64_t rows, int64_t b0, int64_t b1);
   const char* w8a8_name;  // which arithmetic linear_w8a8 runs: "vnni", "avx2" or "generic"
 
+  // linear_int4, 1 to 8 rows: y[r, j] = sum over groups g of scale[j, g] * dot(x[r, g],
+  // q[j, g]) + bias[j] for j in [j0, j1), streaming the nibble rows.
+  void (*dot_rows_i4)(const Int4Problem& p, int64_t rows, int64_t j0, int64_t j1);
+  // s[i, k] = q[i, k] * scale[i, k / group] for k < in (row stride `in` in s), n rows of
+  // in_p / 2 nibble bytes (linear_int4's blocks for many rows, embedding_int4).
+  void (*dequantize_rows_i4)(const uint8_t* q, const float* scale, int64_t n, int64_t in, int64_t in_p,
+                             int64_t group, float* s);
+  // linear_w4a8: every row for outputs [j0, j1).
+  void (*w4a8_rows)(const W4A8Problem& p, int64_t rows, int64_t j0, int64_t j1);
+  const char* w4a8_name;  // "vnni", "avx2", "neon_dotprod", "neon" or "generic"
+
   // y = softmax (log = false) or log_softmax of each of `rows` contiguous rows of R floats.
   void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t R, bool log);
 
   // y[i] = f(x[i]) for n floats, f = exp (kind 0), sigmoid (1), silu (2), erf (3), exact
   // gelu (4) or tanh gelu (5): elementwise_math.h's ExpMap.
   void (*exp_map)(int kind, const float* x, float* y, int64_t n);
+
+  // linear with an f16 / bf16 weight [n, in] (its 16 bits as stored): dot_rows_f32's
+  // arithmetic on the weight widened to f32 as it is loaded, so the same results bit for
+  // bit, reading half the bytes.
+  void (*dot_rows_f16)(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                       float* y, int64_t y_stride);
+  void (*dot_rows_bf16)(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                        float* y, int64_t y_stride);
+  // out[i] = w[i] widened to f32 for n values (exact).
+  void (*widen_f16)(const uint16_t* w, int64_t n, float* out);
+  void (*widen_bf16)(const uint16_t* w, int64_t n, float* out);
 
   // attention's o = p v: o[i, :] = sum_j p[i * n + j] * v[j * v_stride, :dv] for i < rows.
   void (*weighted_rows_f32)(const float* p, int64_t rows, int64_t n, const float* v, int64_t v_stride, int64_t dv,

@@ -23,29 +23,62 @@ constexpr int64_t kL1BlockFloats = 8192;  // weights per block reused from L1 by
 // Weight rows dotted at once with 4 rows of x: 4 x 4 accumulators need 32 registers.
 constexpr int kBlockedO = kRegisters >= 32 ? 4 : 2;
 
+// How the streaming kernels read weights: f32 as stored; f16 and bf16 (linear with a
+// 16-bit weight, ops/linear_16bit.cpp) widened to f32 as they are loaded, which is
+// exact, so every output's arithmetic is the f32 kernel's on the widened weight, bit
+// for bit. They read half the bytes, which is what bounds a decode step.
+struct F32Weights {
+  using T = float;
+  static Vf get(const float* p) { return load(p); }
+  static Vf get_n(const float* p, int n) { return load_n(p, n); }
+};
+struct F16Weights {
+  using T = uint16_t;
+  static Vf get(const uint16_t* p) { return load_f16(p); }
+  static Vf get_n(const uint16_t* p, int n) { return load_f16_n(p, n); }
+};
+struct BF16Weights {
+  using T = uint16_t;
+  static Vf get(const uint16_t* p) { return load_bf16(p); }
+  static Vf get_n(const uint16_t* p, int n) { return load_bf16_n(p, n); }
+};
+
 // acc[o * R + r] = dot(x[r, :], w[o, :]) for R rows of x and O consecutive weight rows
 // (both with row stride `in`): each weight vector is loaded once and used for every row.
-template <int R, int O>
-inline void dot_rows(const float* x, int64_t in, const float* w, float* acc) {
+template <int R, int O, class W = F32Weights>
+inline void dot_rows(const float* x, int64_t in, const typename W::T* w, float* acc) {
+  // A 16-bit weight takes U = 2 vectors a step: the same bytes per step (and per
+  // prefetch) as f32, and the same order of FMAs into each accumulator as f32's steps.
+  constexpr int U = int(sizeof(float) / sizeof(typename W::T));
+  constexpr int64_t ahead = kPrefetch * U;  // the same bytes ahead
   Vf a[O][R];
   for (int o = 0; o < O; ++o)
     for (int r = 0; r < R; ++r) a[o][r] = zero();
   int64_t k = 0;
-  for (; k + kLanes <= in; k += kLanes) {
-    Vf wv[O];
+  for (; k + U * kLanes <= in; k += U * kLanes) {
+    Vf wv[U][O];
     for (int o = 0; o < O; ++o) {
-      wv[o] = load(w + o * in + k);
-      prefetch(w + o * in + k + kPrefetch);
+      for (int u = 0; u < U; ++u) wv[u][o] = W::get(w + o * in + k + u * kLanes);
+      prefetch(w + o * in + k + ahead);
     }
-    for (int r = 0; r < R; ++r) {
-      const Vf xv = load(x + r * in + k);
-      for (int o = 0; o < O; ++o) a[o][r] = fmadd(wv[o], xv, a[o][r]);
+    for (int u = 0; u < U; ++u)
+      for (int r = 0; r < R; ++r) {
+        const Vf xv = load(x + r * in + k + u * kLanes);
+        for (int o = 0; o < O; ++o) a[o][r] = fmadd(wv[u][o], xv, a[o][r]);
+      }
+  }
+  if constexpr (U > 1) {
+    for (; k + kLanes <= in; k += kLanes) {
+      for (int r = 0; r < R; ++r) {
+        const Vf xv = load(x + r * in + k);
+        for (int o = 0; o < O; ++o) a[o][r] = fmadd(W::get(w + o * in + k), xv, a[o][r]);
+      }
     }
   }
   if (k < in) {  // the tail: partial loads read nothing past the end
     const int n = int(in - k);
     Vf wv[O];
-    for (int o = 0; o < O; ++o) wv[o] = load_n(w + o * in + k, n);
+    for (int o = 0; o < O; ++o) wv[o] = W::get_n(w + o * in + k, n);
     for (int r = 0; r < R; ++r) {
       const Vf xv = load_n(x + r * in + k, n);
       for (int o = 0; o < O; ++o) a[o][r] = fmadd(wv[o], xv, a[o][r]);
@@ -56,8 +89,8 @@ inline void dot_rows(const float* x, int64_t in, const float* w, float* acc) {
 }
 
 // y[r, j] = dot(x[r], w[j]) + bias[j] for output features [j0, j1), R rows.
-template <int R, int OW = 2>
-void decode_rows(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t outf,
+template <int R, int OW = 2, class W = F32Weights>
+void decode_rows(const float* x, const typename W::T* w, const float* bias, float* y, int64_t in, int64_t outf,
                  int64_t j0, int64_t j1) {
   if constexpr (R > 4) {
     // More than 4 rows: two passes of at most 4 rows over each block of weight rows,
@@ -66,8 +99,8 @@ void decode_rows(const float* x, const float* w, const float* bias, float* y, in
     const int64_t block = std::max<int64_t>(2, kBlockFloats / in / 2 * 2);
     for (int64_t jb = j0; jb < j1; jb += block) {
       const int64_t je = std::min(jb + block, j1);
-      decode_rows<R1>(x, w, bias, y, in, outf, jb, je);
-      decode_rows<R - R1>(x + R1 * in, w, bias, y + R1 * outf, in, outf, jb, je);
+      decode_rows<R1, 2, W>(x, w, bias, y, in, outf, jb, je);
+      decode_rows<R - R1, 2, W>(x + R1 * in, w, bias, y + R1 * outf, in, outf, jb, je);
     }
     return;
   }
@@ -76,22 +109,25 @@ void decode_rows(const float* x, const float* w, const float* bias, float* y, in
   float acc[O * R];
   int64_t j = j0;
   for (; j + O <= j1; j += O) {
-    dot_rows<R, O>(x, in, w + j * in, acc);
+    dot_rows<R, O, W>(x, in, w + j * in, acc);
     for (int o = 0; o < O; ++o) {
       const float b = bias ? bias[j + o] : 0.0f;
       for (int r = 0; r < R; ++r) y[r * outf + j + o] = acc[o * R + r] + b;
     }
   }
   for (; j < j1; ++j) {
-    dot_rows<R, 1>(x, in, w + j * in, acc);
+    dot_rows<R, 1, W>(x, in, w + j * in, acc);
     const float b = bias ? bias[j] : 0.0f;
     for (int r = 0; r < R; ++r) y[r * outf + j] = acc[r] + b;
   }
 }
 
-using DecodeFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
-constexpr DecodeFn kDecode[kMaxDecodeRows] = {decode_rows<1>, decode_rows<2>, decode_rows<3>, decode_rows<4>,
-                                              decode_rows<5>, decode_rows<6>, decode_rows<7>, decode_rows<8>};
+template <class W>
+using DecodeFn = void (*)(const float*, const typename W::T*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+template <class W>
+constexpr DecodeFn<W> kDecode[kMaxDecodeRows] = {decode_rows<1, 2, W>, decode_rows<2, 2, W>, decode_rows<3, 2, W>,
+                                                 decode_rows<4, 2, W>, decode_rows<5, 2, W>, decode_rows<6, 2, W>,
+                                                 decode_rows<7, 2, W>, decode_rows<8, 2, W>};
 
 // Many rows: the weight rows of [j0, j1) in blocks small enough to stay in L1, each
 // block dotted with every group of 4 rows of x: one pass over memory. A block holds at
@@ -99,26 +135,54 @@ constexpr DecodeFn kDecode[kMaxDecodeRows] = {decode_rows<1>, decode_rows<2>, de
 // 4096-wide fc2): with fewer, decode_rows falls back to one weight row per step, 4 FMAs
 // for 5 loads, and ran at 40% of the speed of the L2-resident 4 x 4 block (measured at
 // 32 x 4096 -> 1024). Each output's arithmetic is the same either way.
-inline void blocked_rows(const float* x, int64_t rows, const float* w, const float* bias, float* y, int64_t in,
-                         int64_t outf, int64_t j0, int64_t j1) {
+template <class W>
+void blocked_rows(const float* x, int64_t rows, const typename W::T* w, const float* bias, float* y, int64_t in,
+                  int64_t outf, int64_t j0, int64_t j1) {
   const int64_t block = std::max<int64_t>(kBlockedO, kL1BlockFloats / in / kBlockedO * kBlockedO);
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = std::min(jb + block, j1);
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) decode_rows<4, kBlockedO>(x + r * in, w, bias, y + r * outf, in, outf, jb, je);
-    if (r < rows) kDecode[rows - r - 1](x + r * in, w, bias, y + r * outf, in, outf, jb, je);
+    for (; r + 4 <= rows; r += 4) decode_rows<4, kBlockedO, W>(x + r * in, w, bias, y + r * outf, in, outf, jb, je);
+    if (r < rows) kDecode<W>[rows - r - 1](x + r * in, w, bias, y + r * outf, in, outf, jb, je);
+  }
+}
+
+template <class W>
+void dot_rows_of(const float* x, int64_t rows, int64_t in, const typename W::T* w, const float* bias, int64_t n,
+                 float* y, int64_t y_stride) {
+  if (rows <= 0 || n <= 0) return;
+  if (rows <= kMaxDecodeRows) {
+    kDecode<W>[rows - 1](x, w, bias, y, in, y_stride, 0, n);
+  } else {
+    blocked_rows<W>(x, rows, w, bias, y, in, y_stride, 0, n);
   }
 }
 
 inline void dot_rows_f32(const float* x, int64_t rows, int64_t in, const float* w, const float* bias, int64_t n,
                          float* y, int64_t y_stride) {
-  if (rows <= 0 || n <= 0) return;
-  if (rows <= kMaxDecodeRows) {
-    kDecode[rows - 1](x, w, bias, y, in, y_stride, 0, n);
-  } else {
-    blocked_rows(x, rows, w, bias, y, in, y_stride, 0, n);
-  }
+  dot_rows_of<F32Weights>(x, rows, in, w, bias, n, y, y_stride);
 }
+
+inline void dot_rows_f16(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                         float* y, int64_t y_stride) {
+  dot_rows_of<F16Weights>(x, rows, in, w, bias, n, y, y_stride);
+}
+
+inline void dot_rows_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w, const float* bias, int64_t n,
+                          float* y, int64_t y_stride) {
+  dot_rows_of<BF16Weights>(x, rows, in, w, bias, n, y, y_stride);
+}
+
+// out[i] = w[i] widened to f32 for n 16-bit values (exact): linear's blocks of weight
+// rows for the GEMM, embedding's rows.
+template <class W>
+void widen(const uint16_t* w, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store(out + i, W::get(w + i));
+  if (i < n) store_n(out + i, W::get_n(w + i, int(n - i)), int(n - i));
+}
+inline void widen_f16(const uint16_t* w, int64_t n, float* out) { widen<F16Weights>(w, n, out); }
+inline void widen_bf16(const uint16_t* w, int64_t n, float* out) { widen<BF16Weights>(w, n, out); }
 
 // ---- the GEMM
 

@@ -73,6 +73,13 @@ inline float hsum(Vf a) {
   return _mm_cvtss_f32(h);
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// 16 halves (vcvtph2ps) / bfloat16s (zero-extended to 32 bits, shifted up) as floats;
+// the _n forms read n < 16 of them (masked: nothing past the end).
+inline Vf load_f16(const uint16_t* p) { return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))}; }
+inline Vf load_f16_n(const uint16_t* p, int n) { return {_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes_mask(n), p))}; }
+inline Vf bf16_bits(__m256i h) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))}; }
+inline Vf load_bf16(const uint16_t* p) { return bf16_bits(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline Vf load_bf16_n(const uint16_t* p, int n) { return bf16_bits(_mm256_maskz_loadu_epi16(lanes_mask(n), p)); }
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
@@ -103,6 +110,11 @@ inline float hsum(Vf a) {
   return _mm_cvtss_f32(h);
 }
 inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// 8 halves (F16C's vcvtph2ps) / bfloat16s (zero-extended to 32 bits, shifted up) as floats.
+inline Vf load_f16(const uint16_t* p) { return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))}; }
+inline Vf load_bf16(const uint16_t* p) {
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16))};
+}
 
 #elif defined(__ARM_NEON) && defined(__aarch64__) && !TENSORVM_PLAIN_SIMD
 
@@ -136,6 +148,9 @@ inline Vf load_i8(const int8_t* p) {
 }
 inline float hsum(Vf a) { return vaddvq_f32(a.v); }
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// 4 halves (vcvt_f32_f16) / bfloat16s (widened and shifted up by vshll) as floats.
+inline Vf load_f16(const uint16_t* p) { return {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))}; }
+inline Vf load_bf16(const uint16_t* p) { return {vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))}; }
 
 #else
 
@@ -172,7 +187,54 @@ inline Vf load_i8(const int8_t* p) {
 }
 inline float hsum(Vf a) { return (a.v[0] + a.v[2]) + (a.v[1] + a.v[3]); }
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// 4 halves as floats without branches (core/half.h's f16_to_f32, lane-wise): the
+// exponent and mantissa move to f32's places and the exponent is rebiased; inf/NaN get
+// the rest of the bias; subnormals (exponent 0) are made normal by one exact subtraction
+// of 2^-14 (no f32 subnormal is involved, so DAZ/FTZ cannot change them).
+inline Vf load_f16(const uint16_t* p) {
+  typedef uint32_t U4 __attribute__((vector_size(16)));
+  const U4 h = {p[0], p[1], p[2], p[3]};
+  const U4 em = (h & 0x7fffu) << 13, e = em & (0x1fu << 23);
+  U4 o = em + (112u << 23);
+  o = e == (0x1fu << 23) ? o + (112u << 23) : o;  // inf, NaN: exponent 255
+  F4 sub, norm, magic;
+  const U4 so = o + (1u << 23), mb = {113u << 23, 113u << 23, 113u << 23, 113u << 23};
+  std::memcpy(&sub, &so, 16);
+  std::memcpy(&magic, &mb, 16);
+  std::memcpy(&norm, &o, 16);
+  sub = sub - magic;
+  U4 bits, sb;
+  std::memcpy(&bits, &norm, 16);
+  std::memcpy(&sb, &sub, 16);
+  bits = e == 0 ? sb : bits;
+  bits |= (h & 0x8000u) << 16;
+  Vf r;
+  std::memcpy(&r.v, &bits, 16);
+  return r;
+}
+// 4 bfloat16s as floats: the 16 bits shifted up.
+inline Vf load_bf16(const uint16_t* p) {
+  typedef uint32_t U4 __attribute__((vector_size(16)));
+  const U4 bits = U4{p[0], p[1], p[2], p[3]} << 16;
+  Vf r;
+  std::memcpy(&r.v, &bits, 16);
+  return r;
+}
 
+#endif
+
+#if !defined(__AVX512F__)
+// n < kLanes halves / bfloat16s as floats, zeros past n (AVX-512 masks its loads).
+inline Vf load_f16_n(const uint16_t* p, int n) {
+  uint16_t t[kLanes] = {};
+  std::memcpy(t, p, sizeof(uint16_t) * size_t(n < kLanes ? n : kLanes));
+  return load_f16(t);
+}
+inline Vf load_bf16_n(const uint16_t* p, int n) {
+  uint16_t t[kLanes] = {};
+  std::memcpy(t, p, sizeof(uint16_t) * size_t(n < kLanes ? n : kLanes));
+  return load_bf16(t);
+}
 #endif
 
 // n < kLanes int8 values as floats, zeros past n.

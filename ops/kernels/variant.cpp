@@ -4,6 +4,7 @@
 #include "ops/kernels/attention.h"
 #include "ops/kernels/kernels.h"
 #include "ops/kernels/linear_f32.h"
+#include "ops/kernels/linear_i4.h"
 #include "ops/kernels/linear_i8.h"
 #include "ops/kernels/linear_w8a8.h"
 #include "ops/kernels/softmax.h"
@@ -27,8 +28,16 @@ const KernelTable TENSORVM_VARIANT_TABLE = {
     TENSORVM_VARIANT::dequantize_rows,
     TENSORVM_VARIANT::w8a8_blocks,
     TENSORVM_W8A8_VNNI ? "vnni" : TENSORVM_W8A8_AVX2 ? "avx2" : "generic",
+    TENSORVM_VARIANT::dot_rows_i4,
+    TENSORVM_VARIANT::dequantize_rows_i4,
+    TENSORVM_VARIANT::w4a8_rows,
+    TENSORVM_W4A8_NAME,
     TENSORVM_VARIANT::softmax_rows,
     TENSORVM_VARIANT::exp_map,
+    TENSORVM_VARIANT::dot_rows_f16,
+    TENSORVM_VARIANT::dot_rows_bf16,
+    TENSORVM_VARIANT::widen_f16,
+    TENSORVM_VARIANT::widen_bf16,
     TENSORVM_VARIANT::weighted_rows_f32,
     TENSORVM_VARIANT::pack_keys_f32,
     TENSORVM_VARIANT::pack_values_f32,

@@ -13,6 +13,8 @@
 
 #include "cli/main.h"
 #include "cli/text_verbs.h"
+#include "cli/whisper_segments.h"
+#include "io/audio_file.h"
 #include "convert.h"
 #include "vm/program.h"
 
@@ -188,4 +190,43 @@ void bind_cli(py::module_& m) {
       "transcribe's sequences [rows, n] passed to write(str) as lines of text, as tensorvm-run prints them "
       "(cli/text_verbs.h print_as_text); False, nothing written, when the program has no tokenizer or this build "
       "no text library.");
+  m.def(
+      "whisper_segments",
+      [](const std::vector<int64_t>& row, int64_t eos, int64_t timestamp_begin, int64_t window_positions) {
+        py::list out;
+        for (const cli::WhisperSegment& s : cli::whisper_segments(row, eos, timestamp_begin, window_positions))
+          out.append(py::make_tuple(s.start, s.end, s.tokens));
+        return out;
+      },
+      py::arg("row"), py::arg("eos"), py::arg("timestamp_begin"), py::arg("window_positions"),
+      "One transcribe row's segments as (start s, end s, token ids), cut as transformers' Whisper generate cuts "
+      "one window (cli/whisper_segments.h, tensorvm-run transcribe --timestamps).");
+  m.def(
+      "print_segments",
+      [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const py::handle& sequences,
+         const std::string& format, const py::object& write) {
+        if (!format.empty() && !cli::is_segment_format(format))
+          throw vm::Error(fmt::format("--format {}: it is text, srt, vtt or json", format));
+        const cli::ProgramRunner runner = runner_of(program, dir, 1, 0);
+        cli::print_segments(runner, to_value(sequences), format, python_print(write));
+      },
+      py::arg("program"), py::arg("dir"), py::arg("sequences"), py::arg("format"), py::arg("write"),
+      "transcribe --timestamps' sequences written as segments in `format` (text, srt, vtt, json), as tensorvm-run "
+      "prints them (cli/text_verbs.h print_segments).");
+  m.attr("has_audio") = io::has_audio_library();
+  m.def(
+      "read_audio",
+      [](const std::string& path, int rate) {
+        io::WavAudio a;
+        {
+          py::gil_scoped_release nogil;
+          a = io::read_audio(path, rate);
+        }
+        py::array_t<float> out(py::ssize_t(a.samples.size()));
+        std::copy(a.samples.begin(), a.samples.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("path"), py::arg("sampling_rate") = 16000,
+      "An audio file's samples, mono f32 at sampling_rate, as tensorvm-run --audio reads it (io/audio_file.h: "
+      "libsndfile and libsoxr HQ when this build has them, _C.has_audio; else 16 kHz mono WAV only).");
 }

@@ -21,7 +21,10 @@ vm::DType dtype_from_numpy(const py::dtype& dt) {
   if (kind == 'i' && size == 4) return vm::DType::i32;
   if (kind == 'b' && size == 1) return vm::DType::boolean;
   if (kind == 'i' && size == 1) return vm::DType::i8;
-  throw vm::Error(fmt::format("unsupported numpy dtype {} (tensorvm takes float32, int64, int32, bool, int8; cast first)",
+  if (kind == 'f' && size == 2) return vm::DType::f16;
+  if (size == 2 && std::string(py::str(dt.attr("name"))) == "bfloat16") return vm::DType::bf16;  // ml_dtypes
+  throw vm::Error(fmt::format("unsupported numpy dtype {} (tensorvm takes float32, int64, int32, bool, int8, float16, "
+                              "ml_dtypes.bfloat16; cast first)",
                               std::string(py::str(dt))));
 }
 
@@ -32,6 +35,9 @@ static py::dtype numpy_dtype(vm::DType t) {
     case vm::DType::i32: return py::dtype::of<int32_t>();
     case vm::DType::boolean: return py::dtype::of<bool>();
     case vm::DType::i8: return py::dtype::of<int8_t>();
+    case vm::DType::f16: return py::dtype("float16");
+    // numpy has no bfloat16: ml_dtypes' (a dependency of the package) is the array type.
+    case vm::DType::bf16: return py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
   }
   throw vm::Error("unknown dtype");
 }

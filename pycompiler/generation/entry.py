@@ -88,6 +88,10 @@ def _search_values(s, get, limit, prompt, prompt_len, attention_mask):
     for p, _ in s.procs:
         if p.resolve is not None:
             values.update(p.resolve(get, defaults, ctx))
+    chained = {p.name for p, _ in s.procs}
+    for p in P.registry():  # a processor this checkpoint cannot run, asked for
+        if p.name not in chained and p.asked is not None:
+            T.check(T.logical_not(p.asked(get)), p.absent_message)
     out_scores = T.if_none(get("output_scores"), bool(defaults.get("output_scores")))
     out_logits = T.if_none(get("output_logits"), bool(defaults.get("output_logits")))
     generator = T.rng(T.if_none(get("seed"), 0))

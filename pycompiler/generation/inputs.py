@@ -32,7 +32,8 @@ class Input:
     doc: str = ""
     default: Any = NO_DEFAULT
     # "tokens", "sequences", "bias": a token id list, token sequences, sequence biases
-    # (their checkpoint defaults are stored as weights, in the program's form)
+    # (their checkpoint defaults are stored as weights, in the program's form); "bool":
+    # True or False (meta.json's bool_options: the command line reads 1 and 0 as them)
     kind: str = ""
     # the generation_config (JSON) form of a value, for meta.json; None: check's result
     config_form: Callable[[Any], Any] | None = None
@@ -62,7 +63,7 @@ def bool_input(name: str, doc: str = "", default: Any = NO_DEFAULT) -> Input:
         if not isinstance(v, (bool, np.bool_)):
             raise ValueError(f"generate: {name} must be True or False, got {v!r}")
         return bool(v)
-    return Input(name, check, doc, default)
+    return Input(name, check, doc, default, kind="bool")
 
 
 def float_input(name: str, ok: Callable[[float], bool] = lambda v: v == v, what: str = NOT_NAN,

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 from .. import ops as T
 from ..control import cond, while_loop
 from . import sequence_bias as SB
+from . import timestamps as TS
 from .end_tokens import vocabulary
 from .inputs import (bool_input, float_input, int_input, sequence_bias_input, token_input, token_list_input,
                      token_sequences_input)
@@ -106,6 +107,10 @@ class Processor:
     import_fields: tuple = ()
     constants: Optional[Callable] = None
     doc: str = ""
+    # (get) -> traced bool: the call asks for this processor; checked false (with
+    # `absent_message`) in a program whose chain leaves it out (constants gave None)
+    asked: Optional[Callable] = None
+    absent_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -533,3 +538,13 @@ register(Processor("renormalize_logits", renormalize, stage="last", inputs=(bool
                    options=("renormalize_logits",),
                    resolve=_plain("renormalize_logits", lambda d: d.get("renormalize_logits", False)),
                    when=lambda s, o: o.renormalize_logits, doc="log_softmax after the processors"))
+register(Processor("whisper_timestamps", TS.timestamp_rules,
+                   inputs=(bool_input("return_timestamps", "Whisper: timestamp tokens in pairs around each segment "
+                                      "(WhisperTimeStampLogitsProcessor)", default=False),),
+                   options=("return_timestamps", "timestamps_from"), resolve=TS.resolve,
+                   when=lambda s, o: o.return_timestamps,
+                   import_fields=("no_timestamps_token_id", "max_initial_timestamp_index"), constants=TS.constants,
+                   asked=lambda get: T.if_none(get("return_timestamps"), False),
+                   absent_message="generate: return_timestamps needs a Whisper program whose generation_config has "
+                                  "no_timestamps_token_id",
+                   doc="Whisper's timestamp tokens: in pairs, never backwards, forced when likelier than any text"))

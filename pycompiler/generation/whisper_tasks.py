@@ -1,8 +1,8 @@
 """Whisper's tasks around its network (models/whisper.py), written with the op front end
 into the same program, over its generate, encode, init_cache and decode_step:
 
-    transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams) -> sequences:
-        log_mel (the feature extractor's log-mel spectrogram), then generate
+    transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams, return_timestamps)
+        -> sequences: log_mel (the feature extractor's log-mel spectrogram), then generate
     detect_language(input_features) -> language token ids [batch], and
     detect_language_audio(audio) -> the same from audio: transformers' detect_language
         (only for a checkpoint whose generation_config has lang_to_id: spec.language_ids)
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .. import ops as T
 from ..builder import ProgramBuilder
+from ..control import cond
 from ..types import Tensor
 from .search import input_names
 
@@ -30,18 +31,38 @@ def build_whisper_tasks(pb: ProgramBuilder, spec) -> ProgramBuilder:
     generate = pb.functions["generate"]
     names = ["input_features", *input_names()]
 
-    @pb.function(arg_types=["Tensor", "Any", "Any", "Any"])
-    def transcribe(audio, decoder_input_ids, max_new_tokens, num_beams):
+    no_stamps = spec.generation.get("no_timestamps_token_id")
+
+    @pb.function(arg_types=["Tensor", "Any", "Any", "Any", "Any"])
+    def transcribe(audio, decoder_input_ids, max_new_tokens, num_beams, return_timestamps):
         """audio f32 [batch, samples] at 16 kHz (padded or cut to 30 s: frames x hop) -> sequences
         [batch, length]: the log-mel features, then generate (the prompt, then the
-        tokens); options left None are the checkpoint's defaults."""
+        tokens); options left None are the checkpoint's defaults. With return_timestamps
+        a prompt ending in <|notimestamps|> loses it, as WhisperForConditionalGeneration.generate
+        drops it from its prompt."""
         features = T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, spec.frames * HOP)
-        given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams}
+        if no_stamps is not None:
+            prompt = T.if_none(decoder_input_ids, T.full([T.size(audio, 0), 1], spec.decoder_start_token_id,
+                                                          dtype="i64"))
+            n = T.size(prompt, 1)
+            drop = T.logical_and(T.logical_and(T.if_none(return_timestamps, False), T.gt(n, 1)),
+                                 T.all(T.eq(T.slice(prompt, 1, T.sub(n, 1), n), no_stamps)))
+            decoder_input_ids = cond(drop, without_last_column, as_given, prompt)
+        given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams,
+                 "return_timestamps": return_timestamps}
         return generate(features, *(given.get(n) for n in names[1:]))[0]
 
     if spec.language_ids:
         _language_detection(pb, spec)
     return pb
+
+
+def without_last_column(prompt):
+    return T.slice(prompt, 1, 0, T.sub(T.size(prompt, 1), 1))
+
+
+def as_given(prompt):
+    return prompt
 
 
 def _language_detection(pb: ProgramBuilder, spec):

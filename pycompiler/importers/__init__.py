@@ -3,8 +3,8 @@ llama.cpp's llm_arch table maps an architecture to its tensors and graph builder
 
 Each entry is an Architecture (common.py): the transformers class that loads the
 checkpoint, the config -> spec function (refusing what the model file does not
-compute with UnsupportedConfig), the state dict -> weights function, the weights
-quantize= turns into int8, the meta.json entries and the model file's builder.
+compute with UnsupportedConfig), the state dict -> weights function, the linear weights
+quantize= may quantize, the meta.json entries and the model file's builder.
 
 Adding an architecture is an importer module and a model file, registered from
 anywhere with register_architecture (tensorvm.register_architecture; import-hf loads

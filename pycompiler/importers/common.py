@@ -1,6 +1,6 @@
 """What every architecture's importer shares: reading a checkpoint with transformers'
 own from_pretrained, storing tied weights once, the generation_config fields every
-generate reads, and quantizing linear weights.
+generate reads.
 
 An architecture module (importers/<model_type>.py) turns a config into its spec,
 its state dict into the weights its model file names, and lists its metadata;
@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from ..generation import config_fields
 from ..generation.search import generate_inputs, generation_config_defaults
+from ..generation.processors import import_fields
 
 # Rope types whose frequencies do not change with the sequence length: the program stores
 # the loaded model's frequencies once (the others are refused at import).
@@ -59,7 +60,7 @@ class Architecture:
     spec_from_config: Callable  # (config, generation_config) -> the model file's spec, or UnsupportedConfig
     weights: Callable  # (spec, state) -> {name: array} under the names the model file reads
     build: Callable  # (spec, weights, meta) -> ProgramBuilder: the model file's builder
-    linear_weights: Callable  # (spec, weights) -> [name]: what quantize= turns into int8
+    linear_weights: Callable  # (spec, weights) -> [name]: the linear weights quantize= may quantize (schemes.Plan)
     meta: Callable  # spec -> this architecture's meta.json entries
     # (spec, loaded model) -> {name: array} or None: the weights the state dict lacks (buffers),
     # made from the loaded model; it may also set spec fields from it (rope_scale)
@@ -247,20 +248,15 @@ def generation_options(config, gen, *, vocab_size: int, eos, default_max_length)
     if opts["max_length"] is None:
         opts["max_length"] = default_max_length
     opts["return_dict_in_generate"] = bool(getattr(gen, "return_dict_in_generate", None))  # Program.generate's
+    # the processors' import-time fields (Whisper's no_timestamps_token_id): None when absent
+    for field in import_fields():
+        value = getattr(gen, field, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or
+                                  not 0 <= value < vocab_size):
+            raise UnsupportedConfig(f"import_hf: generation_config.{field} = {value!r} is not a token id of the "
+                                    f"vocabulary ({vocab_size}) nor an index in it")
+        opts[field] = value
     return opts
-
-
-def quantize_linears(weights: dict, names, mode: str) -> None:
-    """The build step of linear_int8 / linear_w8a8: every named linear weight becomes
-    int8 rows plus one f32 scale per row (w8a8: packed for VNNI), stored as
-    `<name>.<mode>` and `<name>.scale`; the exporter keeps only what the traced
-    program uses, so the f32 originals of quantized layers are not written."""
-    from ..quantize import pack_w8a8, quantize_int8
-
-    for name in dict.fromkeys(names):
-        q, scale = quantize_int8(weights[name])
-        weights[f"{name}.{mode}"] = q if mode == "int8" else pack_w8a8(q)
-        weights[f"{name}.scale"] = scale
 
 
 # Shared by the decoder-only importers (GPT-2, GPT-NeoX, OPT, Phi, Llama) and by plugins: their specs

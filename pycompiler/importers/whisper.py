@@ -3,6 +3,7 @@ weights -> the names models/whisper.py reads."""
 from __future__ import annotations
 
 from ..generation import whisper_tasks
+from ..generation.processors import import_fields
 from ..generation.whisper_tasks import HOP, LANGUAGE_IDS, MEL_FILTERS, N_FFT, SAMPLING_RATE
 from ..models import whisper
 from ..models.whisper import WhisperSpec
@@ -75,6 +76,8 @@ def meta(spec: WhisperSpec) -> dict:
         "num_mel_bins": spec.num_mel_bins, "max_source_positions": spec.max_source_positions,
         # the decoder's: generate's length checks read it
         "max_position_embeddings": spec.max_target_positions,
+        # the timestamp rule's constants (fixed at import; generation/timestamps.py)
+        **{f: spec.generation[f] for f in import_fields() if spec.generation.get(f) is not None},
     }
 
 

@@ -31,8 +31,8 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
 from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
-from .layers import (cross_kv, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
-                     post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
+from .layers import (cross_kv, embed, layer_norm, output_projection, position_rows, post_norm_decoder_layer,
+                    post_norm_encoder_layer, pre_norm_decoder_layer, pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
 
@@ -67,7 +67,7 @@ def _shift(position, offset: int):
 
 def _embed(spec: BartSpec, stack: str, table: str, tokens, start, end):
     """Token embeddings plus the positions [start, end), then layernorm_embedding."""
-    x = T.mul(T.embedding(tokens, T.param(table)), spec.embed_scale)
+    x = T.mul(embed(spec.quantize, tokens, table), spec.embed_scale)
     off = spec.position_offset
     x = T.add(x, position_rows(stack + "embed_positions.weight", _shift(start, off), _shift(end, off)))
     return layer_norm(x, stack + "layernorm_embedding") if spec.layernorm_embedding else x

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
-from .layers import causal_mask, position_ids
+from .layers import causal_mask, embed, position_ids
 from .llama import P, KVCache, LlamaSpec, decoder_only, gated_mlp, rms_norm, self_attention
 
 
@@ -54,7 +54,7 @@ def build(spec: Gemma3Spec, weights, meta=None) -> ProgramBuilder:
         if len(sliding) < spec.layers else None
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
-        x = T.mul(T.embedding(tokens, T.param("model.embed_tokens.weight")), spec.embed_scale)
+        x = T.mul(embed(spec.quantize, tokens, "model.embed_tokens.weight"), spec.embed_scale)
         positions = position_ids(mask, start, end)
         local_mask = causal_mask(mask, start, end, spec.sliding_window) if local is not None else None
         for layer in range(spec.layers):

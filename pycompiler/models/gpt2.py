@@ -20,7 +20,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
 from .decoder_only import DecoderOnlySpec, build_from_spec
-from .layers import activation, linear, merge_heads, position_ids, split_heads
+from .layers import activation, embed, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 P = "transformer.h.{}."
@@ -64,7 +64,7 @@ def build(spec: GPT2Spec, weights, meta=None) -> ProgramBuilder:
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
-        x = T.add(T.embedding(tokens, T.param("transformer.wte.weight")),
+        x = T.add(embed(q8, tokens, "transformer.wte.weight"),
                   T.embedding(position_ids(mask, start, end), T.param("transformer.wpe.weight")))
         for layer in range(spec.layers):
             x = block(x, cache, attn_mask, layer)

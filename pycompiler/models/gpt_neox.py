@@ -17,7 +17,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
 from .decoder_only import DecoderOnlySpec, build_from_spec
-from .layers import activation, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
+from .layers import activation, embed, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 P = "gpt_neox.layers.{}."
@@ -64,7 +64,7 @@ def build(spec: GPTNeoXSpec, weights, meta=None) -> ProgramBuilder:
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
-        x = T.embedding(tokens, T.param("gpt_neox.embed_in.weight"))
+        x = embed(q8, tokens, "gpt_neox.embed_in.weight")
         positions = position_ids(mask, start, end)
         for layer in range(spec.layers):
             x = block(x, cache, attn_mask, positions, layer)

@@ -4,6 +4,7 @@ and attention masks of a left-padded batch in a decoder-only model."""
 from __future__ import annotations
 
 from .. import ops as T
+from ..schemes import embed_op, linear_op
 
 # transformers' activation names (config.activation_function / hidden_act) -> our op
 ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
@@ -25,23 +26,24 @@ def activation(name: str, x):
 
 
 def linear(quantize, x, prefix: str, layer=None, bias: bool = True):
-    """x @ W^T + b for the weight `prefix.weight` (and `prefix.bias`); `quantize`
-    (None, "int8" or "w8a8") selects the op the importer's weights are stored for."""
+    """x @ W^T + b for the weight `prefix.weight` (and `prefix.bias`); `quantize` (None,
+    the import's schemes.Plan, or a scheme name) picks how the weight is stored and the
+    op that runs it (pycompiler/schemes.py)."""
     b = T.param(prefix + ".bias", layer) if bias else None
-    if quantize is not None:  # weights quantized offline by the import (pycompiler/quantize.py)
-        op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
-        return op(x, T.param(f"{prefix}.weight.{quantize}", layer), T.param(prefix + ".weight.scale", layer), b)
-    return T.linear(x, T.param(prefix + ".weight", layer), b)
+    return linear_op(quantize, x, prefix + ".weight", layer, (b,))
 
 
 def output_projection(quantize, x, name: str, bias: str | None = None):
     """Logits from the last hidden states with the (possibly tied) output matrix `name`
-    (and the bias vector `bias`, Phi's)."""
-    b = () if bias is None else (T.param(bias),)  # no bias: the call as before, argument left out
-    if quantize is not None:
-        op = T.linear_int8 if quantize == "int8" else T.linear_w8a8
-        return op(x, T.param(f"{name}.{quantize}"), T.param(name + ".scale"), *b)
-    return T.linear(x, T.param(name), *b)
+    (and the bias vector `bias`, Phi's), stored as a table: the layout the token
+    embedding reads too, so a tied matrix is stored once."""
+    return linear_op(quantize, x, name, None, () if bias is None else (T.param(bias),), table=True)
+
+
+def embed(quantize, tokens, name: str):
+    """Rows of the token-embedding table `name`, stored as `quantize`'s tables (position
+    tables stay f32 and use T.embedding)."""
+    return embed_op(quantize, tokens, name)
 
 
 def split_heads(x, rows, length, heads: int, head_dim: int):

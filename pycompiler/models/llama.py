@@ -27,7 +27,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
 from .decoder_only import DecoderOnlySpec, build_from_spec
-from .layers import activation, linear, merge_heads, position_ids, split_heads
+from .layers import activation, embed, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 P = "model.layers.{}."
@@ -104,7 +104,7 @@ def build(spec: LlamaSpec, weights, meta=None) -> ProgramBuilder:
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
-        x = T.embedding(tokens, T.param("model.embed_tokens.weight"))
+        x = embed(spec.quantize, tokens, "model.embed_tokens.weight")
         if spec.embed_scale is not None:
             x = T.mul(x, spec.embed_scale)
         positions = position_ids(mask, start, end)

@@ -22,7 +22,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
 from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder, padding_source_mask
-from .layers import cross_kv, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
+from .layers import cross_kv, embed, layer_norm, output_projection, pre_norm_decoder_layer, pre_norm_encoder_layer
 
 POSITIONS = "model.embed_positions.weight"  # the sinusoidal table, written by the importer
 ENC, DEC = "model.encoder.layers.{}.", "model.decoder.layers.{}."
@@ -41,7 +41,7 @@ class M2M100Spec(EncoderDecoderSpec):
 
 
 def _embed(spec, tokens, positions):
-    x = T.mul(T.embedding(tokens, T.param(spec.embed)), spec.embed_scale)
+    x = T.mul(embed(spec.quantize, tokens, spec.embed), spec.embed_scale)
     return T.add(x, T.embedding(positions, T.param(POSITIONS)))
 
 

@@ -13,7 +13,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
 from .decoder_only import DecoderOnlySpec, build_from_spec
-from .layers import activation, linear, merge_heads, position_ids, split_heads
+from .layers import activation, embed, linear, merge_heads, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 D = "model.decoder."
@@ -69,7 +69,7 @@ def build(spec: OPTSpec, weights, meta=None) -> ProgramBuilder:
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, embed_dim] of tokens at cache slots [start, end)."""
-        x = T.embedding(tokens, T.param(D + "embed_tokens.weight"))
+        x = embed(q8, tokens, D + "embed_tokens.weight")
         if spec.embed_dim != d:
             x = linear(q8, x, D + "project_in", None, False)
         positions = T.add(position_ids(mask, start, end), POSITION_OFFSET)

@@ -18,7 +18,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import ObjectType, Tensor
 from .decoder_only import DecoderOnlySpec, build_from_spec
-from .layers import activation, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
+from .layers import activation, embed, layer_norm, linear, merge_heads, partial_rotary, position_ids, split_heads
 
 KVCache = ObjectType("KVCache")
 P = "model.layers.{}."
@@ -64,7 +64,7 @@ def build(spec: PhiSpec, weights, meta=None) -> ProgramBuilder:
 
     def hidden(cache, tokens, mask, start, end, attn_mask):
         """The final hidden states [rows, n, d] of tokens at cache slots [start, end)."""
-        x = T.embedding(tokens, T.param("model.embed_tokens.weight"))
+        x = embed(q8, tokens, "model.embed_tokens.weight")
         positions = position_ids(mask, start, end)
         for layer in range(spec.layers):
             x = block(x, cache, attn_mask, positions, layer)

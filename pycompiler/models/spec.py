@@ -15,6 +15,7 @@ class ModelSpec:
     pad_token_id: int
     generation: dict  # generate's defaults by transformers' names (the checkpoint's generation_config)
     # Set on the spec after it is made, not fields: the output matrix's stored name (the
-    # importer resolves ties to one stored tensor) and import_hf's quantize= (None, "int8", "w8a8").
+    # importer resolves ties to one stored tensor) and import_hf's quantization: None (f32) or
+    # the import's schemes.Plan (a scheme name also works: every matrix quantized).
     lm_head = "lm_head.weight"
     quantize = None

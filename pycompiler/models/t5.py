@@ -29,7 +29,7 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
 from .encoder_decoder import build_encoder_decoder, padding_source_mask
-from .layers import activation, cross_attention, cross_kv, linear, output_projection, self_attention
+from .layers import activation, cross_attention, cross_kv, embed, linear, output_projection, self_attention
 from .spec import ModelSpec
 
 # the per-distance bias tables, written by the importer: [2 * max_distance + 1, heads]
@@ -112,7 +112,7 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
     @pb.function
     def encode(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         n = T.size(input_ids, 1)
-        x = T.embedding(input_ids, T.param(spec.encoder_embed))
+        x = embed(spec.quantize, input_ids, spec.encoder_embed)
         # the position bias plus the padding as -inf: one f32 [batch, heads, n, n] for every layer
         mask = T.add(position_bias(spec, 0, n, True), T.where(source_mask(attention_mask), 0.0, -float("inf")))
         for layer in range(spec.encoder_layers):
@@ -138,7 +138,7 @@ def build(spec: T5Spec, weights, meta=None) -> ProgramBuilder:
         return output_projection(q8, x, spec.lm_head)
 
     return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask,
-                          embed=lambda tokens, start, end: T.embedding(tokens, T.param(spec.decoder_embed)),
+                          embed=lambda tokens, start, end: embed(spec.quantize, tokens, spec.decoder_embed),
                           decoder_layer=decoder_layer, cross_kv=encoder_attention_kv, head=head, width=spec.d_model,
                           decoder_heads=spec.num_heads, max_positions=NO_POSITION_LIMIT, head_dim=spec.d_kv,
                           self_mask=lambda start, end: position_bias(spec, start, end, False))

@@ -29,8 +29,8 @@ from .. import ops as T
 from ..builder import ProgramBuilder
 from ..types import Tensor
 from .encoder_decoder import EncoderDecoderSpec, build_encoder_decoder
-from .layers import (cross_kv, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
-                     pre_norm_encoder_layer)
+from .layers import (cross_kv, embed, layer_norm, output_projection, position_rows, pre_norm_decoder_layer,
+                    pre_norm_encoder_layer)
 
 ENC, DEC = "model.encoder.", "model.decoder."
 
@@ -58,8 +58,8 @@ def _decoder_layer(spec: WhisperSpec, x, cache, source_mask, self_mask, layer, l
                                   spec.decoder_heads, DEC + "layers.{}.", layer, length, k_bias=False)
 
 
-def _embed_decoder(tokens, start, end):
-    x = T.embedding(tokens, T.param(DEC + "embed_tokens.weight"))
+def _embed_decoder(spec: WhisperSpec, tokens, start, end):
+    x = embed(spec.quantize, tokens, DEC + "embed_tokens.weight")
     return T.add(x, position_rows(DEC + "embed_positions.weight", start, end))
 
 
@@ -98,7 +98,7 @@ def build(spec: WhisperSpec, weights, meta=None) -> ProgramBuilder:
     def encoder_attention_kv(cache, states, layer):
         return cross_kv(spec.quantize, cache, states, d, hd, DEC + "layers.{}.encoder_attn", layer, k_bias=False)
 
-    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask, embed=_embed_decoder,
+    return build_encoder_decoder(pb, spec, encode=encode, source_mask=source_mask, embed=lambda *a: _embed_decoder(spec, *a),
                                  decoder_layer=lambda *a: _decoder_layer(spec, *a), cross_kv=encoder_attention_kv,
                                  head=head, width=d, decoder_heads=hd, max_positions=spec.max_target_positions,
                                  encoder_input="input_features")

@@ -151,7 +151,8 @@ class MergeLinears:
         if w_name not in self.made and _names(w_name, self.weights):
             return None  # a weight of that name exists and is not ours
         # Every index the weights hold for one template they hold for all, with one input
-        # width, f32 2-D weights and matching f32 biases, and the same output widths.
+        # width, 2-D weights of one dtype linear takes (f32, f16, bf16: stacking 16-bit rows
+        # keeps them as they are) and matching f32 biases, and the same output widths.
         tables = [_names(t, self.weights) for t in w_templates]
         btables = [_names(t, self.weights) for t in b_templates] if b_templates else None
         if not tables[0] or any(set(t) != set(tables[0]) for t in tables + (btables or [])):
@@ -159,7 +160,8 @@ class MergeLinears:
         widths = None
         for idx in tables[0]:
             ws = [np.asarray(self.weights[t[idx]]) for t in tables]
-            if any(w.dtype != np.float32 or w.ndim != 2 or w.shape[1] != ws[0].shape[1] for w in ws):
+            if ws[0].dtype.name not in ("float32", "float16", "bfloat16") or any(
+                    w.dtype != ws[0].dtype or w.ndim != 2 or w.shape[1] != ws[0].shape[1] for w in ws):
                 return None
             if btables and any(np.asarray(self.weights[b[idx]]).shape != (w.shape[0],) or
                                np.asarray(self.weights[b[idx]]).dtype != np.float32 for b, w in zip(btables, ws)):

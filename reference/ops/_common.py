@@ -55,6 +55,21 @@ NUMERIC = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int32))
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
+def half_dtypes():
+    """{"f16": float16, "bf16": ml_dtypes.bfloat16}: the 16-bit weight dtypes (numpy has
+    no bfloat16; ml_dtypes is what the bindings and the weights reader use)."""
+    import ml_dtypes
+
+    return {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
+
+
+def widen_16bit(weight):
+    """An f16 / bf16 weight as the f32 the kernels widen it to (exact); others as they are."""
+    if isinstance(weight, np.ndarray) and weight.dtype in half_dtypes().values():
+        return weight.astype(np.float32)
+    return weight
+
+
 def is_tensor(v):
     return isinstance(v, np.ndarray)
 

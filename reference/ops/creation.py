@@ -1,7 +1,7 @@
 """Reference creation ops: arange, full, zeros, ones, *_like, cast, tensor."""
 import numpy as np
 
-from ._common import DTYPES, fail, op, scalar, scalar_to, tensor_in
+from ._common import DTYPES, check_dtype, fail, half_dtypes, op, scalar, scalar_to, tensor_in
 
 
 def _dtype(name, dtype, what="dtype"):
@@ -82,10 +82,26 @@ def zeros_like(x, dtype=None):
 def cast(x, dtype):
     """float -> int truncates toward zero (NaN, inf, out of range: error); i64 -> i32
     wraps; to bool is x != 0; bool -> numbers is 0/1; the same dtype returns x."""
-    x = tensor_in("cast", x)
-    dt = _dtype("cast", dtype)
+    halves = half_dtypes()
+    if not isinstance(x, np.ndarray):
+        fail("cast", f"x must be a tensor, got {type(x).__name__}")
+    if x.dtype not in halves.values():
+        check_dtype("cast", "x", x)
+    if isinstance(dtype, str) and dtype in halves:
+        dt = halves[dtype]
+    elif not isinstance(dtype, str) or dtype not in DTYPES:
+        fail("cast", f'dtype must be "f32", "i64", "i32", "bool", "f16" or "bf16", got {dtype!r}')
+    else:
+        dt = np.dtype(DTYPES[dtype])
     if dt == x.dtype:
         return x
+    if dt in halves.values() or x.dtype in halves.values():
+        # f32 <-> f16/bf16 only: numpy's and ml_dtypes' conversions round to nearest even.
+        floats = (np.dtype(np.float32), *halves.values())
+        if x.dtype not in floats or dt not in floats:
+            fail("cast", f"{x.dtype} cannot be cast to {dtype}: f16 and bf16 convert to and from f32 only")
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf, NaN stays NaN: as the kernel
+            return np.asarray(x.astype(np.float32).astype(dt))
     if dt == np.bool_:
         return np.asarray(x != 0)
     if x.dtype == np.float32 and dt != np.float32:

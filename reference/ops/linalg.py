@@ -1,14 +1,15 @@
-"""Reference linear algebra: linear, matmul and the quantized linears (linear_int8, linear_w8a8;
-their build step is pycompiler/quantize.py)."""
+"""Reference linear algebra: linear, matmul and the quantized linears (linear_int8, linear_w8a8,
+linear_int4, linear_w4a8; their build step is pycompiler/quantize.py)."""
 import numpy as np
 
-from ._common import OpError, as_f32, fail, op, require_f32
+from ._common import OpError, as_f32, fail, op, require_f32, widen_16bit
 
 
 @op
 def linear(x, weight, bias=None):
+    weight = widen_16bit(weight)  # f16 / bf16: the kernel widens the weight exactly
     if x.dtype != np.float32 or weight.dtype != np.float32:
-        raise OpError("linear: x and weight must be f32")
+        raise OpError("linear: x must be f32 and weight f32, f16 or bf16")
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise OpError(f"linear: x {x.shape} does not match weight {weight.shape}")
     if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != weight.shape[:1]):
@@ -89,6 +90,85 @@ def linear_w8a8(x, weight, scale, bias=None):
             acc = q @ weight.astype(np.int64).T
             sx = np.where(finite, amax / np.float32(127), np.float32(np.nan)).astype(np.float32)
             y = acc.astype(np.float32) * (sx[:, None] * scale[None, :])
+    if bias is not None:
+        y = y + bias
+    return as_f32(y.reshape(x.shape[:-1] + (out,)))
+
+
+# ---------------------------------------------------------------- 4-bit weights
+# The format of linear_int4, linear_w4a8 and embedding_int4 (ops/quantized_int4.cpp;
+# built by pycompiler/quantize.py quantize_int4): weight i8 [out, in_p / 2], two 4-bit
+# q + 8 a byte, each block of 32 inputs in 16 bytes (low nibbles the first 16, high the
+# next 16); scale f32 [out, in_p / G].
+
+def int4_weight(name, weight, scale, n_in):
+    """(q int8 [out, in_p], scale f32 [out, in_p / G], G) after the format's checks."""
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
+        fail(name, "weight must be i8 [out, in_p / 2]")
+    out, in_p = weight.shape[0], 2 * weight.shape[1]
+    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.ndim != 2 or scale.shape[0] != out:
+        fail(name, f"scale must be f32 [{out}, in_p / group]")
+    ng = scale.shape[1]
+    if in_p == 0 and ng == 0:
+        if n_in:
+            fail(name, f"{n_in} input features but the weight holds none")
+        return np.zeros((out, 0), np.int8), scale, 32
+    if ng == 0 or in_p % ng or (in_p // ng) % 32:
+        fail(name, "weight and scale do not give a group size that is a multiple of 32")
+    g = in_p // ng
+    if -(-n_in // g) * g != in_p:
+        fail(name, f"{n_in} input features need {-(-n_in // g) * g} padded inputs, but the weight holds {in_p}")
+    u = weight.view(np.uint8).reshape(out, in_p // 32, 1, 16)
+    q = (np.concatenate([u & 0x0F, u >> 4], axis=2).astype(np.int8) - 8).reshape(out, in_p)
+    return q, scale, g
+
+
+def _int4_linear_checks(name, x, weight, scale, bias):
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim < 1:
+        fail(name, "x must be f32 with at least 1 dimension")
+    q, s, g = int4_weight(name, weight, scale, x.shape[-1])
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32 or bias.shape != (q.shape[0],)):
+        fail(name, f"bias must be f32[{q.shape[0]}]")
+    return q, s, g
+
+
+@op
+def linear_int4(x, weight, scale, bias=None):
+    """x[..., in] @ (q * scale[:, k / G])^T + bias in f32 (q the weight's 4-bit values)."""
+    q, s, g = _int4_linear_checks("linear_int4", x, weight, scale, bias)
+    n_in, out = x.shape[-1], q.shape[0]
+    w = (q.astype(np.float64) * np.repeat(s.astype(np.float64), g, axis=1))[:, :n_in] if n_in else np.zeros((out, 0))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf in x propagate
+        y = np.matmul(x.astype(np.float64), w.T)
+    if bias is not None:
+        y = y + bias
+    return as_f32(y)
+
+
+@op
+def linear_w4a8(x, weight, scale, bias=None):
+    """Each row of x quantized per block b of 32 inputs to qx = rint(x * (127 / amax_b))
+    (f32 arithmetic), sx_b = amax_b / 127; then y = sum_b sx_b * scale[:, b * 32 / G] *
+    (exact integer block sums of qx * q) + bias. A row with NaN or inf gives NaN."""
+    q, s, g = _int4_linear_checks("linear_w4a8", x, weight, scale, bias)
+    n_in, out, in_p = x.shape[-1], q.shape[0], q.shape[1]
+    xs = x.reshape(int(np.prod(x.shape[:-1])), n_in)
+    if n_in == 0:
+        y = np.zeros((xs.shape[0], out))
+    else:
+        nb = in_p // 32
+        xp = np.zeros((xs.shape[0], in_p), np.float32)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            finite = np.isfinite(xs).all(axis=1)
+            xp[:, :n_in] = np.where(finite[:, None], xs, 0)
+            blocks = xp.reshape(-1, nb, 32)
+            amax = np.abs(blocks).max(axis=2)
+            inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
+            qx = np.clip(np.rint(blocks * inv[..., None]), -127, 127).astype(np.int64)
+            sx = np.where(finite[:, None], amax / np.float32(127), np.float32(np.nan)).astype(np.float32)
+            isum = np.einsum("rbk,obk->rob", qx, q.astype(np.int64).reshape(out, nb, 32))  # exact
+            sw = np.repeat(s, g // 32, axis=1)  # [out, nb]
+            y = (isum.astype(np.float64) * (sx[:, None, :] * sw[None, :, :]).astype(np.float64)).sum(axis=2)
     if bias is not None:
         y = y + bias
     return as_f32(y.reshape(x.shape[:-1] + (out,)))

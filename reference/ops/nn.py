@@ -1,7 +1,7 @@
 """Reference nn ops: norms, embedding, conv1d, log_mel, rotary and attention."""
 import numpy as np
 
-from ._common import as_f32, check_index, fail, op, require_f32
+from ._common import as_f32, check_index, fail, op, require_f32, widen_16bit
 
 
 def _norm_checks(name, x, eps, **params):
@@ -47,6 +47,7 @@ def rms_norm(x, weight=None, eps=1e-6):
 @op
 def embedding(ids, weight):
     ids = check_index("embedding", ids, "ids")
+    weight = widen_16bit(weight)  # f16 / bf16 rows come out widened to f32
     if not isinstance(weight, np.ndarray) or weight.dtype != np.float32 or weight.ndim != 2:
         fail("embedding", "weight must be f32 [V, D]")
     v = weight.shape[0]
@@ -54,6 +55,37 @@ def embedding(ids, weight):
     if bad.any():
         fail("embedding", f"id {ids[bad].flat[0]} out of range [0, {v})")
     return weight[ids]
+
+
+@op
+def embedding_int8(ids, weight, scale):
+    ids = check_index("embedding_int8", ids, "ids")
+    if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
+        fail("embedding_int8", "weight must be i8 [V, D]")
+    v = weight.shape[0]
+    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.shape != (v,):
+        fail("embedding_int8", f"scale must be f32[{v}]")
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        fail("embedding_int8", f"id {ids[bad].flat[0]} out of range [0, {v})")
+    return as_f32(weight[ids].astype(np.float32) * scale[ids][..., None])
+
+
+@op
+def embedding_int4(ids, weight, scale, features):
+    """The rows weight[ids] of a 4-bit table (linear_int4's format), dequantized to f32."""
+    from .linalg import int4_weight
+
+    ids = check_index("embedding_int4", ids, "ids")
+    if features < 0:
+        fail("embedding_int4", f"features must be >= 0, got {features}")
+    q, s, g = int4_weight("embedding_int4", weight, scale, features)
+    v = q.shape[0]
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        fail("embedding_int4", f"id {ids[bad].flat[0]} out of range [0, {v})")
+    w = (q.astype(np.float32) * np.repeat(s, g, axis=1))[:, :features] if q.shape[1] else np.zeros((v, features), np.float32)
+    return as_f32(w[ids].reshape(ids.shape + (features,)))
 
 
 @op

@@ -11,7 +11,9 @@
 #include <limits>
 #include <vector>
 #include <random>
+#include <utility>
 
+#include "core/half.h"
 #include "ops/cpu.h"
 #include "ops/gemm_library.h"
 #include "ops/registry.h"
@@ -69,6 +71,37 @@ struct VariantGuard {
   ~VariantGuard() { ops::set_kernel_variant(before); }
 };
 
+// q [out, in_p] in [-8, 7] packed two a byte in the format's block order.
+Tensor pack(const std::vector<int>& q, int64_t out, int64_t in_p) {
+  Tensor w = Tensor::empty(DType::i8, {out, in_p / 2});
+  uint8_t* p = reinterpret_cast<uint8_t*>(w.data<int8_t>());
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t b = 0; b < in_p / 32; ++b)
+      for (int i = 0; i < 16; ++i)
+        p[j * in_p / 2 + b * 16 + i] =
+            uint8_t((q[j * in_p + b * 32 + i] + 8) | ((q[j * in_p + b * 32 + 16 + i] + 8) << 4));
+  return w;
+}
+
+// A random 4-bit weight (ops/quantized_int4.cpp): q, packed, and its scales.
+struct Weight {
+  std::vector<int> q;
+  Tensor w, scale;
+};
+
+Weight random_weight(int64_t out, int64_t in, int64_t g, std::mt19937& gen, bool pow2) {
+  const int64_t in_p = (in + g - 1) / g * g;
+  std::uniform_int_distribution<int> qd(-8, 7), ed(-2, 1);
+  std::normal_distribution<float> sd(0.0f, 0.05f);
+  Weight r{std::vector<int>(size_t(out * in_p), 0), {}, Tensor::empty(DType::f32, {out, in_p / g})};
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t k = 0; k < in; ++k) r.q[j * in_p + k] = qd(gen);
+  for (int64_t i = 0; i < r.scale.numel(); ++i) r.scale.data<float>()[i] = pow2 ? std::ldexp(1.0f, ed(gen)) : sd(gen);
+  r.scale.data<float>()[0] = 0.0f;  // a zero group
+  r.w = pack(r.q, out, in_p);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("cpu detection names the variants this CPU runs", "[kernels]") {
@@ -125,6 +158,115 @@ TEST_CASE("linear, linear_int8: every variant matches the reference on any threa
       }
     }
   }
+}
+
+// ---- 16-bit weights: linear with an f16 / bf16 weight equals linear on the weight
+// widened to f32 bit for bit (the kernels widen exactly and keep the f32 arithmetic);
+// embedding with a 16-bit table gives the widened rows.
+
+namespace {
+
+// The same floats, NaN meeting NaN (a NaN's bits may differ: F16C quiets a signalling one).
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float p = a.data<float>()[i], q = b.data<float>()[i];
+    if (std::isnan(p) != std::isnan(q)) return false;
+    if (!std::isnan(p) && std::memcmp(&p, &q, 4) != 0) return false;
+  }
+  return true;
+}
+
+// A random 16-bit weight [outf, in] (values of about 0.5; with `specials`, about 1% NaN,
+// inf, subnormal and -0 entries) and its f32 widening.
+std::pair<Tensor, Tensor> weight16(DType dt, int64_t outf, int64_t in, std::mt19937& g, bool specials) {
+  Tensor w = Tensor::empty(dt, {outf, in}), wide = Tensor::empty(DType::f32, {outf, in});
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  auto* p = static_cast<uint16_t*>(w.raw());
+  const bool f16 = dt == DType::f16;
+  const uint16_t f16s[] = {0x7e00, 0x7c00, 0xfc00, 0x0001, 0x8000, 0x03ff};
+  const uint16_t bf16s[] = {0x7fc0, 0x7f80, 0xff80, 0x0001, 0x8000, 0x007f};
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    p[i] = f16 ? vm::f32_to_f16(d(g)) : vm::f32_to_bf16(d(g));
+    if (specials && pick(g) == 0) p[i] = (f16 ? f16s : bf16s)[pick(g) % 6];
+    wide.data<float>()[i] = f16 ? vm::f16_to_f32(p[i]) : vm::bf16_to_f32(p[i]);
+  }
+  return {w, wide};
+}
+
+// f(dt) for f16 and bf16 on every variant this CPU runs.
+template <class F>
+void each_variant_16bit(F&& f) {
+  VariantGuard guard;
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (DType dt : {DType::f16, DType::bf16}) f(dt);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("linear with an f16 or bf16 weight equals linear on the widened weight, every variant", "[kernels][half]") {
+  std::mt19937 g(11);
+  // Rows: 1, the 2-8 streaming kernel, 9-32 in L1 blocks, 33 the GEMM; in: 1, partial
+  // vectors, not a multiple of the lanes; 4100: several vectors, the 5-8 row two passes.
+  each_variant_16bit([&](DType dt) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 33}) {
+      for (int64_t in : {1, 7, 16, 33, 77, 300, 4100}) {
+        for (int64_t outf : {1, 5, 97}) {
+          if (in == 4100 && (outf != 97 || (rows != 1 && rows != 6))) continue;
+          INFO(ops::kernel_table().name << " " << vm::dtype_name(dt) << " rows " << rows << " in " << in << " out " << outf);
+          auto [w, wide] = weight16(dt, outf, in, g, in == 77);
+          Tensor x = random_tensor(DType::f32, {rows, in}, g), b = random_tensor(DType::f32, {outf}, g);
+          const Tensor want = run_op("linear", {Value(x), Value(wide), Value(b)}, 1);
+          REQUIRE(same_values(run_op("linear", {Value(x), Value(w), Value(b)}, 1), want));
+          CHECK(same_values(run_op("linear", {Value(x), Value(w)}, 1), run_op("linear", {Value(x), Value(wide)}, 1)));
+          for (int threads : {2, 3}) CHECK(same_values(run_op("linear", {Value(x), Value(w), Value(b)}, threads), want));
+          if (rows == 9 || rows == 33) {
+            const Value act = Value::from_str("silu");
+            CHECK(same_values(run_op("linear_act", {Value(x), Value(w), Value(b), act}, 2),
+                              run_op("linear_act", {Value(x), Value(wide), Value(b), act}, 2)));
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("embedding with an f16 or bf16 table gives the widened rows, every variant", "[kernels][half]") {
+  std::mt19937 g(5);
+  each_variant_16bit([&](DType dt) {
+    for (int64_t d : {1, 7, 16, 37}) {
+      INFO(ops::kernel_table().name << " " << vm::dtype_name(dt) << " d " << d);
+      auto [w, wide] = weight16(dt, 11, d, g, true);
+      Tensor ids = Tensor::empty(DType::i64, {2, 3});
+      const int64_t pick[6] = {0, 10, 3, 3, 7, 1};
+      std::memcpy(ids.raw(), pick, sizeof pick);
+      const Tensor got = run_op("embedding", {Value(ids), Value(w)}, 1);
+      CHECK(got.dtype() == DType::f32);
+      CHECK(same_values(got, run_op("embedding", {Value(ids), Value(wide)}, 1)));
+      Tensor id = Tensor::empty(DType::i32, {1});
+      id.data<int32_t>()[0] = 11;
+      CHECK_THAT(test_helpers::error_of([&] { run_op("embedding", {Value(id), Value(w)}, 1); }),
+                 Catch::Contains("id 11 out of range [0, 11)"));
+    }
+  });
+}
+
+TEST_CASE("linear refuses 16-bit x and bias and other weight dtypes; ops without 16-bit kernels name it", "[half]") {
+  std::mt19937 g(3);
+  auto [w, wide] = weight16(DType::f16, 4, 3, g, false);
+  Tensor x = random_tensor(DType::f32, {2, 3}, g);
+  auto err = [&](const char* op, std::vector<Value> args) { return test_helpers::error_of([&] { run_op(op, args, 1); }); };
+  CHECK_THAT(err("linear", {Value(w), Value(w)}), Catch::Contains("x must be f32, got f16[4, 3]"));
+  CHECK_THAT(err("linear", {Value(x), Value(Tensor::empty(DType::i8, {4, 3}))}),
+             Catch::Contains("weight must be f32, f16 or bf16, got i8[4, 3]"));
+  CHECK_THAT(err("linear", {Value(x), Value(w), Value(Tensor::empty(DType::f16, {4}))}), Catch::Contains("bias must be f32[4]"));
+  CHECK_THAT(err("linear", {Value(x), Value(Tensor::empty(DType::bf16, {4, 2}))}), Catch::Contains("x has 3 features"));
+  CHECK_THAT(err("matmul", {Value(x), Value(w)}), Catch::Contains("f16"));
+  CHECK_THAT(err("softmax", {Value(w), Value::from_int(-1)}), Catch::Contains("f16"));
+  CHECK_THAT(err("linear_int8", {Value(x), Value(w), Value(wide)}), Catch::Contains("weight must be i8"));
 }
 
 TEST_CASE("softmax, log_softmax, exp, sigmoid, silu: the same bits on every variant and thread count", "[kernels][threads]") {
@@ -433,5 +575,124 @@ TEST_CASE("topk over long rows: split over threads, the same as one thread and a
       CHECK(one[1].as_tensor().data<int64_t>()[r * k + j] == order[j]);
       CHECK(one[0].as_tensor().data<float>()[r * k + j] == row[order[j]]);
     }
+  }
+}
+
+// The 4-bit weight ops (linear_int4, linear_w4a8, embedding_int4) on every variant (neon and
+// scalar under qemu on aarch64) against a double reference on the dequantized weight, with
+// 1, 2 and 3 threads bit-identical. linear_w4a8 with power-of-two scales and x that
+// quantizes to itself is exact: its block sums are integers in every variant.
+TEST_CASE("linear_int4, linear_w4a8: every variant matches the reference on any thread count", "[kernels][threads]") {
+  VariantGuard guard;
+  std::mt19937 gen(29);
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (int64_t g : {32, 128}) {
+      for (int64_t in : {1, 31, 33, 300, 4100}) {
+        for (int64_t rows : {1, 2, 5, 8, 9, 33}) {
+          if (test_helpers::tests_short() && rows * in > 9 * 4100) continue;
+          const int64_t out = 37, in_p = (in + g - 1) / g * g;
+          INFO(variant << " g " << g << " in " << in << " rows " << rows);
+          const Weight w = random_weight(out, in, g, gen, false);
+          Tensor x = Tensor::empty(DType::f32, {rows, in});
+          std::normal_distribution<float> xd(0.0f, 1.0f);
+          for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = xd(gen);
+          Tensor b = Tensor::empty(DType::f32, {out});
+          for (int64_t j = 0; j < out; ++j) b.data<float>()[j] = xd(gen);
+          const std::vector<Value> args{Value(x), Value(w.w), Value(w.scale), Value(b)};
+          const Tensor y1 = run_op("linear_int4", args, 1), a1 = run_op("linear_w4a8", args, 1);
+          for (int threads : {2, 3}) {
+            CHECK(same_bits(y1, run_op("linear_int4", args, threads)));
+            CHECK(same_bits(a1, run_op("linear_w4a8", args, threads)));
+          }
+          double worst = 0.0, worst_a = 0.0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = x.data<float>() + r * in;
+            for (int64_t j = 0; j < out; ++j) {
+              double s = b.data<float>()[j], mag = 1.0, sa = b.data<float>()[j];
+              for (int64_t k0 = 0; k0 < in; k0 += 32) {  // w4a8 quantizes x per block of 32 (q8_0)
+                float amax = 0.0f;
+                for (int64_t k = k0; k < std::min(in, k0 + 32); ++k) amax = std::max(amax, std::fabs(xr[k]));
+                const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+                const double d = w.scale.data<float>()[j * (in_p / g) + k0 / g];
+                int64_t isum = 0;
+                for (int64_t k = k0; k < std::min(in, k0 + 32); ++k) {
+                  const int q = w.q[j * in_p + k];
+                  s += double(xr[k]) * q * d;
+                  mag += std::fabs(double(xr[k]) * q * d);
+                  isum += q * int64_t(std::nearbyint(xr[k] * inv));
+                }
+                sa += double(isum) * double((amax / 127.0f) * float(d));
+              }
+              worst = std::max(worst, std::fabs(s - y1.data<float>()[r * out + j]) / mag);
+              worst_a = std::max(worst_a, std::fabs(sa - a1.data<float>()[r * out + j]) / mag);
+            }
+          }
+          CHECK(worst < 1e-5);
+          CHECK(worst_a < 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear_w4a8: exact integer block sums on every variant; NaN rows", "[kernels]") {
+  VariantGuard guard;
+  std::mt19937 gen(4);
+  const int64_t out = 19, in = 4100, g = 32, in_p = 4128, rows = 5;
+  const Weight w = random_weight(out, in, g, gen, true);
+  // Every block of x holds 127 (or -127), so it quantizes to itself with scale 1.
+  Tensor x = Tensor::empty(DType::f32, {rows, in});
+  std::uniform_int_distribution<int> xd(-127, 127);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < in; ++k) x.data<float>()[r * in + k] = k % 32 == 0 ? ((r + k / 32) % 2 ? 127.0f : -127.0f) : float(xd(gen));
+  std::vector<float> want(size_t(rows * out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < out; ++j) {
+      double s = 0.0;  // exact: power-of-two scales times integers far below 2^53
+      for (int64_t k = 0; k < in; ++k)
+        s += double(x.data<float>()[r * in + k]) * w.q[j * in_p + k] * w.scale.data<float>()[j * (in_p / g) + k / g];
+      want[r * out + j] = float(s);
+    }
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    INFO(variant);
+    const Tensor y = run_op("linear_w4a8", {Value(x), Value(w.w), Value(w.scale)}, 1);
+    CHECK(std::memcmp(y.data<float>(), want.data(), want.size() * sizeof(float)) == 0);
+    Tensor xn = Tensor::empty(DType::f32, {rows, in});
+    std::memcpy(xn.data<float>(), x.data<float>(), size_t(x.numel()) * sizeof(float));
+    xn.data<float>()[2 * in + 4000] = std::numeric_limits<float>::infinity();
+    const Tensor yn = run_op("linear_w4a8", {Value(xn), Value(w.w), Value(w.scale)}, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < out; ++j) CHECK(std::isnan(yn.data<float>()[r * out + j]) == (r == 2));
+  }
+}
+
+TEST_CASE("embedding_int4: the dequantized rows on every variant; ids checked", "[kernels]") {
+  VariantGuard guard;
+  std::mt19937 gen(5);
+  for (int64_t in : {1, 33, 896}) {
+    const int64_t v = 20, g = in == 896 ? 128 : 32, in_p = (in + g - 1) / g * g;
+    const Weight w = random_weight(v, in, g, gen, false);
+    Tensor ids = Tensor::empty(DType::i64, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) ids.data<int64_t>()[i] = (i * 7) % v;
+    for (const std::string& variant : ops::supported_kernel_variants()) {
+      ops::set_kernel_variant(variant);
+      INFO(variant << " in " << in);
+      const Tensor y = run_op("embedding_int4", {Value(ids), Value(w.w), Value(w.scale), Value::from_int(in)}, 1);
+      REQUIRE(y.shape() == vm::Shape{2, 3, in});
+      bool same = true;
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t k = 0; k < in; ++k) {
+          const int64_t id = ids.data<int64_t>()[i];
+          same &= y.data<float>()[i * in + k] == float(w.q[id * in_p + k]) * w.scale.data<float>()[id * (in_p / g) + k / g];
+        }
+      CHECK(same);
+    }
+    ids.data<int64_t>()[4] = v;
+    CHECK_THAT(test_helpers::error_of([&] {
+                 run_op("embedding_int4", {Value(ids), Value(w.w), Value(w.scale), Value::from_int(in)}, 1);
+               }),
+               Catch::Contains("id 20 out of range [0, 20)"));
   }
 }

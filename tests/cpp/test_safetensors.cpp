@@ -80,6 +80,7 @@ TEST_CASE("safetensors: write and read back") {
   std::vector<int64_t> i64 = {-1, 0, 9223372036854775807};
   std::vector<uint8_t> flags = {1, 0, 1};
   std::vector<uint16_t> bf16 = {0x3f80, 0xc000};
+  std::vector<uint16_t> f16 = {0x3c00, 0x7c00, 0x7e00, 0x0001, 0x8000};  // 1, inf, NaN, smallest subnormal, -0
   int32_t scalar = 42;
   std::vector<io::TensorToWrite> ts = {
       {"model.decoder.layers.0.fc1.weight", "F32", {2, 3}, f32.data(), f32.size() * 4},
@@ -87,6 +88,7 @@ TEST_CASE("safetensors: write and read back") {
       {"mask", "BOOL", {3}, flags.data(), 3},
       {"empty", "F32", {0, 4}, nullptr, 0},
       {"half", "BF16", {2}, bf16.data(), 4},
+      {"f16", "F16", {5}, f16.data(), 10},
       {"scalar", "I32", {}, &scalar, 4},
   };
   std::string path = dir.file("weights.safetensors");
@@ -236,6 +238,13 @@ TEST_CASE("safetensors: reader validates foreign files") {
   expect_weights_error(p, "run past the end of the data section (8 bytes)");
   put(st_file("{" + ok_header("a", "F32", "[2]", "[0,4]") + "}", f32x2));
   expect_weights_error(p, "span 4 bytes but F32 [2] needs 8");
+  // 16-bit dtypes: 2 bytes an element, whatever the element type reads as.
+  put(st_file("{" + ok_header("a", "F16", "[2]", "[0,8]") + "}", f32x2));
+  expect_weights_error(p, "span 8 bytes but F16 [2] needs 4");
+  put(st_file("{" + ok_header("a", "BF16", "[3]", "[0,4]") + "}", f32x2));
+  expect_weights_error(p, "span 4 bytes but BF16 [3] needs 6");
+  put(st_file("{" + ok_header("a", "BF16", "[5]", "[0,10]") + "}", f32x2));
+  expect_weights_error(p, "run past the end of the data section (8 bytes)");
   put(st_file("{" + ok_header("a", "F32", "[2]", "[0,8,9]") + "}", f32x2));
   expect_weights_error(p, "data_offsets must be two non-negative ints");
   put(st_file("{" + ok_header("a", "F32", "[2]", "[-1,7]") + "}", f32x2));

@@ -12,7 +12,7 @@ from tensorvm import ops as T
 from tensorvm.pycompiler import weights_io
 from tensorvm.pycompiler.program_dir import ProgramError, write_program_dir
 
-from pyc_helpers import reference_fallbacks, requires_vm  # noqa: F401 (fixture)
+from pyc_helpers import reference_fallbacks, requires_vm, write_program  # noqa: F401 (fixture)
 
 # ---------------------------------------------------------------- weights_io
 
@@ -77,14 +77,62 @@ def test_interop_with_safetensors_package(tmp_path, rng):
         assert np.array_equal(back[k], v)
 
 
-def test_bf16_is_widened(tmp_path):
+def test_bf16_reads_as_ml_dtypes_bfloat16(tmp_path):
+    """BF16 stays 16-bit, as the VM loads it: an ml_dtypes.bfloat16 array."""
+    import ml_dtypes
+
     vals = np.array([1.0, -2.5, 3.140625], np.float32)
     raw = (vals.view(np.uint32) >> 16).astype("<u2").tobytes()
     header = json.dumps({"x": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 6]}}).encode()
     path = tmp_path / "bf16.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + raw)
     got, _ = weights_io.read(path)
-    assert got["x"].dtype == np.float32 and got["x"].tolist() == vals.tolist()
+    assert got["x"].dtype == ml_dtypes.bfloat16 and got["x"].astype(np.float32).tolist() == vals.tolist()
+
+
+def test_16bit_round_trip_through_the_writer_and_the_vm(tmp_path, rng):
+    """f16 and bf16 numpy weights are written as F16/BF16, read back bit for bit by
+    weights_io and by the VM (which hands them back as float16 / bfloat16 arrays)."""
+    import ml_dtypes
+
+    x = np.concatenate([rng.standard_normal(37).astype(np.float32), [np.inf, -np.inf, 0.0, -0.0, 6e4]]).astype(np.float32)
+    tensors = {"h": x.astype(np.float16).reshape(7, 6), "b": x.astype(ml_dtypes.bfloat16), "odd": np.ones(3, np.int8),
+               "h1": x[:5].astype(np.float16)}
+    path = tmp_path / "w.safetensors"
+    weights_io.write(path, tensors, alignment=1)  # "h1" lands unaligned: the VM copies it
+    entries, _, _ = weights_io.read_header(path)
+    assert {k: e.dtype for k, e in entries.items()} == {"h": "F16", "b": "BF16", "odd": "I8", "h1": "F16"}
+    got, _ = weights_io.read(path)
+    for k, v in tensors.items():
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape
+        assert got[k].tobytes() == v.tobytes(), k
+    prog = write_program(tmp_path / "prog", "")
+    (prog / "weights.safetensors").write_bytes(path.read_bytes())
+    (prog / "program.py").write_text(
+        "# tensorvm ir 1\n"
+        "def main() -> Tensor:\n"
+        "    h = param(\"h\")\n"
+        "    b = param(\"b\")\n"
+        "    h1 = param(\"h1\")\n"
+        "    return h, b, h1\n".replace("-> Tensor", "-> tuple[Tensor, Tensor, Tensor]"))
+    pytest.importorskip("tensorvm._C")
+    program = tensorvm.load(prog)
+    h, b, h1 = program.run("main")
+    for mine, replayed in zip((h, b, h1), program.replay("main")):  # the reference reads the same arrays
+        assert mine.dtype == replayed.dtype and mine.tobytes() == replayed.tobytes()
+    assert h.dtype == np.float16 and h.tobytes() == tensors["h"].tobytes()
+    assert b.dtype == ml_dtypes.bfloat16 and b.tobytes() == tensors["b"].tobytes()
+    assert h1.tobytes() == tensors["h1"].tobytes()
+    assert not h.flags.writeable  # a weight
+
+
+def test_16bit_hostile_sizes_are_refused(tmp_path):
+    for dt, shape, nbytes in [("F16", [3], 4), ("BF16", [2], 8), ("F16", [2, 2], 6)]:
+        header = json.dumps({"x": {"dtype": dt, "shape": shape, "data_offsets": [0, nbytes]}}).encode()
+        path = tmp_path / f"bad_{dt}.safetensors"
+        path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * nbytes)
+        with pytest.raises(weights_io.WeightsError, match=rf"{dt}\[.*\] needs"):
+            weights_io.read(path)
 
 
 @pytest.mark.parametrize("mutate,match", [
@@ -304,3 +352,33 @@ def test_objects_cross_the_vm_boundary(tmp_path):
         _, n2, keys = run("push", same, 2 * k)
         assert (n1, n2) == (1, 2) and keys[0, 0, :, 0].tolist() == [1, 2]
     assert isinstance(prog.run("init", 1), tensorvm._C.Object) and prog.run("init", 1).type_name == "KVCache"
+
+
+@requires_vm
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_program_with_16bit_weights_runs_as_traced(tmp_path, rng, half):
+    """A model that stores its weights as float16 / ml_dtypes.bfloat16 arrays: linear and
+    embedding take them in every mode (eager C++, the saved program in the VM, replay),
+    with the results of the f32 program on the widened weights."""
+    import ml_dtypes
+
+    dt = np.float16 if half == "f16" else ml_dtypes.bfloat16
+    w16 = {"emb": rng.standard_normal((9, 8)).astype(dt), "proj": rng.standard_normal((5, 8)).astype(dt),
+           "bias": rng.standard_normal(5).astype(np.float32)}
+    wide = {k: v.astype(np.float32) for k, v in w16.items()}
+
+    def build(weights):
+        pb = tensorvm.ProgramBuilder(weights=weights)
+
+        @pb.function
+        def forward(ids: Tensor) -> Tensor:
+            return T.linear(T.embedding(ids, T.param("emb")), T.param("proj"), T.param("bias"))
+
+        return pb
+
+    ids = np.array([[1, 8, 0]], np.int64)
+    prog = tensorvm.load(build(w16).save(tmp_path / "m16.tvm"))
+    want = tensorvm.load(build(wide).save(tmp_path / "m32.tvm")).run("forward", ids)
+    assert weights_io.read_header(tmp_path / "m16.tvm" / "weights.safetensors")[0]["proj"].dtype == half.upper()
+    np.testing.assert_array_equal(prog.run("forward", ids), want)
+    np.testing.assert_allclose(prog.replay("forward", ids), want, rtol=1e-5, atol=1e-5)

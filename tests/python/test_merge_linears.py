@@ -88,9 +88,14 @@ def test_merged_program_replays_the_same(rng):
 
 
 @requires_vm
-@pytest.mark.parametrize("threads", [1, 2])
-def test_merged_program_is_bit_for_bit_in_the_vm(tmp_path, rng, threads):
+@pytest.mark.parametrize("threads, half", [(1, None), (2, None), (2, "f16"), (1, "bf16")])
+def test_merged_program_is_bit_for_bit_in_the_vm(tmp_path, rng, threads, half):
     w = weights(rng)
+    if half:  # 16-bit weights (biases stay f32) merge the same way
+        import ml_dtypes
+
+        dt = np.float16 if half == "f16" else ml_dtypes.bfloat16
+        w = {k: v.astype(dt) if v.ndim == 2 else v for k, v in w.items()}
     src = write_program_dir(tmp_path / "a.tvm", TEXT, w, {})
     assert main(["optimize", str(src), "-o", str(tmp_path / "b.tvm")]) == 0
     a, b = tensorvm.load(src, num_threads=threads), tensorvm.load(tmp_path / "b.tvm", num_threads=threads)

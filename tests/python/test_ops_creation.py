@@ -124,11 +124,64 @@ def test_cast_hand_values():
     (np.array([np.inf], F32), "i32", r"value inf at flat index 0"),
     (np.array([0.0, 3e9], F32), "i32", r"cannot be cast to i32"),
     (np.array([2.0**63], F32), "i64", r"cannot be cast to i64"),
-    (np.zeros(2, F32), "f16", r'dtype must be "f32", "i64", "i32" or "bool"'),
+    (np.zeros(2, F32), "f64", r'dtype must be "f32", "i64", "i32", "bool", "f16" or "bf16"'),
+    (np.zeros(2, I64), "f16", r"cannot be cast to f16: f16 and bf16 convert to and from f32 only"),
+    (np.zeros(2, np.float16), "bool", r"cannot be cast to bool: f16 and bf16 convert to and from f32 only"),
     (np.zeros(2, np.int8), "f32", r"x .*(i8|int8)"),
 ])
 def test_cast_errors(x, dtype, match):
     check_error("cast", x, dtype, match=match)
+
+
+def _f32_edges(rng):
+    """Random f32 over the f16 and bf16 ranges plus the rounding edges: ties, overflow to
+    inf, subnormals, signed zeros, inf and NaN."""
+    bits = rng.integers(0, 2**32, 4000, dtype=np.uint64).astype(np.uint32)
+    ties = (bits & 0xFFFFE000) | 0x1000  # f16 ties (normal range)
+    bties = (bits & 0xFFFF0000) | 0x8000  # bf16 ties
+    special = np.array([0.0, -0.0, 1.0, 65504, 65519.99, 65520, -65520, 1e10, 2.0**-24, 2.0**-25, 1.5 * 2.0**-25,
+                        3 * 2.0**-25, 1023.5 * 2.0**-24, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan, 1.00390625,
+                        1.01171875], F32)
+    return np.concatenate([bits.view(F32), ties.view(F32), bties.view(F32), special,
+                           rng.standard_normal(500).astype(F32)])
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_cast_16bit_round_trip(rng, half):
+    """f32 -> f16/bf16 rounds to nearest even as numpy / ml_dtypes do (NaN stays NaN),
+    and widening back is exact; f16 <-> bf16 goes through f32."""
+    import ml_dtypes
+
+    dt = np.float16 if half == "f16" else ml_dtypes.bfloat16
+    x = _f32_edges(rng)
+    got = call_op("cast", x, half)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(dt)
+    assert got.dtype == np.dtype(dt) and got.shape == x.shape
+    nan = np.isnan(want.astype(F32))
+    np.testing.assert_array_equal(np.isnan(got.astype(F32)), nan)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+    from tensorvm.reference import ops as ref
+
+    np.testing.assert_array_equal(ref.OPS["cast"](x, half).view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+    back = call_op("cast", got, "f32")
+    assert back.dtype == F32
+    np.testing.assert_array_equal(back, want.astype(F32))  # exact (NaNs compare equal here)
+    other = "bf16" if half == "f16" else "f16"
+    check_exact("cast", got, other)
+    assert call_op("cast", got, half) is not None
+
+
+def test_cast_16bit_keeps_shape_and_views():
+    import ml_dtypes
+
+    x = np.arange(24, dtype=F32).reshape(2, 3, 4)
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        h = x.astype(dt)
+        # Shape ops move 16-bit tensors (transpose copies 2-byte elements).
+        t = call_op("transpose", h, 0, 2)
+        np.testing.assert_array_equal(call_op("cast", t, "f32"), x.transpose(2, 1, 0))
+        np.testing.assert_array_equal(call_op("cast", call_op("reshape", h, [6, 4]), "f32"), x.reshape(6, 4))
 
 
 def test_tensor():

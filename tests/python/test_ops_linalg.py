@@ -139,3 +139,38 @@ def test_matmul_errors(rng):
     check_error("matmul", np.ones((), np.float32), x, match="at least 2 dimensions")
     check_error("matmul", x.astype(np.int64), x.T.copy(), match="f32")
     check_error("matmul", np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32), match="do not broadcast")
+
+
+def _half_dtype(name):
+    import ml_dtypes
+
+    return np.float16 if name == "f16" else ml_dtypes.bfloat16
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 9, 17, 33, 70])  # streaming, blocked, GEMM
+@pytest.mark.parametrize("in_, outf", [(1, 3), (7, 5), (33, 17), (300, 65)])
+def test_linear_16bit_weight(rng, half, rows, in_, outf):
+    """A 16-bit weight gives linear's result on the weight widened to f32, bit for bit
+    (the kernels widen exactly and keep the f32 arithmetic), and the reference's."""
+    w = (rng.standard_normal((outf, in_)) * 0.5).astype(_half_dtype(half))
+    if in_ == 33:  # NaN, inf and a subnormal among the weights
+        w.reshape(-1)[[0, 5, 9]] = np.array([np.nan, np.inf, 1e-7 if half == "f16" else 1e-40], np.float32).astype(w.dtype)
+    x = (rng.standard_normal((rows, in_)) * 0.25).astype(np.float32)
+    b = rng.standard_normal(outf).astype(np.float32)
+    wide = w.astype(np.float32)
+    for args in ((x, w, b), (x, w)):
+        got = check("linear", *args, atol=1e-5)
+        want = call_op("linear", x, wide, *args[2:])
+        np.testing.assert_array_equal(got, want)  # NaN where NaN
+    got = call_op("linear_act", x.reshape(1, rows, in_), w, b, "silu")
+    np.testing.assert_array_equal(got, call_op("linear_act", x.reshape(1, rows, in_), wide, b, "silu"))
+
+
+def test_linear_16bit_errors(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = np.zeros((5, 4), np.float16)
+    check_error("linear", x.astype(np.float16), w, match=r"x must be f32", ref_match="x must be f32")
+    check_error("linear", x, w, np.zeros(5, np.float16), match=r"bias must be f32\[5\]")
+    with pytest.raises(tensorvm.VMError, match=r"linear: weight must be f32, f16 or bf16, got i8\[5, 4\]"):
+        call_op("linear", x, np.zeros((5, 4), np.int8))

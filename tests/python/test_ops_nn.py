@@ -117,6 +117,24 @@ def test_embedding_errors(rng):
     check_error("embedding", np.array([0], np.int64), np.zeros((0, 4), np.float32), match=r"id 0 out of range \[0, 0\)")
 
 
+@pytest.mark.usefixtures("kernel_variant")  # the rows are widened by each variant's kernel
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [1, 7, 16, 37])
+def test_embedding_16bit_table(rng, half, d):
+    """An f16 / bf16 table gives its rows widened to f32, exactly (NaN, inf, subnormals too)."""
+    import ml_dtypes
+
+    w = f32(rng, 13, d).astype(np.float16 if half == "f16" else ml_dtypes.bfloat16)
+    w.reshape(-1)[:3] = np.array([np.nan, -np.inf, 1e-7 if half == "f16" else 1e-40], np.float32).astype(w.dtype)
+    ids = np.array([[0, 12, 5], [5, 0, 1]], np.int64)
+    got = check_exact("embedding", ids, w)
+    assert got.dtype == np.float32 and got.shape == (2, 3, d)
+    np.testing.assert_array_equal(got, w.astype(np.float32)[ids])
+    check_exact("embedding", ids.astype(np.int32), w)
+    check_error("embedding", np.array([13], np.int64), w, match=r"id 13 out of range \[0, 13\)")
+    check_error("embedding", ids, w.reshape(-1), match=r"weight must be f32 \[V, D\]")
+
+
 def test_embedding_of_per_row_position_ids(rng):
     """GPT-2's learned positions for a left-padded batch: ids i64 [B, T] from the mask
     (cumsum - 1, padding filled with 1, as transformers derives them) pick rows of wpe."""

@@ -124,3 +124,35 @@ def test_linear_int8_threads(rng, rows):
     assert y1.shape == (rows, 3000)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_allclose(y2, ref.linear_int8(x, q, s, b), rtol=1e-4, atol=1e-4)
+
+
+# embedding_int8: rows of a table stored as linear_int8's weight and scale (a tied matrix stored once)
+
+@pytest.mark.parametrize("ids_shape", [(5,), (2, 3), (1, 1), (0,), (2, 0)])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_embedding_int8_random(rng, ids_shape, dtype):
+    q, s = qweight(rng, 37, 45)
+    ids = rng.integers(0, 37, ids_shape).astype(dtype)
+    y = check("embedding_int8", ids, q, s, rtol=0, atol=0)
+    assert y.shape == ids_shape + (45,)
+    # the same rows linear_int8 multiplies with: the dequantized table
+    np.testing.assert_array_equal(y, call_op("embedding", ids, q.astype(np.float32) * s[:, None]))
+
+
+def test_embedding_int8_edges(rng):
+    q, s = qweight(rng, 4, 0)  # zero-width rows
+    assert check("embedding_int8", np.array([0, 3]), q, s).shape == (2, 0)
+    q = np.array([[127, -127, 0]], np.int8)
+    s = np.array([3.0e38 / 127], np.float32)
+    check("embedding_int8", np.array([0, 0]), q, s, rtol=1e-6)
+
+
+def test_embedding_int8_errors(rng):
+    q, s = qweight(rng, 5, 4)
+    check_error("embedding_int8", np.array([5]), q, s, match=r"id 5 out of range \[0, 5\)")
+    check_error("embedding_int8", np.array([-1]), q, s, match=r"id -1 out of range")
+    check_error("embedding_int8", np.array([0.0], np.float32), q, s, match="ids must be")
+    check_error("embedding_int8", np.array([0]), q.astype(np.float32), s, match=r"weight must be i8 \[V, D\]")
+    check_error("embedding_int8", np.array([0]), q[0], s, match=r"weight must be i8 \[V, D\]")
+    check_error("embedding_int8", np.array([0]), q, s[:4], match=r"scale must be f32\[5\]")
+    check_error("embedding_int8", np.array([0]), q, s.astype(np.int32), match=r"scale must be f32\[5\]")

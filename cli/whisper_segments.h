@@ -1,0 +1,41 @@
+// Whisper's timestamped output as segments: the one parser of tensorvm-run's
+// `transcribe --timestamps` and Program.transcribe(return_timestamps=True) (bound as
+// _C.whisper_segments), and the printed forms of the command line (--format).
+//
+// The segments are those transformers' WhisperForConditionalGeneration.generate
+// (_retrieve_segment) cuts from one 30-s window: a segment runs from a timestamp to the
+// next pair of timestamps. When the window's tokens end in a single timestamp (or the
+// end token right after a pair's second half), every pair is a segment; otherwise the
+// tokens after the last pair are an unfinished segment, dropped (long-form decoding
+// would decode the audio from there again: not implemented). Without any pair the whole
+// output is one segment, up to its last timestamp or the window's end.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+struct WhisperSegment {
+  double start = 0, end = 0;  // seconds, as transformers computes them (positions x 0.02, float64)
+  std::vector<int64_t> tokens;  // the segment's tokens, its timestamps included
+  std::string text;  // filled by the caller (the tokenizer's decode with skip_special_tokens)
+};
+
+// Segments of one generated row. `row`: the prompt, then the generated tokens (and
+// padding): the generated part starts at the first timestamp token (the timestamp rule
+// makes the first generated token one) and stops before the first end token.
+// `timestamp_begin`: <|0.00|>'s id (no_timestamps_token_id + 1); `window_positions`:
+// the window's length in timestamp steps of 0.02 s (max_source_positions: 1500 for 30 s).
+std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, int64_t eos, int64_t timestamp_begin,
+                                             int64_t window_positions);
+
+// "text": "[00:00:00.120 --> 00:00:14.980] text" lines; "srt" and "vtt" subtitles;
+// "json": {"segments": [{"start", "end", "text", "tokens"}]}. One call per row (a
+// JSON object per line for "json"). Fails on another format.
+std::string format_segments(const std::vector<WhisperSegment>& segments, const std::string& format);
+// Whether `format` is one format_segments prints.
+bool is_segment_format(const std::string& format);
+
+}  // namespace cli

@@ -1,0 +1,64 @@
+// cli/whisper_segments.h: the segments of one window as transformers cuts them (the Python
+// test compares 3,000 rows with _retrieve_segment) and their printed forms; and
+// io/audio_file.h's refusals of bytes that are not audio.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "cli/whisper_segments.h"
+#include "io/audio_file.h"
+
+namespace {
+constexpr int64_t kEos = 40, kBegin = 50;  // <|endoftext|>, <|0.00|>
+}
+
+TEST_CASE("whisper segments: pairs, a single ending, none", "[whisper_segments]") {
+  // prompt, <|0.00|> a b <|0.04|><|0.06|> c <|0.10|>, end, padding
+  auto segs = cli::whisper_segments({45, 46, 50, 1, 2, 52, 53, 3, 55, kEos, kEos}, kEos, kBegin, 64);
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].start == 0.0);
+  CHECK(segs[0].end == 2 * 0.02);
+  CHECK(segs[0].tokens == std::vector<int64_t>{50, 1, 2, 52});
+  CHECK(segs[1].tokens == std::vector<int64_t>{53, 3, 55});
+  CHECK(segs[1].end == 5 * 0.02);
+  // an unfinished segment after the last pair is dropped; the pair's second half stays
+  segs = cli::whisper_segments({50, 1, 52, 53, 2, 3}, kEos, kBegin, 64);
+  REQUIRE(segs.size() == 1);
+  CHECK(segs[0].tokens == std::vector<int64_t>{50, 1, 52, 53});
+  CHECK(segs[0].end == 2 * 0.02);
+  // no pair: one segment to the last timestamp, or to the window's end
+  segs = cli::whisper_segments({50, 1, 2}, kEos, kBegin, 64);
+  REQUIRE(segs.size() == 1);
+  CHECK(segs[0].end == 64 * 0.02);
+  CHECK(cli::whisper_segments({45, 46, kEos}, kEos, kBegin, 64).empty());
+}
+
+TEST_CASE("whisper segments: text, srt, vtt and json", "[whisper_segments]") {
+  std::vector<cli::WhisperSegment> segs(2);
+  segs[0] = {0.12, 3.5, {62, 7, 225}, " Hello"};
+  segs[1] = {3725.0, 3726.04, {1, 2}, " \"two\""};
+  CHECK(cli::format_segments(segs, "text") ==
+        "[00:00:00.120 --> 00:00:03.500]  Hello\n[01:02:05.000 --> 01:02:06.040]  \"two\"\n");
+  CHECK(cli::format_segments(segs, "srt") ==
+        "1\n00:00:00,120 --> 00:00:03,500\n Hello\n\n2\n01:02:05,000 --> 01:02:06,040\n \"two\"\n\n");
+  CHECK(cli::format_segments(segs, "vtt").rfind("WEBVTT\n\n00:00:00.120 --> 00:00:03.500\n Hello\n\n", 0) == 0);
+  CHECK(cli::format_segments(segs, "json") ==
+        "{\"segments\":[{\"end\":3.5,\"start\":0.12,\"text\":\" Hello\",\"tokens\":[62,7,225]},"
+        "{\"end\":3726.04,\"start\":3725.0,\"text\":\" \\\"two\\\"\",\"tokens\":[1,2]}]}\n");
+  CHECK_THROWS_AS(cli::format_segments(segs, "docx"), std::runtime_error);
+  CHECK(cli::is_segment_format("srt"));
+  CHECK_FALSE(cli::is_segment_format("docx"));
+}
+
+TEST_CASE("audio: bytes that are not audio fail naming the file", "[audio]") {
+  for (const std::string& bytes : {std::string(), std::string("not audio at all, not even close"),
+                                   std::string("RIFF\x10\0\0\0WAVEfmt ", 16), std::string("fLaC\0\0\0\x22", 8)}) {
+    try {
+      io::decode_audio(bytes, "clip.bin");
+      FAIL("decoded");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()).rfind("clip.bin: ", 0) == 0);
+    }
+  }
+}
