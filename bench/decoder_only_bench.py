@@ -152,6 +152,8 @@ def summarize(rows: dict, new_tokens: int) -> None:
             continue
         if ref and ref["status"] == "ok":
             r["vs_transformers"] = agreement(r["tokens"], ref["tokens"])
+            if r.get("tokens_flash_attn_default"):  # llama.cpp f32 as timed (flash attention in f16)
+                r["vs_transformers_flash_attn_default"] = agreement(r["tokens_flash_attn_default"], ref["tokens"])
         ct2 = rows.get(CT2_OF.get(r["precision"], ""))
         if ct2 and ct2["status"] == "ok" and name != ct2["engine"]:
             r["ct2_reference"] = ct2["engine"]
@@ -169,9 +171,15 @@ def agreement_text(r: dict) -> str:
     if a is None:
         return "-"
     if a["exact"]:
-        return "exact"
-    text = f"{a['agreement_pct']:.0f}% (from token {a['first_difference']})"
-    return f"MISMATCH {text}" if r["precision"] == "float32" else text
+        text = "exact"
+    else:
+        text = f"{a['agreement_pct']:.0f}% (from token {a['first_difference']})"
+        text = f"MISMATCH {text}" if r["precision"] == "float32" else text
+    fa = r.get("vs_transformers_flash_attn_default")  # llama.cpp f32: checked without flash attention
+    if fa is not None:
+        text += " (flash attention off; as timed, on: " + (
+            "exact)" if fa["exact"] else f"{fa['agreement_pct']:.0f}% from token {fa['first_difference']})")
+    return text
 
 
 def _x(r: dict, key: str, fmt: str = ".2f", unit: str = "x") -> str:
@@ -342,6 +350,8 @@ def main(argv=None) -> int:
                 r.setdefault("deterministic", res["deterministic"])
                 r["deterministic"] = r["deterministic"] and res["deterministic"]
                 r.update(precision=res["precision"], tokens=res["tokens"], info=res.get("info", {}))
+                if "tokens_flash_attn_default" in res:
+                    r["tokens_flash_attn_default"] = res["tokens_flash_attn_default"]
                 r["first_s"] += res["first_s"]
                 r["all_s"] += res["all_s"]
                 r["first_cpu_s"] += res["first_cpu_s"]
