@@ -27,6 +27,7 @@ import numpy as np
 
 from . import ops as T
 from .quantize import QUANTIZATIONS, pack_w8a8, quantize_int4, quantize_int8
+from .unsupported import UnsupportedConfig
 
 DEFAULT_GROUP_SIZE = 32
 MAX_GROUP_SIZE = 4096
@@ -167,8 +168,6 @@ class Plan:
         names = _instances(template, self.weights)
         kept = [n for n in names if self._kept(n)]
         if kept and len(kept) != len(names):
-            from .importers.common import UnsupportedConfig  # a ValueError; importers/ imports the models
-
             raise UnsupportedConfig(f"import_hf: keep_f32 matches {kept[0]} but not every layer of {template} "
                              "(a layer's op is shared by all layers): match them all or none")
         listed = table or self.linears is None or all(n in self.linears for n in names)
@@ -178,8 +177,6 @@ class Plan:
                 try:
                     q, s = st.store(self.weights[n], self.group_size)
                 except ValueError as e:
-                    from .importers.common import UnsupportedConfig
-
                     raise UnsupportedConfig(f"import_hf: quantize={self.scheme.name!r}: {n}: {e}") from None
                 self.weights[f"{n}.{st.suffix}"] = q
                 if s is not None:

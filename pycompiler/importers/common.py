@@ -15,14 +15,11 @@ from typing import Callable, Optional
 from ..generation import config_fields
 from ..generation.search import generate_inputs, generation_config_defaults
 from ..generation.processors import import_fields
+from ..unsupported import UnsupportedConfig  # noqa: F401  (importers and plugins take it from here)
 
 # Rope types whose frequencies do not change with the sequence length: the program stores
 # the loaded model's frequencies once (the others are refused at import).
 STATIC_ROPE = ("default", "linear", "llama3", "yarn")
-
-
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this importer does not compute."""
 
 
 LINEAR_SUFFIXES = ("_proj.weight", "fc1.weight", "fc2.weight")
