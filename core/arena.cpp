@@ -15,8 +15,9 @@ namespace {
 size_t round_up(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
 
 // Measuring places tensors in an address range this large: more than any run needs,
-// small enough that offsets plus sizes never wrap.
-constexpr size_t kMeasuringRange = size_t(1) << 56;
+// small enough that offsets plus sizes never wrap (sizes are at most kMaxTensorBytes, which
+// is 2^31 where size_t has 32 bits).
+constexpr size_t kMeasuringRange = size_t(sizeof(size_t) >= 8 ? uint64_t(1) << 56 : uint64_t(1) << 31);
 
 }  // namespace
 

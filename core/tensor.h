@@ -20,9 +20,10 @@ namespace vm {
 
 constexpr int kMaxDims = 8;
 // The largest tensor (or pooled buffer) the runtime allocates: 2^48 bytes (256 TiB),
-// the x86-64 and AArch64 user address space. A larger request is an error, not a
-// wrapped size.
-constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
+// the x86-64 and AArch64 user address space; 2^31 bytes with a 32-bit size_t (WebAssembly,
+// whose memory is at most 4 GiB), so that a byte count, and an arena offset plus one, fit
+// in size_t. A larger request is an error, not a wrapped size.
+constexpr uint64_t kMaxTensorBytes = sizeof(size_t) >= 8 ? uint64_t(1) << 48 : uint64_t(1) << 31;
 
 // A fixed-capacity list of int64 (shapes, strides, permutations): no heap.
 class Shape {

@@ -29,8 +29,17 @@ void ThreadPool::set_engaged(bool engaged) {
   if (engaged_.exchange(engaged) != engaged) g_engaged_threads.fetch_add(engaged ? size() : -size());
 }
 
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+// WebAssembly without pthreads (a page that is not cross-origin isolated) cannot start a
+// thread: the pool is the caller alone, whatever was asked. Results do not depend on the
+// thread count, so only the speed differs (docs/web.md).
+constexpr int kMaxPoolThreads = 1;
+#else
+constexpr int kMaxPoolThreads = 1 << 30;
+#endif
+
 ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(std::max(0, spin_us)) {
-  for (int i = 1; i < std::max(1, num_threads); ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < std::min(kMaxPoolThreads, std::max(1, num_threads)); ++i) workers_.emplace_back([this, i] { worker(i); });
   set_engaged(true);
 }
 

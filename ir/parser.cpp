@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 
@@ -39,6 +40,7 @@ bool to_int64(const std::string& digits, bool negative, int64_t* out) {
   return true;
 }
 
+#ifdef __cpp_lib_to_chars
 // Decimal exponent of the first significant digit of a float literal with at least
 // one non-zero digit; saturates, since it only has to tell overflow from underflow.
 int64_t leading_exponent(const std::string& text) {
@@ -59,14 +61,21 @@ int64_t leading_exponent(const std::string& text) {
                                 : -static_cast<int64_t>(first - int_len);
   return pos + exp;
 }
+#endif
 
 // Python's float(): correctly rounded, out-of-range values become inf or 0.
 double to_double(const std::string& text) {
+#ifndef __cpp_lib_to_chars
+  // No floating-point from_chars (libc++ 14, Emscripten's): strtod, correctly rounded in
+  // musl, gives Python's results too: inf past the range, 0 or a subnormal below it.
+  return std::strtod(text.c_str(), nullptr);
+#else
   double v = 0;
   auto r = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
   if (r.ec == std::errc::result_out_of_range)
     return leading_exponent(text) > 0 ? std::numeric_limits<double>::infinity() : 0.0;
   return v;
+#endif
 }
 
 class Parser {

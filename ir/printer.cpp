@@ -30,22 +30,49 @@
 
 namespace ir {
 
+namespace {
+
+// The shortest digits that read back as |v| (v finite), and the decimal exponent of the
+// first: 1234.5 gives "12345", 3.
+void shortest_digits(double v, std::string& digits, int& e) {
+#ifdef __cpp_lib_to_chars
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));  // d[.ddd]e(+|-)dd[d]
+  size_t epos = sci.find('e');
+  for (char c : sci.substr(0, epos))
+    if (c != '.') digits += c;
+  e = std::atoi(std::string(sci.substr(epos + 1)).c_str());
+#else
+  // No floating-point to_chars (libc++ 14, Emscripten's): fmt's "{}" is also the shortest
+  // round trip (Dragonbox), in fixed or exponent form; normalise it to digits and exponent.
+  const std::string text = fmt::format("{}", std::fabs(v));
+  const size_t epos = text.find('e');
+  const std::string mant = text.substr(0, epos);
+  const size_t dot = mant.find('.');
+  const int int_len = static_cast<int>(dot == std::string::npos ? mant.size() : dot);
+  for (char c : mant)
+    if (c != '.') digits += c;
+  e = int_len - 1 + (epos == std::string::npos ? 0 : std::atoi(text.c_str() + epos + 1));
+  size_t lead = 0;
+  while (lead + 1 < digits.size() && digits[lead] == '0') ++lead;
+  digits.erase(0, lead);
+  e -= static_cast<int>(lead);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  if (digits == "0") e = 0;
+#endif
+}
+
+}  // namespace
+
 std::string format_float(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));  // [-]d[.ddd]e(+|-)dd[d]
   std::string out;
-  if (sci.front() == '-') {
-    out += '-';
-    sci.remove_prefix(1);
-  }
-  size_t epos = sci.find('e');
+  if (std::signbit(v)) out += '-';
   std::string digits;
-  for (char c : sci.substr(0, epos))
-    if (c != '.') digits += c;
-  int e = std::atoi(std::string(sci.substr(epos + 1)).c_str());
+  int e = 0;
+  shortest_digits(v, digits, e);
   int n = static_cast<int>(digits.size());
   if (e >= -4 && e < 16) {
     if (e < 0) {

@@ -44,6 +44,8 @@ const std::vector<Variant>& variants() {
 #endif
 #elif defined(__aarch64__) && defined(TENSORVM_KERNELS_neon)
       {"neon", &kernels::kNeonKernels, {"neon"}},
+#elif defined(__wasm__) && defined(TENSORVM_KERNELS_simd128)
+      {"simd128", &kernels::kSimd128Kernels, {"simd128"}},
 #endif
   };
   return v;
@@ -100,6 +102,16 @@ CpuInfo detect() {
 }
 #elif defined(__aarch64__)
 CpuInfo detect() { return {"aarch64", "", {"neon"}}; }
+#elif defined(__wasm__)
+// A module is validated whole before it runs, so a build holding the simd128 variant only
+// loads in an engine with SIMD128: being here proves the feature (the page picks the .wasm).
+CpuInfo detect() {
+#ifdef TENSORVM_KERNELS_simd128
+  return {"wasm32", "WebAssembly", {"simd128"}};
+#else
+  return {"wasm32", "WebAssembly", {}};
+#endif
+}
 #else
 CpuInfo detect() { return {"unknown", "", {}}; }
 #endif

@@ -138,7 +138,7 @@ struct KernelTable {
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,
-// avx2 / avx512 / avx512_vnni on x86-64, neon on AArch64.
+// avx2 / avx512 / avx512_vnni on x86-64, neon on AArch64, simd128 on WebAssembly.
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
 extern const KernelTable kAvx2Kernels;
@@ -146,6 +146,8 @@ extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
 #elif defined(__aarch64__)
 extern const KernelTable kNeonKernels;
+#elif defined(__wasm__)
+extern const KernelTable kSimd128Kernels;
 #endif
 
 }  // namespace ops::kernels

@@ -6,7 +6,10 @@
 //   AVX2 + FMA    8 lanes, 16 registers
 //   NEON          4 lanes, 32 registers (AArch64)
 //   otherwise     4 lanes of portable C++ vectors (the scalar variant; the compiler maps them onto
-//                 the baseline's SSE registers on x86-64)
+//                 the baseline's SSE registers on x86-64, and onto scalar code on WebAssembly,
+//                 whose baseline has no SIMD). WebAssembly's simd128 variant is this same code
+//                 compiled with -msimd128: SIMD128 has no fused multiply-add (relaxed SIMD's
+//                 may or may not fuse), so it computes the scalar variant's results bit for bit.
 // fmadd is fused on the SIMD variants and a separate multiply and add on the plain
 // one; the whole library is built with -ffp-contract=off, so the compiler never fuses
 // on its own and each output's arithmetic is fixed by the code, not by how a loop

@@ -4,7 +4,10 @@
 # Override the source of the headers with -DTENSORVM_HOST_INCLUDE=... (default /usr/include).
 include_guard(GLOBAL)
 set(TENSORVM_HOST_INCLUDE /usr/include CACHE PATH "where the header-only dependencies' headers are")
-set(_tvm_hdr ${CMAKE_BINARY_DIR}/header-only-include CACHE INTERNAL "links to the header-only dependencies")
+# TENSORVM_HEADER_ONLY_DIR puts the links elsewhere: builds that share it (.ci/wasm's two
+# WebAssembly builds) compile with the same -isystem path, so ccache reuses their objects.
+set(TENSORVM_HEADER_ONLY_DIR ${CMAKE_BINARY_DIR}/header-only-include CACHE PATH "where the links to the header-only dependencies go")
+set(_tvm_hdr ${TENSORVM_HEADER_ONLY_DIR} CACHE INTERNAL "links to the header-only dependencies")
 file(MAKE_DIRECTORY ${_tvm_hdr})
 foreach(_tvm_link fmt nlohmann catch2 eigen3/Eigen eigen3/unsupported)
   get_filename_component(_tvm_name ${_tvm_link} NAME)

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The browser half of .ci/wasm: examples/web/ in headless Chromium (selenium, chromedriver).
+
+Serves the repository root with Python's static server (the page's one-line server), opens
+examples/web/ on the demo program, types a source into the box, presses Translate, waits
+for the streamed translation to finish and checks its token ids against the native
+tensorvm-run's; saves a screenshot. Run once per build (SIMD and scalar, forced with ?build=).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import importlib.util
+import sys
+import threading
+import time
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[1]
+# .ci/wasm-generate.py's native_ids (its file name is no module name).
+_spec = importlib.util.spec_from_file_location("wasm_generate", ROOT / ".ci" / "wasm-generate.py")
+WASM_GENERATE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(WASM_GENERATE)
+SOURCE = "12 4 4 21 0"
+
+
+def native_ids(native_run: str, prog: str, ids: str, args: dict) -> str:
+    """The native ids as the page shows them in data-ids: rows of space-separated ids, "; " between."""
+    return "; ".join(" ".join(map(str, row)) for row in WASM_GENERATE.native_ids(native_run, Path(prog), ids, args))
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
+                      ".js": "text/javascript"}
+
+    def log_message(self, *args):  # noqa: D102 - the test prints its own lines
+        pass
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--native-run", required=True)
+    ap.add_argument("--program", required=True, help="the demo program directory (under the repository)")
+    ap.add_argument("--screenshot", required=True, type=Path)
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--builds", default="simd,scalar", help="the builds to load, comma-separated")
+    args = ap.parse_args()
+    prog = Path(args.program).resolve()
+    rel = prog.relative_to(ROOT)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(ROOT)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    opts = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1000,700"):
+        opts.add_argument(flag)
+    opts.binary_location = "/usr/bin/chromium"
+    service = webdriver.ChromeService(executable_path="/usr/bin/chromedriver")
+    driver = webdriver.Chrome(options=opts, service=service)
+    failures = 0
+    try:
+        for beams in (1, 4):
+            expected = native_ids(args.native_run, str(prog), SOURCE, {"num_beams": beams, "max_new_tokens": 16})
+            for build in args.builds.split(","):
+                t0 = time.perf_counter()
+                driver.get(f"http://127.0.0.1:{port}/examples/web/?build={build}&program=/{rel}")
+                wait = WebDriverWait(driver, args.timeout)
+                wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-state") in ("ready", "error"))
+                src = driver.find_element(By.ID, "src")
+                src.clear()
+                src.send_keys(SOURCE)
+                b = driver.find_element(By.ID, "beams")
+                b.clear()
+                b.send_keys(str(beams))
+                driver.find_element(By.ID, "go").click()
+                wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-state") in ("done", "error"))
+                out = driver.find_element(By.ID, "out")
+                got = out.get_attribute("data-ids") or ""
+                status = driver.find_element(By.ID, "status").text
+                speed = driver.find_element(By.ID, "speed").text
+                ok = got == expected
+                failures += not ok
+                print(f"   {build} build, beams {beams}: {'ok' if ok else 'MISMATCH'} ({time.perf_counter() - t0:.1f} s) "
+                      f"ids '{got}'{'' if ok else f' != native {expected!r}: ' + out.text}\n      {status}\n      {speed}")
+                if build == "simd" and beams == 1:
+                    args.screenshot.parent.mkdir(parents=True, exist_ok=True)
+                    driver.save_screenshot(str(args.screenshot))
+        logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+        for e in logs:
+            print(f"   browser console: {e['message']}")
+    finally:
+        driver.quit()
+        server.shutdown()
+    print(f"wasm-browser: screenshot {args.screenshot}")
+    if failures:
+        print(f"wasm-browser: {failures} page run(s) differ from the native build", file=sys.stderr)
+        return 1
+    print("wasm-browser: the page's translations equal the native build's (SIMD and scalar builds, greedy and beam 4)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+// tensorvm in JavaScript: picks the WebAssembly build this engine can run and wraps the C API
+// of web/tensorvm_web.h (docs/web.md). Works in a page (a classic script: `Tensorvm.open`) and
+// in Node (`require('./tensorvm.js').open`).
+//
+// A module is validated whole before it runs, so SIMD128 is tested here with a 1-instruction
+// module and the SIMD build (kernel variants scalar + simd128) is loaded only where it
+// validates; elsewhere the scalar build (scalar only). Each build holds one .js + .wasm pair:
+//   simd/tensorvm-web.js, scalar/tensorvm-web.js   (under `base`)
+(function (root) {
+  'use strict';
+
+  // (module (func (result v128) (v128.const i32x4 0 0 0 0)))
+  const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20,
+                                     0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]);
+
+  function hasSimd128() {
+    try {
+      return WebAssembly.validate(SIMD_PROBE);
+    } catch (e) {
+      return false;
+    }
+  }
+
+  function loadScript(url) {  // a page or a worker: Emscripten's factory as a global
+    if (typeof importScripts === 'function') {
+      importScripts(url);
+      return Promise.resolve(root.createTensorvm);
+    }
+    return new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = url;
+      s.onload = () => resolve(root.createTensorvm);
+      s.onerror = () => reject(new Error('cannot load ' + url));
+      document.head.appendChild(s);
+    });
+  }
+
+  // Opens the runtime: {build: 'simd'|'scalar'} forces a build; default by feature test.
+  async function open(base, options) {
+    options = options || {};
+    const build = options.build || (hasSimd128() ? 'simd' : 'scalar');
+    const dir = base.replace(/\/?$/, '/') + build + '/';
+    const isNode = typeof process === 'object' && !!(process.versions && process.versions.node) &&
+                   typeof window === 'undefined' && typeof importScripts !== 'function';
+    let factory;
+    if (isNode) {
+      factory = require(require('path').resolve(dir + 'tensorvm-web.js'));
+    } else {
+      factory = await loadScript(dir + 'tensorvm-web.js');
+    }
+    // Node: the .wasm handed over as bytes (Emscripten 3.1.6 would fetch() a file path).
+    const M = await factory(isNode
+      ? {wasmBinary: require('fs').readFileSync(dir + 'tensorvm-web.wasm')} : {locateFile: (p) => dir + p});
+    return new Runtime(M, build);
+  }
+
+  class Runtime {
+    constructor(M, build) {
+      this.M = M;
+      this.build = build;
+    }
+    error() { return this.M.UTF8ToString(this.M._tvm_last_error()); }
+    variant() { return this.M.UTF8ToString(this.M._tvm_kernel_variant()); }
+    setVariant(name) {
+      if (!this.M.ccall('tvm_set_kernel_variant', 'number', ['string'], [name])) throw new Error(this.error());
+    }
+    bytes(data) {  // copies into the module's heap: [pointer, length]
+      const u8 = typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data);
+      const p = this.M._malloc(Math.max(1, u8.length));
+      this.M.HEAPU8.set(u8, p);
+      return [p, u8.length];
+    }
+    // program.py text, weights.safetensors bytes, meta.json text (optional) -> a Program.
+    load(programText, weights, metaText) {
+      const parts = [this.bytes(programText), this.bytes(weights || new Uint8Array(0)), this.bytes(metaText || '')];
+      try {
+        const h = this.M._tvm_load(parts[0][0], parts[0][1], parts[1][0], parts[1][1], parts[2][0], parts[2][1]);
+        if (!h) throw new Error(this.error());
+        return new Program(this, h);
+      } finally {
+        for (const [p] of parts) this.M._free(p);
+      }
+    }
+  }
+
+  class Program {
+    constructor(rt, handle) {
+      this.rt = rt;
+      this.handle = handle;
+    }
+    free() {
+      if (this.handle) this.rt.M._tvm_free(this.handle);
+      this.handle = 0;
+    }
+    // ids: "5 17 9 0; 30 8 0"; args: {num_beams: 4, ...}; onTokens(rows): each step's new
+    // ids, one array per row; return false to stop. Returns the output ids as arrays.
+    generate(ids, args, onTokens, options) {
+      options = options || {};
+      const M = this.rt.M;
+      const argText = Object.entries(args || {}).map(([k, v]) => k + '=' + (v === true ? 1 : v === false ? 0 : v)).join(';');
+      let cb = 0;
+      if (onTokens) {
+        cb = M.addFunction((user, ids, offsets, counts, rows) => {
+          const out = [];
+          for (let r = 0; r < rows; ++r) {
+            const off = M.HEAP32[(offsets >> 2) + r], n = M.HEAP32[(counts >> 2) + r];
+            const row = [];
+            for (let j = 0; j < n; ++j) row.push(M.HEAP32[(ids >> 2) + 2 * (off + j)]);  // low words of int64
+            out.push(row);
+          }
+          return onTokens(out) === false ? 0 : 1;
+        }, 'iiiiii');
+      }
+      try {
+        const res = M.ccall('tvm_generate', 'number', ['number', 'string', 'string', 'string', 'number', 'number', 'number'],
+                            [this.handle, options.function || 'generate', ids, argText, options.threads || 1, cb, 0]);
+        if (!res) throw new Error(this.rt.error());
+        return M.UTF8ToString(res).split(';').map((r) => r.trim().split(/\s+/).map(Number));
+      } finally {
+        if (cb) M.removeFunction(cb);
+      }
+    }
+  }
+
+  const api = {open, hasSimd128};
+  if (typeof module === 'object' && module.exports) module.exports = api;
+  else root.Tensorvm = api;
+})(typeof self !== 'undefined' ? self : this);

@@ -1,0 +1,155 @@
+// The C API of web/tensorvm_web.h: a thin layer over vm::Program::from_memory, a Session
+// and cli::build_inputs (the inputs tensorvm-run builds from --ids and --arg), so a page gets
+// exactly the command line's behaviour. Every entry point catches everything: a JavaScript
+// caller gets an error string, never an abort.
+#include "web/tensorvm_web.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/run_io.h"
+#include "ops/cpu.h"
+#include "vm/vm.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/emscripten.h>
+#define TVM_EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define TVM_EXPORT
+#endif
+
+struct tvm_program {
+  std::shared_ptr<const vm::Program> program;
+};
+
+namespace {
+
+thread_local std::string g_error;
+thread_local std::string g_result;
+
+// "a=1;b=two" -> {a: "1", b: "two"}; blanks around pairs are ignored.
+std::map<std::string, std::string> parse_args(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    std::string pair = text.substr(start, end - start);
+    const size_t b = pair.find_first_not_of(" \t\n"), e = pair.find_last_not_of(" \t\n");
+    pair = b == std::string::npos ? std::string() : pair.substr(b, e - b + 1);
+    if (!pair.empty()) {
+      const size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0) vm::fail("args: '{}' is not NAME=VALUE", pair);
+      out[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string ids_text(const vm::Value& v) {
+  if (!v.is_tensor()) vm::fail("generate: the first output is {}, not a tensor of token ids", v.describe());
+  const vm::Tensor& t = v.as_tensor();
+  if (t.dtype() != vm::DType::i64 || t.ndim() != 2)
+    vm::fail("generate: the first output is {}, not i64 token ids [rows, length]", t.describe());
+  const vm::Tensor c = t.contiguous();
+  const int64_t* p = c.data<int64_t>();
+  std::string out;
+  for (int64_t r = 0; r < t.shape()[0]; ++r) {
+    if (r) out += "; ";
+    for (int64_t j = 0; j < t.shape()[1]; ++j) out += fmt::format("{}{}", j ? " " : "", p[r * t.shape()[1] + j]);
+  }
+  return out;
+}
+
+template <typename F>
+auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
+  try {
+    g_error.clear();
+    return f();
+  } catch (const std::exception& e) {
+    g_error = e.what();
+  } catch (...) {
+    g_error = "unknown error";
+  }
+  return on_error;
+}
+
+}  // namespace
+
+extern "C" {
+
+TVM_EXPORT tvm_program* tvm_load(const char* text, size_t text_len, const uint8_t* weights, size_t weights_len,
+                                 const char* meta, size_t meta_len) {
+  return guarded(
+      [&]() -> tvm_program* {
+        if (!text && text_len) vm::fail("tvm_load: no program text");
+        if (!weights && weights_len) vm::fail("tvm_load: no weights");
+        vm::LoadOptions options;
+        options.copy_weights = true;  // the caller's buffer is freed after this returns
+        auto p = std::make_unique<tvm_program>();
+        p->program = vm::Program::from_memory(std::string_view(text ? text : "", text_len), weights, weights_len,
+                                              std::string_view(meta ? meta : "", meta_len), options);
+        return p.release();
+      },
+      nullptr);
+}
+
+TVM_EXPORT void tvm_free(tvm_program* program) { delete program; }
+
+TVM_EXPORT const char* tvm_generate(tvm_program* program, const char* function, const char* ids, const char* args,
+                                    int threads, tvm_tokens_fn on_tokens, void* user) {
+  return guarded(
+      [&]() -> const char* {
+        if (!program) vm::fail("tvm_generate: no program");
+        const std::string fn_name = function ? function : "generate";
+        const vm::Function& fn = program->program->function(fn_name);
+        cli::RunRequest request;
+        request.ids_text = ids ? ids : "";
+        request.args = parse_args(args ? args : "");
+        std::vector<vm::Value> inputs =
+            cli::build_inputs(fn_name, fn.param_names, fn.param_types, program->program->meta_json(), request);
+        vm::SessionOptions options;
+        options.num_threads = threads < 1 ? 1 : threads;
+        vm::Session session(program->program, options);
+        vm::EmitCallback emit;
+        if (on_tokens) {
+          emit = vm::token_stream([&](const std::vector<std::vector<int64_t>>& rows) {
+            std::vector<int64_t> flat;
+            std::vector<int32_t> offsets, counts;
+            for (const auto& row : rows) {
+              offsets.push_back(int32_t(flat.size()));
+              counts.push_back(int32_t(row.size()));
+              flat.insert(flat.end(), row.begin(), row.end());
+            }
+            return on_tokens(user, flat.data(), offsets.data(), counts.data(), int32_t(rows.size())) != 0;
+          });
+        }
+        std::vector<vm::Value> outs = vm::run(session, fn_name, std::move(inputs), emit);
+        if (outs.empty()) vm::fail("{}: returned nothing", fn_name);
+        g_result = ids_text(outs[0]);
+        return g_result.c_str();
+      },
+      nullptr);
+}
+
+TVM_EXPORT const char* tvm_last_error(void) { return g_error.c_str(); }
+
+TVM_EXPORT const char* tvm_kernel_variant(void) {
+  return guarded([]() -> const char* { return ops::kernel_table().name; }, "");
+}
+
+TVM_EXPORT int tvm_set_kernel_variant(const char* name) {
+  return guarded(
+      [&]() -> int {
+        ops::set_kernel_variant(name ? name : "");
+        return 1;
+      },
+      0);
+}
+
+}  // extern "C"
