@@ -31,7 +31,7 @@ BAD = {"cat " * 100: "ValueError: translate: the text gives 101 tokens", None: "
 def program_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("ray")
     ckpt = tf.trained_tiny_marian_with_tokenizer(root / "ckpt")
-    return Path(tensorvm.import_hf(ckpt, root / "tiny.tvm") or root / "tiny.tvm")
+    return Path(tensorvm.import_hf(ckpt, root / "tiny.tvm"))
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +169,36 @@ def test_a_batch_generate_refuses_falls_back_to_rows(program_dir, monkeypatch):
     assert list(out["error"]) == [None, "RuntimeError: refused", None]
     assert [out["translation"][0], out["translation"][2]] == real(pb.program, "translate", [
         pb.program.tokenizer.encode(c) for c in ("cat dog", "sun red")], dict(GREEDY), False)
+
+
+def test_complete_and_transcribe_rows(tmp_path):
+    """The other verbs: a decoder-only program (left-padded prompts) and a Whisper one
+    (a column of clips), each with its bad rows, against the Program's own calls."""
+    gpt2 = tensorvm.import_hf(tf.tiny_gpt2_checkpoint(tf.make_byte_bpe_tokenizer(tmp_path / "gtok", "gpt2"),
+                                                      tmp_path / "gckpt"), tmp_path / "gpt2.tvm")
+    opts = {"max_new_tokens": 4}
+    pb = tensorvm.ray.ProgramBatches(gpt2, verb="complete", generate_options=opts)
+    cells = ["Once upon", None, "the cat sat on a mat and", "", "x"]
+    out = pb({"text": np.array(cells, dtype=object)})
+    assert list(out["completion"][[1, 3]]) == [None, None]
+    assert out["error"][1].startswith("TypeError")
+    assert out["error"][3].startswith("ValueError: complete: the text gives no tokens")
+    prog = tensorvm.load(gpt2)
+    assert list(out["completion"][[0, 2, 4]]) == prog.complete([cells[0], cells[2], cells[4]], **opts)
+
+    wckpt = tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(tmp_path / "wtok"), tmp_path / "wckpt", seed=5,
+                                       prompt_config=True)
+    whisper = tensorvm.import_hf(wckpt, tmp_path / "w.tvm")
+    rng = np.random.default_rng(0)
+    clips = [rng.standard_normal(8000).astype(np.float32) * 0.1, "not audio", np.zeros((2, 3), np.float32),
+             np.array([0.0, np.nan], np.float32), np.array([], np.float32), rng.standard_normal(4000) * 0.1]
+    opts = {"language": "fr", "max_new_tokens": 3}
+    pb = tensorvm.ray.ProgramBatches(whisper, verb="transcribe", column="audio", generate_options=opts)
+    col = np.empty(len(clips), dtype=object)
+    for i, c in enumerate(clips):
+        col[i] = c
+    out = pb({"audio": col})
+    assert [e is None for e in out["error"]] == [True, False, False, False, False, True]
+    assert out["error"][3] == "ValueError: the clip has NaN or infinite samples"
+    prog = tensorvm.load(whisper)
+    assert list(out["transcript"][[0, 5]]) == prog.transcribe([clips[0], clips[5]], **opts)
