@@ -108,8 +108,28 @@ def _model_states(s, input_ids, attention_mask, batch, limit, prompt_len):
     return s.model.encode(input_ids, attention_mask), s.model.source_mask(attention_mask)
 
 
-def generate_function(s, names, sample_search, beam_search):
-    """Registers generate(<first input>, *names) with the ProgramBuilder of `s`."""
+def _speculation(s, get):
+    """(prompt-lookup candidates per pass, -1 when off; the longest n-gram looked up)."""
+    default = s.defaults.get("prompt_lookup_num_tokens")
+    lookup = T.if_none(get("prompt_lookup_num_tokens"), -1 if default is None else default)
+    T.check(T.logical_or(T.eq(lookup, -1), T.gt(lookup, 0)), checks.LOOKUP_POSITIVE)
+    # transformers: `max_matching_ngram_size or 2`
+    ngram = T.if_none(get("max_matching_ngram_size"), s.defaults.get("max_matching_ngram_size") or 2)
+    T.check(T.gt(ngram, 0), checks.NGRAM_POSITIVE)
+    return lookup, ngram
+
+
+def generate_function(s, names, sample_search, beam_search, speculative_search=None):
+    """Registers generate(<first input>, *names) with the ProgramBuilder of `s`;
+    speculative_search (speculative.py) runs when prompt_lookup_num_tokens is given,
+    else greedy search / sampling or beam search."""
+
+    @named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *s.opts,
+           "lookup", "ngram")
+    def plain_search(*args):
+        """Beam search, or greedy search / sampling (prompt lookup off)."""
+        args = args[:-2]
+        return cond(T.gt(args[3], 1), beam_search, sample_search, *args)
 
     @s.pb.function(arg_types=["Tensor"] + ["Any"] * len(names))
     @named(s.first_input, *names)
@@ -129,7 +149,11 @@ def generate_function(s, names, sample_search, beam_search):
         beams, num_return, penalty, stopping = _search_shape(s, get)
         head, eos, tail = _search_values(s, get, limit, prompt, prompt_len, attention_mask)
         states, mask = _model_states(s, input_ids, attention_mask, batch, limit, prompt_len)
-        return cond(T.gt(beams, 1), beam_search, sample_search, states, mask, prompt, beams, num_return, penalty,
-                    stopping, *head, T.size(eos, 0), *tail)
+        args = (states, mask, prompt, beams, num_return, penalty, stopping, *head, T.size(eos, 0), *tail)
+        lookup, ngram = _speculation(s, get)
+        if speculative_search is None:
+            T.check(T.eq(lookup, -1), checks.NO_DECODE_BLOCK)
+            return cond(T.gt(beams, 1), beam_search, sample_search, *args)
+        return cond(T.gt(lookup, 0), speculative_search, plain_search, *args, lookup, ngram)
 
     return generate

@@ -25,6 +25,7 @@ from .beam import beam_search_function
 from .context import Search
 from .entry import generate_function
 from .greedy import sample_search_function
+from .speculative import speculative_search_function
 from .inputs import NO_DEFAULT, Input, bool_input, choice_input, float_input, int_input, seed_input
 
 # The search's own generate inputs, before and after the processors' inputs.
@@ -46,12 +47,17 @@ SEARCH_TAIL = (
     end_tokens.EOS_INPUT,
 )
 PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batch, p]")
+# speculative decoding (speculative.py), last so that positional callers keep their places
+SPECULATION = (
+    int_input("prompt_lookup_num_tokens", 1, "prompt-lookup decoding: candidates per verify pass (None: off)", None),
+    int_input("max_matching_ngram_size", 1, "prompt-lookup decoding: the longest n-gram looked up", None),
+)
 
 
 def generate_inputs(decoder_only: bool = False) -> tuple:
     """generate's inputs after input_ids and attention_mask, in order (Input objects);
     a decoder-only model's prompt is input_ids itself, so it has no decoder_input_ids."""
-    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)))
+    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)), *SPECULATION)
 
 
 def generation_config_defaults() -> dict:
@@ -74,4 +80,5 @@ def build_generation(pb, model, defaults: dict):
     s = Search(pb, model, {**generation_config_defaults(), **defaults})
     sample_search = sample_search_function(s)
     beam_search = beam_search_function(s)
-    return generate_function(s, input_names(s.decoder_only), sample_search, beam_search)
+    speculative_search = speculative_search_function(s) if s.model.decode_block is not None else None
+    return generate_function(s, input_names(s.decoder_only), sample_search, beam_search, speculative_search)
