@@ -104,7 +104,7 @@ _OTHERS = {
     "assistant_early_exit": _refused("early-exit assisted generation is not implemented"),
     "speculation_type": _refused("speculative decoding is not implemented"),
     **{f: _not_applicable(_ASSISTED) for f in (
-        "is_assistant", "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold",
+        "is_assistant", "assistant_confidence_threshold",
         "assistant_lookbehind", "target_lookbehind", "assistant_ensemble_weight")},
     # performance and metadata
     "compile_config": _not_applicable("torch.compile settings; the program is compiled at import"),
