@@ -116,11 +116,13 @@ def test_actor_killed_mid_job_every_row_once(cluster, program_dir, tmp_path):
     CrashOnce.MARKER = str(tmp_path / "crashed")
     rows = _rows(3000)
     ds = ray.data.from_items(rows, override_num_blocks=6)
-    got = tensorvm.ray.translate(ds, program_dir, actors=2, batch_size=100, generate_options=GREEDY,
-                                 batches_class=CrashOnce).take_all()
+    # one actor running up to 2 batches at once on its threads (one Program, a Session each):
+    # the crash takes every batch in flight down, and each is run again
+    got = tensorvm.ray.translate(ds, program_dir, actors=1, threads_per_actor=2, batch_size=100,
+                                 generate_options=GREEDY, batches_class=CrashOnce).take_all()
     assert os.path.exists(CrashOnce.MARKER), "the injected crash did not happen"
     starts = list(tmp_path.glob("crashed.start-*"))
-    assert len(starts) >= 3, f"expected 2 actors and a restarted one, saw {len(starts)} processes start"
+    assert len(starts) >= 2, f"expected an actor and its restart, saw {len(starts)} processes start"
     assert sorted(r["id"] for r in got) == list(range(len(rows))), "a row was lost or duplicated"
     expected = _single_process(program_dir, [r["text"] for r in rows], 100)
     assert [r["error"] for r in got] == [None] * len(rows)
