@@ -1,5 +1,5 @@
 """Sentences per second of tensorvm in one process (one Program, 1 or 2 Sessions on threads),
-on a local Ray cluster (tensorvm.ray, 1 and 2 actors) and of CTranslate2's translate_iterable
+in 2 processes (a pool, a Program each), on a local Ray cluster (tensorvm.ray, 1 and 2 actors) and of CTranslate2's translate_iterable
 (1 and 2 inter threads), in one run, on one checkpoint: the committed trained tiny Marian
 (tests/fixtures/data/tiny-marian) with a word tokenizer (text_fixtures.trained_tiny_marian_with_tokenizer),
 its pad row zeroed for CTranslate2 (bench/checkpoint.py) and every engine on that copy.
@@ -76,6 +76,34 @@ def tensorvm_run(prog_dir: Path, texts: list, batch: int, sessions: int) -> tupl
     return out, time.perf_counter() - t0
 
 
+_worker_program = None
+
+
+def _worker_init(prog_dir: str) -> None:
+    import tensorvm
+
+    global _worker_program
+    _worker_program = tensorvm.load(prog_dir)
+
+
+def _worker_translate(texts: list) -> list:
+    return _worker_program.translate(texts, **GREEDY)
+
+
+def processes_run(prog_dir: Path, texts: list, batch: int, processes: int) -> tuple[list, float]:
+    """A pool of fresh processes (spawned, each loading the program once), batches handed
+    out in order; the time includes starting them."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                             initargs=(str(prog_dir),)) as pool:
+        parts = pool.map(_worker_translate, [texts[i:i + batch] for i in range(0, len(texts), batch)])
+        out = [t for part in parts for t in part]
+    return out, time.perf_counter() - t0
+
+
 def ct2_run(ct2_dir: Path, ckpt: Path, prog_dir: Path, texts: list, batch: int, inter: int) -> tuple[list, float]:
     """CTranslate2 on the token strings the converter named (bench/engines/ctranslate2_engine.py)."""
     import ctranslate2
@@ -133,6 +161,7 @@ def main(argv=None) -> int:
     configs = [  # name, cores, run
         ("tensorvm, 1 Program, 1 Session", 1, lambda: tensorvm_run(prog, texts, args.batch, 1)),
         ("tensorvm, 1 Program, 2 Sessions (threads)", 2, lambda: tensorvm_run(prog, texts, args.batch, 2)),
+        ("tensorvm, 2 processes (a Program each)", 2, lambda: processes_run(prog, texts, args.batch, 2)),
         ("CTranslate2 translate_iterable, 1 inter thread", 1, ct2(1)),
         ("CTranslate2 translate_iterable, 2 inter threads", 2, ct2(2)),
     ]
