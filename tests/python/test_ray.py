@@ -204,3 +204,11 @@ def test_complete_and_transcribe_rows(tmp_path):
     assert out["error"][3] == "ValueError: the clip has NaN or infinite samples"
     prog = tensorvm.load(whisper)
     assert list(out["transcript"][[0, 5]]) == prog.transcribe([clips[0], clips[5]], **opts)
+
+
+def test_import_tensorvm_does_not_import_ray():
+    import subprocess
+
+    code = "import sys, tensorvm, tensorvm.ray; assert 'ray' not in sys.modules, 'ray imported'; print('ok')"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
