@@ -91,6 +91,40 @@ def test_empty_dataset(cluster, program_dir):
     assert tensorvm.ray.translate(ds, program_dir, generate_options=GREEDY).take_all() == []
 
 
+def test_parquet_of_a_job_whose_blocks_differ(cluster, program_dir, tmp_path):
+    """A batch with no error and a batch with nothing but errors give the same column
+    types (string), so the job's Parquet files read back as one table."""
+    import pyarrow.parquet as pq
+
+    rows = [{"id": i, "text": "cat dog" if i < 20 else None} for i in range(40)]
+    ds = ray.data.from_items(rows, override_num_blocks=4)
+    tensorvm.ray.translate(ds, program_dir, batch_size=10, generate_options=GREEDY).write_parquet(str(tmp_path / "pq"))
+    table = pq.read_table(tmp_path / "pq")
+    assert table.num_rows == 40 and str(table.schema.field("translation").type) == "string"
+    assert str(table.schema.field("error").type) == "string"
+    got = {r["id"]: r for r in table.to_pylist()}
+    assert sorted(got) == list(range(40))
+    assert {got[i]["translation"] for i in range(20)} == set(tensorvm.load(program_dir).translate(["cat dog"], **GREEDY))
+    assert all(got[i]["translation"] is None and got[i]["error"].startswith("TypeError") for i in range(20, 40))
+
+
+def test_transcribe_a_column_of_clips(cluster, tmp_path):
+    """Audio through Ray: clips of different lengths (Ray's variable-shaped tensor column)."""
+    wckpt = tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(tmp_path / "wtok"), tmp_path / "wckpt", seed=5,
+                                       prompt_config=True)
+    whisper = tensorvm.import_hf(wckpt, tmp_path / "w.tvm")
+    rng = np.random.default_rng(1)
+    clips = [(rng.standard_normal(n) * 0.1).astype(np.float32) for n in (8000, 3000, 5000)]
+    clips[1][7] = np.inf
+    opts = {"language": "fr", "max_new_tokens": 3}
+    ds = ray.data.from_items([{"id": i, "audio": c} for i, c in enumerate(clips)])
+    got = sorted(tensorvm.ray.transcribe(ds, whisper, generate_options=opts).take_all(), key=lambda r: r["id"])
+    assert [r["id"] for r in got] == [0, 1, 2]
+    assert got[1]["error"] == "ValueError: the clip has NaN or infinite samples" and got[1]["transcript"] is None
+    want = tensorvm.load(whisper).transcribe([clips[0], clips[2]], **opts)
+    assert [got[0]["transcript"], got[2]["transcript"]] == want and got[0]["error"] is None
+
+
 class CrashOnce(tensorvm.ray.ProgramBatches):
     """Kills its process (os._exit, as a crash or the OOM killer would) on the first batch
     holding row CRASH_ID; the marker file makes the retry go through."""
@@ -103,7 +137,7 @@ class CrashOnce(tensorvm.ray.ProgramBatches):
         Path(self.MARKER + f".start-{os.getpid()}").touch()
 
     def __call__(self, batch):
-        if self.CRASH_ID in batch["id"] and not os.path.exists(self.MARKER):
+        if self.CRASH_ID in batch.column("id").to_pylist() and not os.path.exists(self.MARKER):
             Path(self.MARKER).touch()
             os._exit(1)
         return super().__call__(batch)
