@@ -8,7 +8,8 @@ and translates, completes or transcribes batches, one output per row (docs/scale
     out.write_parquet("out/")                                 # text, translation, error
 
 Ray is imported only when a dataset is mapped (`import tensorvm` never needs it); the class
-itself needs only tensorvm, so Ray pickles it by reference to this module.
+itself needs only tensorvm (and pyarrow, which Ray brings, for pyarrow batches), so Ray
+pickles it by reference to this module.
 
 A bad row (not a str, text that is not UTF-8, a source longer than the program's positions,
 a clip that is not 1-D finite audio, a row the generator refuses) gets its message in the

@@ -246,3 +246,20 @@ def test_import_tensorvm_does_not_import_ray():
     code = "import sys, tensorvm, tensorvm.ray; assert 'ray' not in sys.modules, 'ray imported'; print('ok')"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_several_sequences_per_row(program_dir):
+    """num_return_sequences > 1: a list of texts per row, in a numpy batch and in a pyarrow
+    one (a list<string> column), None for a bad row."""
+    import pyarrow as pa
+
+    opts = {"num_beams": 3, "num_return_sequences": 2}
+    pb = tensorvm.ray.ProgramBatches(program_dir, generate_options=opts)
+    cells = ["cat dog", None, "sun moon red"]
+    want = tensorvm.load(program_dir).translate(["cat dog", "sun moon red"], **opts)
+    out = pb({"text": np.array(cells, dtype=object)})
+    assert [out["translation"][0], out["translation"][2]] == [want[:2], want[2:]] and out["translation"][1] is None
+    table = pb(pa.table({"text": pa.array(cells, type=pa.string())}))
+    assert str(table.schema.field("translation").type) == "list<item: string>"
+    assert table.column("translation").to_pylist() == [want[:2], None, want[2:]]
+    assert table.column("error").to_pylist()[1].startswith("TypeError")
