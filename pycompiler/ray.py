@@ -8,7 +8,8 @@ and translates, completes or transcribes batches, one output per row (docs/scale
     out.write_parquet("out/")                                 # text, translation, error
 
 Ray is imported only when a dataset is mapped (`import tensorvm` never needs it); the class
-itself needs only tensorvm, so Ray pickles it by reference to this module.
+itself needs only tensorvm (and pyarrow, which Ray brings, for pyarrow batches), so Ray
+pickles it by reference to this module.
 
 A bad row (not a str, text that is not UTF-8, a source longer than the program's positions,
 a clip that is not 1-D finite audio, a row the generator refuses) gets its message in the
@@ -62,7 +63,7 @@ def _message(e: BaseException) -> str:
 
 
 class ProgramBatches:
-    """A Ray Data `map_batches` class (batch_format="numpy"): the program is loaded once per
+    """A Ray Data `map_batches` class (batch_format "pyarrow", or "numpy"): the program is loaded once per
     actor and shared by the actor's threads (each call runs on a Session of its own from
     the program's pool, docs/python.md "Threads"). Each batch comes back with every input
     column, plus `output_column` (a str per row; a list of str with num_return_sequences > 1;
@@ -89,16 +90,28 @@ class ProgramBatches:
         n = self.options.get("num_return_sequences") or 1
         self.per_row = int(n) if isinstance(n, int) and n > 1 else 1
 
-    def __call__(self, batch: dict) -> dict:
-        if self.column not in batch:
-            raise KeyError(f"tensorvm.ray: the batch has no column {self.column!r} (columns: {sorted(batch)})")
-        cells = list(batch[self.column])
+    def __call__(self, batch):
+        """batch: a pyarrow Table (what map_batches hands it) or a dict of numpy arrays.
+        A Table comes back as the same Table with the two columns appended, typed
+        (string, or list of string), so that every block has the same schema even when
+        one holds no error or no output at all (Parquet files of one job must agree)."""
+        table = not isinstance(batch, dict)
+        names = batch.column_names if table else list(batch)
+        if self.column not in names:
+            raise KeyError(f"tensorvm.ray: the batch has no column {self.column!r} (columns: {sorted(names)})")
+        cells = _cells(batch.column(self.column)) if table else list(batch[self.column])
         outputs: list = [None] * len(cells)
         errors: list = [None] * len(cells)
         if self.verb == "transcribe":
             self._transcribe(cells, outputs, errors)
         else:
             self._text(cells, outputs, errors)
+        if table:
+            import pyarrow as pa
+
+            out_type = pa.string() if self.per_row == 1 else pa.list_(pa.string())
+            batch = batch.append_column(self.output_column, pa.array(outputs, type=out_type))
+            return batch.append_column(self.error_column, pa.array(errors, type=pa.string()))
         out = dict(batch)
         out[self.output_column] = _object_column(outputs)
         out[self.error_column] = _object_column(errors)
@@ -178,6 +191,19 @@ def _per_row(fn, indices: list, errors: list) -> list:
     return out
 
 
+def _cells(column) -> list:
+    """A pyarrow column's values: Python objects, or numpy arrays for Ray's tensor columns
+    (audio clips), whose extension arrays convert themselves."""
+    import pyarrow as pa
+
+    if not isinstance(column.type, pa.ExtensionType):
+        return column.to_pylist()
+    out = []
+    for chunk in column.chunks:
+        out.extend(chunk.to_numpy(zero_copy_only=False))
+    return out
+
+
 def _object_column(values: list):
     import numpy as np
 
@@ -217,7 +243,7 @@ def map_batches(dataset, program, *, verb: str = "translate", column: str = "tex
         # other way to bound max_restarts / max_task_retries (its default retries forever)
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
         return dataset.map_batches(
-            batches_class or ProgramBatches, batch_size=batch_size, batch_format="numpy", compute=compute,
+            batches_class or ProgramBatches, batch_size=batch_size, batch_format="pyarrow", compute=compute,
             fn_constructor_kwargs=dict(program=str(program), verb=verb, column=column, output_column=output_column,
                                        error_column=error_column, generate_options=generate_options,
                                        intra_op_threads=intra_op_threads),

@@ -546,18 +546,27 @@ def tiny_words_sentences(n: int, seed: int, max_words: int = 8) -> list[str]:
 
 def trained_tiny_marian_with_tokenizer(out: Path) -> Path:
     """A copy of the committed trained tiny Marian with a MarianTokenizer whose pieces are
-    TINY_MARIAN_WORDS: a sentencepiece word model (each word one piece "▁word"), vocab.json
-    mapping the 37 words to ids 2..38 (</s> 0, <unk> 1, <pad> 39, as the checkpoint has).
-    Any other word encodes as <unk>."""
+    TINY_MARIAN_WORDS (marian_with_word_tokenizer)."""
+    from hf_reference import checkpoint_dir
+
+    return marian_with_word_tokenizer(checkpoint_dir("tiny-marian"), out)
+
+
+def marian_with_word_tokenizer(checkpoint: Path, out: Path) -> Path:
+    """A copy of a Marian checkpoint with a MarianTokenizer whose pieces are TINY_MARIAN_WORDS:
+    a sentencepiece word model (each word one piece "▁word"), vocab.json mapping the 37
+    words to ids 2..38, </s> 0, <unk> 1, <pad> the config's pad id (39 in the trained tiny
+    Marian, whose content tokens these are) and, in a larger vocabulary, every other id a
+    placeholder piece "▁t<id>" (decoded as its text; no text encodes to it). Any other word
+    encodes as <unk>."""
     import shutil
 
     import sentencepiece as spm
     from transformers import MarianTokenizer
 
-    from hf_reference import checkpoint_dir
-
     out = Path(out)
-    shutil.copytree(checkpoint_dir("tiny-marian"), out)
+    shutil.copytree(checkpoint, out)
+    config = json.loads((out / "config.json").read_text())
     work = out / "_spm"
     work.mkdir()
     spm.SentencePieceTrainer.train(
@@ -566,8 +575,12 @@ def trained_tiny_marian_with_tokenizer(out: Path) -> Path:
         num_threads=1, minloglevel=2, bos_id=-1, eos_id=0, unk_id=1, pad_id=-1, eos_piece="</s>",
         unk_piece="<unk>", hard_vocab_limit=False)
     vocab = {"</s>": 0, "<unk>": 1, **{"▁" + w: 2 + i for i, w in enumerate(TINY_MARIAN_WORDS)}}
-    vocab["<pad>"] = len(vocab)
-    assert len(vocab) == 40, len(vocab)
+    pad = config["pad_token_id"]
+    for i in range(len(vocab), config["vocab_size"]):
+        if i != pad:
+            vocab[f"▁t{i}"] = i
+    vocab["<pad>"] = pad
+    assert sorted(vocab.values()) == list(range(config["vocab_size"])), "the vocabulary must name every id once"
     (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     model = str(work / "words.model")
     MarianTokenizer(model, model, str(work / "vocab.json"), source_lang="en", target_lang="fr").save_pretrained(out)
