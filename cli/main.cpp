@@ -82,7 +82,7 @@ int run(int argc, char** argv, const ProgramSource& source) {
       vm::fail("--timestamps [--format F] goes with Whisper's transcribe");
     req.args.emplace("return_timestamps", "true");
   }
-  if (name == "transcribe" && c.text.timestamps) {  // long-form: audio longer than a window
+  if (name == "transcribe" && !c.stream && !c.profile) {  // long-form: audio longer than a window
     const auto t0 = std::chrono::steady_clock::now();
     if (const std::optional<vm::Value> tokens = run_long_transcribe(runner, c.text, req, stdout_print())) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

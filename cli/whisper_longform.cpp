@@ -23,6 +23,7 @@ constexpr int64_t kInputStride = 2;  // conv1 stride x conv2 stride: frames per 
 struct WhisperMeta {
   int64_t timestamp_begin = 0, eos = 0, pad = 0, window = 0, max_target = 0, vocab = 0, start = 0;
   std::optional<int64_t> prev_sot, max_new_tokens;
+  bool prev_sot_configured = false;  // the generation config's, not suppress_tokens' second last
   int64_t max_length = 20, num_beams = 1;
 };
 
@@ -42,7 +43,10 @@ WhisperMeta read_meta(const ProgramRunner& program) {
   m.max_target = field("max_position_embeddings");
   m.vocab = field("vocab_size");
   m.start = field("decoder_start_token_id");
-  if (j.contains("prev_sot_token_id") && j["prev_sot_token_id"].is_number_integer()) m.prev_sot = j["prev_sot_token_id"];
+  if (j.contains("prev_sot_token_id") && j["prev_sot_token_id"].is_number_integer()) {
+    m.prev_sot = j["prev_sot_token_id"];
+    m.prev_sot_configured = true;
+  }
   const auto& g = j.contains("generation") ? j["generation"] : nlohmann::json();
   if (g.is_object()) {
     if (g.contains("max_new_tokens") && g["max_new_tokens"].is_number_integer()) m.max_new_tokens = g["max_new_tokens"];
@@ -288,7 +292,8 @@ std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const 
   if (!o.prompt_ids.empty() && !o.all_segments) {
     WhisperSegment p;
     p.tokens = o.prompt_ids;
-    if (m.prev_sot && p.tokens.front() == *m.prev_sot) p.tokens.erase(p.tokens.begin());
+    // transformers' _prepare_segments drops the configured <|startofprev|> only
+    if (m.prev_sot_configured && p.tokens.front() == *m.prev_sot) p.tokens.erase(p.tokens.begin());
     segments.push_back(std::move(p));
   }
   const size_t first_real = segments.size();
@@ -398,7 +403,12 @@ std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const 
 
 std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const TextOptions& text,
                                              RunRequest& request, const Print& print) {
-  if (!text.timestamps || !program.functions.count("transcribe")) return std::nullopt;
+  if (!program.functions.count("transcribe")) return std::nullopt;
+  const bool stamps = text.timestamps;
+  // without --timestamps: long audio only, and not when --arg return_timestamps says otherwise
+  if (!stamps && (request.args.count("return_timestamps") || !nlohmann::json::parse(program.meta_json, nullptr, false)
+                                                                   .contains("no_timestamps_token_id")))
+    return std::nullopt;
   LongFormOptions o;
   bool given = false;
   for (auto it = request.args.begin(); it != request.args.end();) {
@@ -431,18 +441,21 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
       vm::fail("transcribe (long-form): decoder_input_ids must be i64 [1, n], got {}", t.describe());
     ids.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
   }
-  const std::string format = text.format.empty() ? "text" : text.format;
+  // with --timestamps, each window's segments as it finishes (json: one object at the end);
+  // without, the transcript of all segments as one line, as transcribe prints a clip
+  const std::string format = !stamps ? "" : text.format.empty() ? "text" : text.format;
   size_t printed = 0;
-  if (format != "json") print(segments_header(format));
+  if (stamps && format != "json") print(segments_header(format));
   const std::vector<WhisperSegment> all = transcribe_long(
       program, audio.as_tensor(), text.language, text.task, ids, o, [&](const LongFormWindow& w) {
-        if (format == "json" || w.segments.empty()) return;
+        if (!stamps || format == "json" || w.segments.empty()) return;
         print(format_segment_lines(w.segments, format, printed + 1));
         printed += w.segments.size();
       });
   if (format == "json") print(format_segments(all, "json"));
   std::vector<int64_t> tokens;
   for (const WhisperSegment& s : all) tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  if (!stamps) print(segment_decoder(program.dir)(tokens) + "\n");
   return vm::Value(ids_row(tokens));
 }
 

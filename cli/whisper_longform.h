@@ -87,10 +87,12 @@ std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const 
 // to (level 6, as Python's zlib.compress). Fails when this build has no zlib.
 double compression_ratio(const std::vector<int64_t>& tokens, int64_t vocab_size);
 
-// tensorvm-run / tensorvm run `transcribe --audio F --timestamps`, when the audio is longer
+// tensorvm-run / tensorvm run `transcribe --audio F [--timestamps]`, when the audio is longer
 // than a window or --arg gives a long-form option (LongFormOptions::parse, taken out of
-// request.args): prints each window's segments as it finishes (text, srt, vtt; json: one
-// object at the end) and returns the tokens of all segments, [1, n] (what --outputs saves).
+// request.args): with --timestamps, prints each window's segments as it finishes (text, srt,
+// vtt; json: one object at the end); without, the transcript of all segments as one line
+// (not when --arg return_timestamps is given: then transcribe runs as before, the audio cut
+// to one window). Returns the tokens of all segments, [1, n] (what --outputs saves).
 // Nothing (nullopt), and nothing printed, otherwise: transcribe runs as a function.
 std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const TextOptions& text,
                                              RunRequest& request, const Print& print);

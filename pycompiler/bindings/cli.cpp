@@ -273,17 +273,19 @@ void bind_cli(py::module_& m) {
   m.def(
       "run_long_transcribe",
       [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const std::string& wav,
-         const std::string& decoder_ids, const std::map<std::string, std::string>& args, const std::string& language,
-         const std::string& task, const std::string& format, const py::object& write, int threads,
+         const std::string& inputs, const std::string& decoder_ids, const std::map<std::string, std::string>& args,
+         const std::string& language,
+         const std::string& task, bool timestamps, const std::string& format, const py::object& write, int threads,
          uint64_t max_instructions) -> py::object {
         cli::RunRequest r;
         r.wav_path = wav;
+        r.inputs_path = inputs;
         r.decoder_ids_text = decoder_ids;
         r.args = args;
         cli::TextOptions text;
         text.language = language;
         text.task = task;
-        text.timestamps = true;
+        text.timestamps = timestamps;
         text.format = format;
         const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions);
         std::optional<vm::Value> tokens;
@@ -293,10 +295,11 @@ void bind_cli(py::module_& m) {
         }
         return tokens ? from_value(*tokens) : py::none();
       },
-      py::arg("program"), py::arg("dir"), py::arg("wav"), py::arg("decoder_ids") = "",
+      py::arg("program"), py::arg("dir"), py::arg("wav"), py::arg("inputs") = "", py::arg("decoder_ids") = "",
       py::arg("args") = std::map<std::string, std::string>{}, py::arg("language") = "", py::arg("task") = "",
-      py::arg("format") = "", py::arg("write") = py::none(), py::arg("threads") = 1, py::arg("max_instructions") = 0,
-      "tensorvm-run's transcribe --timestamps on long audio (cli/whisper_longform.h run_long_transcribe): the "
+      py::arg("timestamps") = true, py::arg("format") = "", py::arg("write") = py::none(), py::arg("threads") = 1,
+      py::arg("max_instructions") = 0,
+      "tensorvm-run's transcribe [--timestamps] on long audio (cli/whisper_longform.h run_long_transcribe): the "
       "segments written as they come; the tokens [1, n], or None when the audio fits one window and no long-form "
       "option is given (then transcribe runs as a function).");
   m.attr("has_audio") = io::has_audio_library();
