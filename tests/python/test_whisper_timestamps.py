@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 import sys
 import wave
@@ -33,15 +32,11 @@ PHRASES = ["The quick brown fox jumps over the lazy dog.", "Bonjour, je voudrais
 
 
 def _speech(text: str, path: Path) -> np.ndarray:
-    """`text` spoken by espeak-ng, as 16 kHz f32 samples (espeak-ng writes 22050 Hz: linear
-    interpolation here, the same samples for both sides)."""
-    if shutil.which("espeak-ng") is None:
+    """`text` spoken by espeak-ng, as 16 kHz f32 samples (tf.espeak_speech)."""
+    audio = tf.espeak_speech(text, path)
+    if audio is None:
         pytest.skip("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
-    subprocess.run(["espeak-ng", "-w", str(path), "-s", "170", text], check=True, capture_output=True)
-    with wave.open(str(path)) as w:
-        rate, pcm = w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), "<i2")
-    t = np.arange(int(len(pcm) * 16000 / rate)) / 16000
-    return np.interp(t, np.arange(len(pcm)) / rate, pcm.astype(np.float64) / 32768).astype(np.float32)
+    return audio
 
 
 def _write_wav(path, audio):
