@@ -373,13 +373,7 @@ std::function<std::string(const std::vector<int64_t>&)> segment_decoder(const st
 
 void print_segments(const ProgramRunner& program, const vm::Value& sequences, const std::string& format,
                     const Print& print) {
-  const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
-  auto field = [&](const char* name) -> int64_t {
-    if (!meta.is_object() || !meta.contains(name) || !meta[name].is_number_integer())
-      vm::fail("transcribe --timestamps: the program's meta.json has no {} (not a Whisper program with timestamps; "
-               "import it again)", name);
-    return meta[name].get<int64_t>();
-  };
+  auto field = [&](const char* name) { return whisper_meta_int(program.meta_json, name, "transcribe --timestamps"); };
   const int64_t begin = field("no_timestamps_token_id") + 1, eos = field("eos_token_id");
   const int64_t window = field("max_source_positions");
   if (!sequences.is_tensor() || sequences.as_tensor().dtype() != vm::DType::i64 || sequences.as_tensor().ndim() != 2)

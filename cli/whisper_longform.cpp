@@ -29,12 +29,7 @@ struct WhisperMeta {
 
 WhisperMeta read_meta(const ProgramRunner& program) {
   const auto j = nlohmann::json::parse(program.meta_json, nullptr, false);
-  auto field = [&](const char* name) -> int64_t {
-    if (!j.is_object() || !j.contains(name) || !j[name].is_number_integer())
-      vm::fail("transcribe (long-form): the program's meta.json has no {} (not a Whisper program with timestamps; "
-               "import it again)", name);
-    return j[name].get<int64_t>();
-  };
+  auto field = [&](const char* name) { return whisper_meta_int(program.meta_json, name, "transcribe (long-form)"); };
   WhisperMeta m;
   m.timestamp_begin = field("no_timestamps_token_id") + 1;
   m.eos = field("eos_token_id");
@@ -202,6 +197,8 @@ bool LongFormOptions::parse(const std::string& name, const std::string& value) {
     all_segments = value == "all-segments";
   } else if (name == "seed") {
     seed = integer();
+  } else if (name == "long_form") {
+    long_form = flag();
   } else if (name == "max_length") {
     max_length = integer();
   } else {
@@ -405,10 +402,6 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
                                              RunRequest& request, const Print& print) {
   if (!program.functions.count("transcribe")) return std::nullopt;
   const bool stamps = text.timestamps;
-  // without --timestamps: long audio only, and not when --arg return_timestamps says otherwise
-  if (!stamps && (request.args.count("return_timestamps") || !nlohmann::json::parse(program.meta_json, nullptr, false)
-                                                                   .contains("no_timestamps_token_id")))
-    return std::nullopt;
   LongFormOptions o;
   bool given = false;
   for (auto it = request.args.begin(); it != request.args.end();) {
@@ -421,7 +414,8 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
   }
   const ProgramRunner::Params& fn = program.functions.at("transcribe");
   check_text_options(program, text, "transcribe", request.decoder_ids_text);
-  const std::vector<vm::Value> inputs = build_inputs("transcribe", fn.names, fn.types, program.meta_json, request);
+  RunRequest consumed = request;  // build_inputs takes the --arg it reads; a plain run reads them again
+  const std::vector<vm::Value> inputs = build_inputs("transcribe", fn.names, fn.types, program.meta_json, consumed);
   auto input = [&](const char* name) {
     const auto it = std::find(fn.names.begin(), fn.names.end(), name);
     return it == fn.names.end() ? vm::Value::none() : inputs[size_t(it - fn.names.begin())];
@@ -429,7 +423,8 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
   const vm::Value audio = input("audio");
   if (!audio.is_tensor() || audio.as_tensor().ndim() != 2)
     vm::fail("transcribe: audio must be f32 [batch, samples], got {}", audio.describe());
-  if (!given && !is_long_audio(program, audio.as_tensor().size(1))) return std::nullopt;
+  if (o.long_form == false || (!given && !(stamps && is_long_audio(program, audio.as_tensor().size(1)))))
+    return std::nullopt;
   if (audio.as_tensor().size(0) != 1)
     vm::fail("transcribe (long-form): one clip at a time, got {} rows of audio", audio.as_tensor().size(0));
   if (!input("max_new_tokens").is_none()) o.max_new_tokens = input("max_new_tokens").as_int();

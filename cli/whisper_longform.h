@@ -42,6 +42,10 @@ struct LongFormOptions {
   std::vector<int64_t> prompt_ids;
   bool all_segments = false;  // prompt_condition_type "all-segments" (else "first-segment")
   int64_t seed = 0;  // sampling: attempt k of the call draws with seed + k
+  // long_form=1: the window loop whatever the audio's length and --timestamps; 0: never (the
+  // transcribe function, the audio cut to one window). Unset: the loop for audio longer than
+  // a window with --timestamps, or when another option here is given.
+  std::optional<bool> long_form;
   // Takes --arg NAME=VALUE when NAME is one of the options above (temperature and
   // prompt_ids: numbers separated by commas or spaces); false otherwise.
   bool parse(const std::string& name, const std::string& value);
@@ -87,13 +91,13 @@ std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const 
 // to (level 6, as Python's zlib.compress). Fails when this build has no zlib.
 double compression_ratio(const std::vector<int64_t>& tokens, int64_t vocab_size);
 
-// tensorvm-run / tensorvm run `transcribe --audio F [--timestamps]`, when the audio is longer
-// than a window or --arg gives a long-form option (LongFormOptions::parse, taken out of
-// request.args): with --timestamps, prints each window's segments as it finishes (text, srt,
-// vtt; json: one object at the end); without, the transcript of all segments as one line
-// (not when --arg return_timestamps is given: then transcribe runs as before, the audio cut
-// to one window). Returns the tokens of all segments, [1, n] (what --outputs saves).
-// Nothing (nullopt), and nothing printed, otherwise: transcribe runs as a function.
+// tensorvm-run / tensorvm run `transcribe --audio F [--timestamps]` in windows: with
+// --timestamps when the audio is longer than a window, or when --arg gives a long-form option
+// (LongFormOptions::parse, taken out of request.args; long_form=0 never). With --timestamps,
+// prints each window's segments as it finishes (text, srt, vtt; json: one object at the end);
+// without, the transcript of all segments as one line. Returns the tokens of all segments,
+// [1, n] (what --outputs saves). Nothing (nullopt), and nothing printed, otherwise: transcribe
+// runs as a function, the audio cut to one window, as before.
 std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const TextOptions& text,
                                              RunRequest& request, const Print& print);
 

@@ -76,6 +76,14 @@ std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, in
   return window_segments(gen, timestamp_begin, 2 * window_positions, 0.0).segments;
 }
 
+int64_t whisper_meta_int(const std::string& meta_json, const char* name, const char* who) {
+  const auto meta = nlohmann::json::parse(meta_json, nullptr, false);
+  if (!meta.is_object() || !meta.contains(name) || !meta[name].is_number_integer())
+    vm::fail("{}: the program's meta.json has no {} (not a Whisper program with timestamps; import it again)", who,
+             name);
+  return meta[name].get<int64_t>();
+}
+
 bool is_segment_format(const std::string& format) {
   return format == "text" || format == "srt" || format == "vtt" || format == "json";
 }

@@ -43,6 +43,11 @@ struct WindowCut {
 WindowCut window_segments(const std::vector<int64_t>& gen, int64_t timestamp_begin, int64_t seek_num_frames,
                           double time_offset);
 
+// An integer field of a Whisper program's meta.json (`meta_json`: its text), or a failure
+// naming `who` (the command) and the field: the program is no Whisper program with
+// timestamps, or was imported before the field existed.
+int64_t whisper_meta_int(const std::string& meta_json, const char* name, const char* who);
+
 // "text": "[00:00:00.120 --> 00:00:14.980] text" lines; "srt" and "vtt" subtitles;
 // "json": {"segments": [{"start", "end", "text", "tokens"}]}. One call per row (a
 // JSON object per line for "json"). Fails on another format.

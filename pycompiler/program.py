@@ -237,9 +237,10 @@ class Program:
         return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
 
     def transcribe(self, audio, language=None, task=None, decoder_input_ids=None, max_new_tokens=None,
-                   num_beams=None, return_timestamps=None, *, condition_on_prev_tokens=None, temperature=None,
+                   num_beams=None, return_timestamps=False, *, condition_on_prev_tokens=None, temperature=None,
                    compression_ratio_threshold=None, logprob_threshold=None, no_speech_threshold=None,
-                   prompt_ids=None, prompt_condition_type=None, max_length=None, seed=None, on_window=None) -> list:
+                   prompt_ids=None, prompt_condition_type=None, max_length=None, seed=None, long_form=None,
+                   on_window=None) -> list:
         """Audio in, texts out for a Whisper program: `audio` is 16 kHz f32 samples, one clip
         (1-D), a batch [batch, samples] or a list of clips (padded with zeros to the longest,
         which changes nothing: each is padded or cut to 30 s). `language` ("fr", "french")
@@ -257,17 +258,18 @@ class Program:
         {"start", "end" (seconds), "text", "tokens"}, cut as transformers' generate cuts
         one 30-s window (cli/whisper_segments.h, the parser tensorvm-run --timestamps uses).
 
-        Long-form (docs/whisper.md): a clip longer than one window (30 s) is transcribed in
-        sequential windows as WhisperForConditionalGeneration.generate does it
-        (cli/whisper_longform.h, the loop tensorvm-run runs), each clip on its own (a
-        list keeps each clip's length; the rows of a 2-D array are whole clips). With
-        return_timestamps=True its segments have times over the whole recording; left
-        None, the text of all its segments; False keeps the old cut to the first 30 s.
-        The long-form options (condition_on_prev_tokens, temperature: a float or the
-        fallback tuple, compression_ratio_threshold, logprob_threshold,
-        no_speech_threshold, prompt_ids, prompt_condition_type, max_length, seed) take
-        transformers' meanings; given with return_timestamps=True they run the window loop
-        on short clips too (as transformers does). on_window(dict) is called as each window
+        Long-form (docs/whisper.md): with return_timestamps=True, a clip longer than one
+        window (30 s) is transcribed in sequential windows as
+        WhisperForConditionalGeneration.generate does it (cli/whisper_longform.h, the loop
+        tensorvm-run runs), each clip on its own (a list keeps each clip's length; the rows
+        of a 2-D array are whole clips), its segments timed over the whole recording. The
+        long-form options (condition_on_prev_tokens, temperature: a float or the fallback
+        tuple, compression_ratio_threshold, logprob_threshold, no_speech_threshold,
+        prompt_ids, prompt_condition_type, max_length, seed, long_form=True) take
+        transformers' meanings and run the window loop on any clip (as transformers'
+        generate with timestamps does on short ones); without return_timestamps, each clip
+        then gives the text of all its segments. long_form=False: never (each clip cut to
+        one window, as without options and timestamps). on_window(dict) is called as each window
         finishes, with "clip" (its index), "segments" (times absolute, texts decoded),
         "seek", "frames", "next_seek", "prompt", "attempts" (each decoding: temperature,
         tokens, compression_ratio, avg_logprob, needs_fallback), "no_speech_prob" and
@@ -293,14 +295,16 @@ class Program:
                                      logprob_threshold=logprob_threshold, no_speech_threshold=no_speech_threshold,
                                      prompt_ids=prompt_ids, prompt_condition_type=prompt_condition_type,
                                      max_length=max_length, seed=seed)
-        window = 2 * int(self.meta.get("max_source_positions", 0)) * 160
-        long = any(len(c) // 160 > window // 160 for c in clips)
-        if (long and return_timestamps is not False) or (options and return_timestamps):
+        frames = 2 * int(self.meta.get("max_source_positions", 0))
+        long = return_timestamps and any(len(c) // 160 > frames for c in clips)
+        if long_form is not False and (long or options or long_form):
             return self._transcribe_long(clips, language, task, decoder_input_ids, max_new_tokens, num_beams,
                                          bool(return_timestamps), options, on_window)
-        if options or on_window is not None:
-            raise ValueError("transcribe: the long-form options and on_window go with audio longer than 30 s or "
-                             "return_timestamps=True")
+        if options:
+            raise ValueError(f"transcribe: long_form=False takes no long-form options (got {', '.join(options)})")
+        if on_window is not None:
+            raise ValueError("transcribe: on_window goes with the window loop (a clip longer than a window with "
+                             "return_timestamps=True, or long_form=True)")
         tok = self.tokenizer
         table = "prompt" in (self.meta.get("tokenizer") or {})
         if language is not None or task is not None or (decoder_input_ids is None and table):

@@ -28,7 +28,7 @@ from tensorvm import _C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import text_fixtures as tf  # noqa: E402
-from pyc_helpers import requires_vm, tensorvm_run_tool  # noqa: E402
+from pyc_helpers import both_command_lines, requires_vm, tensorvm_run_tool  # noqa: E402
 
 pytestmark = [requires_vm, pytest.mark.skipif(not getattr(_C, "has_text", False),
                                               reason="tensorvm built without the text library")]
@@ -234,14 +234,19 @@ def test_edges(small):
 
 
 def test_text_without_timestamps(small):
-    """return_timestamps left None: a long clip's text is its segments' (as transformers'
-    sequences decoded); False keeps the first window only."""
+    """long_form=True without timestamps: a long clip's text is its segments' (as transformers'
+    sequences decoded); left out, the clip is cut to its first window as before; long_form=False
+    keeps the cut with timestamps too."""
     prog, model, audio, _ = small
     segs = prog.transcribe(audio, language="en", max_new_tokens=10, return_timestamps=True)[0]
-    text = prog.transcribe(audio, language="en", max_new_tokens=10)[0]
+    text = prog.transcribe(audio, language="en", max_new_tokens=10, long_form=True)[0]
     assert text == prog.tokenizer.decode([t for s in segs for t in s["tokens"]], True)
-    cut = prog.transcribe(audio, language="en", max_new_tokens=10, return_timestamps=False)[0]
+    cut = prog.transcribe(audio, language="en", max_new_tokens=10)[0]
     assert cut == prog.transcribe(audio[:128 * 160], language="en", max_new_tokens=10)[0]
+    one = prog.transcribe(audio, language="en", max_new_tokens=10, return_timestamps=True, long_form=False)[0]
+    assert one == prog.transcribe(audio[:128 * 160], language="en", max_new_tokens=10, return_timestamps=True)[0]
+    with pytest.raises(ValueError, match="on_window goes with the window loop"):
+        prog.transcribe(audio[:1000], return_timestamps=True, on_window=print)
 
 
 def _write_wav(path, audio):
@@ -256,24 +261,17 @@ def test_cli_long_form(small, tmp_path, capsys):
     of every window (srt numbered across windows, one WebVTT header), the same bytes from both;
     the json segments are Program.transcribe's; long-form --arg options reach the loop;
     without --timestamps the transcript is one line; --outputs saves the segments' tokens."""
-    from tensorvm.pycompiler.cli import main
-
     prog, model, audio, _ = small
     wav = tmp_path / "long.wav"
     pcm = _write_wav(wav, audio)
     want = prog.transcribe(pcm, language="en", max_new_tokens=10, return_timestamps=True, temperature=(0.0, 0.0),
                            logprob_threshold=-0.4)[0]
     printed = {}
-    for fmt in ("json", "srt", "vtt", "text", None):
+    for fmt in ("json", "srt", "vtt", "text", None):  # None: no --timestamps, the transcript
         argv = ["transcribe", "--audio", str(wav), "--language", "en", "--arg", "max_new_tokens=10", "--arg",
                 "temperature=0,0", "--arg", "logprob_threshold=-0.4"]
         argv += ["--timestamps", "--format", fmt] if fmt else []
-        res = subprocess.run([tensorvm_run_tool(), str(prog.path), *argv], capture_output=True, timeout=300)
-        assert res.returncode == 0, res.stderr.decode()
-        capsys.readouterr()
-        assert main(["run", str(prog.path), *argv]) == 0
-        assert capsys.readouterr().out.encode() == res.stdout
-        printed[fmt] = res.stdout.decode()
+        printed[fmt] = both_command_lines(prog.path, argv, capsys)
     segs = json.loads(printed["json"])["segments"]
     assert [(s["start"], s["end"], s["tokens"], s["text"]) for s in segs] == \
         [(s["start"], s["end"], s["tokens"], s["text"]) for s in want]
@@ -286,6 +284,9 @@ def test_cli_long_form(small, tmp_path, capsys):
     plain = prog.transcribe(pcm, language="en", max_new_tokens=10, return_timestamps=True)[0]
     with np.load(out) as z:
         assert z["arr_0"].tolist() == [[t for s in plain for t in s["tokens"]]]
+    cut = subprocess.run([tensorvm_run_tool(), str(prog.path), "transcribe", "--audio", str(wav), "--language", "en",
+                          "--arg", "max_new_tokens=10"], capture_output=True, text=True, timeout=300, check=True)
+    assert cut.stdout == prog.transcribe(pcm, language="en", max_new_tokens=10)[0] + "\n"  # no --timestamps: as before
     bad = subprocess.run([tensorvm_run_tool(), str(prog.path), "transcribe", "--audio", str(wav), "--timestamps",
                           "--arg", "temperature=hot"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "--arg temperature=hot: hot is not a number" in bad.stderr

@@ -22,7 +22,7 @@ from tensorvm import _C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import text_fixtures as tf  # noqa: E402
-from pyc_helpers import requires_vm, tensorvm_run_tool  # noqa: E402
+from pyc_helpers import both_command_lines, requires_vm, tensorvm_run_tool  # noqa: E402
 
 pytestmark = [requires_vm, pytest.mark.skipif(not getattr(_C, "has_text", False),
                                               reason="tensorvm built without the text library")]
@@ -214,12 +214,7 @@ def test_cli_timestamps(stamped, tmp_path, capsys):
     for fmt in ("json", "text", "srt", "vtt"):
         argv = ["transcribe", "--audio", str(wav), "--language", "en", "--timestamps", "--format", fmt, "--arg",
                 "max_new_tokens=14"]
-        res = subprocess.run([tensorvm_run_tool(), str(prog.path), *argv], capture_output=True, timeout=300)
-        assert res.returncode == 0, res.stderr.decode()
-        capsys.readouterr()
-        assert main(["run", str(prog.path), *argv]) == 0
-        assert capsys.readouterr().out.encode() == res.stdout
-        printed[fmt] = res.stdout.decode()
+        printed[fmt] = both_command_lines(prog.path, argv, capsys)
     segs = json.loads(printed["json"])["segments"]
     assert [(s["start"], s["end"], s["tokens"]) for s in segs] == want_segs[0]
     assert [s["text"] for s in segs] == [hf.decode(t, skip_special_tokens=True) for _, _, t in want_segs[0]]
