@@ -233,6 +233,24 @@ def test_edges(small):
         prog.transcribe(audio, language="en", max_new_tokens=38, return_timestamps=True, condition_on_prev_tokens=True)
 
 
+def test_windows_without_timestamp_pairs(tmp_path):
+    """Timestamps lowered (bias_timestamps with a negative strength): the model writes the
+    one timestamp the rule forces first, then text only: no pair, so each window is one
+    segment to its end (or its last timestamp) and the next starts a window later; an empty
+    clip and a 100-sample one go through the loop too."""
+    prog, model = _program(tmp_path, "lowered", 64, dict(strength=-8.0, slope=0.0))
+    audio = _speech(tmp_path, 1)[:64000]
+    windows = []
+    kw = dict(language="en", max_new_tokens=12)
+    assert _ours(prog, audio, windows, **kw) == _hf(model, audio, **kw)
+    whole = [w for w in windows if len(w["segments"]) == 1 and w["next_seek"] - w["seek"] == w["frames"]]
+    assert len(whole) >= 2
+    for clip in (np.zeros(0, np.float32), audio[:100]):
+        segs = prog.transcribe(clip, long_form=True, return_timestamps=True, **kw)[0]
+        assert segs == prog.transcribe(clip, temperature=0.0, return_timestamps=True, **kw)[0]
+        assert len(segs) == 1 and segs[0]["start"] == 0.0  # one window, one segment
+
+
 def test_text_without_timestamps(small):
     """long_form=True without timestamps: a long clip's text is its segments' (as transformers'
     sequences decoded); left out, the clip is cut to its first window as before; long_form=False
