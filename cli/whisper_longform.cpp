@@ -232,7 +232,7 @@ bool is_long_audio(const ProgramRunner& program, int64_t samples) {
   return samples / 160 > kInputStride * j["max_source_positions"].get<int64_t>();
 }
 
-std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const vm::Tensor& audio_in,
+std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, vm::Tensor audio_in,
                                             const std::string& language, const std::string& task,
                                             const std::vector<int64_t>& decoder_input_ids,
                                             const LongFormOptions& o,
@@ -251,14 +251,18 @@ std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const 
   // long-form input: WhisperFeatureExtractor(truncation=False, padding="longest")); else
   // of the audio padded or cut to the window (the extractor's default, short-form input).
   vm::Tensor features;
-  {
+  if (is_long_audio(program, samples) && audio_in.is_contiguous()) {  // as it is: no copy of hours of samples
+    const vm::Tensor audio = audio_in.ndim() == 2 ? audio_in : audio_in.reshape({1, samples});
+    features = program.run_named("log_mel_long", {{"audio", audio}}, vm::EmitCallback()).at(0).as_tensor().contiguous();
+  } else {
     const int64_t n = is_long_audio(program, samples) ? samples : m.window * 160;
     vm::Tensor audio = vm::Tensor::empty(vm::DType::f32, {1, n});
     const vm::Tensor src = audio_in.contiguous();
     std::fill(audio.data<float>(), audio.data<float>() + n, 0.0f);
     std::copy(src.data<float>(), src.data<float>() + std::min(n, samples), audio.data<float>());
     features = program.run_named("log_mel_long", {{"audio", audio}}, vm::EmitCallback()).at(0).as_tensor().contiguous();
-  }  // the audio is no longer held: the features are a quarter of its bytes... per 160 samples, 80 floats
+  }
+  audio_in = vm::Tensor();  // 80 floats per 160 samples from here on: half the samples' bytes
   const int64_t max_frames = features.size(2);
   const auto decode = segment_decoder(program.dir);
 
@@ -415,12 +419,12 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
   const ProgramRunner::Params& fn = program.functions.at("transcribe");
   check_text_options(program, text, "transcribe", request.decoder_ids_text);
   RunRequest consumed = request;  // build_inputs takes the --arg it reads; a plain run reads them again
-  const std::vector<vm::Value> inputs = build_inputs("transcribe", fn.names, fn.types, program.meta_json, consumed);
+  std::vector<vm::Value> inputs = build_inputs("transcribe", fn.names, fn.types, program.meta_json, consumed);
   auto input = [&](const char* name) {
     const auto it = std::find(fn.names.begin(), fn.names.end(), name);
     return it == fn.names.end() ? vm::Value::none() : inputs[size_t(it - fn.names.begin())];
   };
-  const vm::Value audio = input("audio");
+  vm::Value audio = input("audio");
   if (!audio.is_tensor() || audio.as_tensor().ndim() != 2)
     vm::fail("transcribe: audio must be f32 [batch, samples], got {}", audio.describe());
   if (o.long_form == false || (!given && !(stamps && is_long_audio(program, audio.as_tensor().size(1)))))
@@ -441,8 +445,11 @@ std::optional<vm::Value> run_long_transcribe(const ProgramRunner& program, const
   const std::string format = !stamps ? "" : text.format.empty() ? "text" : text.format;
   size_t printed = 0;
   if (stamps && format != "json") print(segments_header(format));
+  vm::Tensor samples = audio.as_tensor();
+  audio = vm::Value::none();
+  inputs.clear();  // the loop holds the samples only until their features exist
   const std::vector<WhisperSegment> all = transcribe_long(
-      program, audio.as_tensor(), text.language, text.task, ids, o, [&](const LongFormWindow& w) {
+      program, std::move(samples), text.language, text.task, ids, o, [&](const LongFormWindow& w) {
         if (!stamps || format == "json" || w.segments.empty()) return;
         print(format_segment_lines(w.segments, format, printed + 1));
         printed += w.segments.size();

@@ -74,13 +74,14 @@ struct LongFormWindow {
 // they exceed one window (transformers' is_shortform is false): the long-form path.
 bool is_long_audio(const ProgramRunner& program, int64_t samples);
 
-// Long-form transcription of one clip: `audio` f32 [samples] or [1, samples] at 16 kHz.
+// Long-form transcription of one clip: `audio` f32 [samples] or [1, samples] at 16 kHz,
+// released once its features are computed (move it in to free the samples during the loop).
 // The prompt: `decoder_input_ids` when given (a final <|notimestamps|> dropped), else
 // built from `language` / `task` as transcribe_prompt builds it, the language detected
 // (detect_language) on the first window's features when none is given. Returns every
 // segment; `on_window` (may be empty) gets each window as it finishes, its segments
 // with their texts: streaming.
-std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, const vm::Tensor& audio,
+std::vector<WhisperSegment> transcribe_long(const ProgramRunner& program, vm::Tensor audio,
                                             const std::string& language, const std::string& task,
                                             const std::vector<int64_t>& decoder_input_ids,
                                             const LongFormOptions& options,
