@@ -1,7 +1,7 @@
 """A draft model merged into its target's program (speculative decoding, docs/generation.md).
 
 import_hf builds the draft as a program of its own, then, before the graph passes:
-every draft function reachable from the roles the search calls is renamed `draft__NAME`
+every draft function reachable from the roles the search calls is renamed `draft_model_NAME`
 (calls, cond / while_loop function arguments), its weights `draft.NAME`, and each of
 the target's stubs (generation/draft.py: `draft_decode_block`, ...) gets a body that
 calls the draft's function of that role; `draft_present` returns True. The stubs keep

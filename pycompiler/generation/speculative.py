@@ -114,7 +114,7 @@ def kept_candidate(probs, q, candidate, generator):
 def residual_draw(probs, q, candidate, generator):
     residual = T.maximum(T.sub(probs, q), 0.0)
     # all zero only where p == q up to rounding (then x was kept but for rounding): draw from p
-    return T.squeeze(T.multinomial(cond(T.gt(T.item(T.sum(residual)), 0.0), _first_of, _second_of, residual, probs),
+    return T.squeeze(T.multinomial(cond(T.gt(T.item(T.sum(residual)), 0.0), pick_first, pick_second, residual, probs),
                                    generator, 1), 1)
 
 
@@ -217,23 +217,23 @@ def draft_start_functions(s, draft):
 def next_k(k, heuristic, offered, kept):
     """transformers' num_assistant_tokens_schedule "heuristic": k + 2 when every candidate
     was accepted, else max(1, k - 1); "constant" keeps k."""
-    grown = cond(T.eq(T.sub(kept, 1), offered), _plus_two, _minus_one, k)
-    return cond(heuristic, _first_of, _second_of, grown, k)
+    grown = cond(T.eq(T.sub(kept, 1), offered), k_plus_two, k_minus_one, k)
+    return cond(heuristic, pick_first, pick_second, grown, k)
 
 
-def _plus_two(k):
+def k_plus_two(k):
     return T.add(k, 2)
 
 
-def _minus_one(k):
+def k_minus_one(k):
     return T.maximum(T.sub(k, 1), 1)
 
 
-def _first_of(a, b):
+def pick_first(a, b):
     return a
 
 
-def _second_of(a, b):
+def pick_second(a, b):
     return b
 
 
@@ -259,7 +259,7 @@ def speculative_search_function(s, draft):
         lookup, ngram, draft_on, heuristic, dmask = rest[len(OPTS):]
         # transformers' cap: the model adds one token after the candidates, within max_length
         room = T.sub(T.sub(o.limit, cur_len), 1)
-        num = T.minimum(cond(draft_on, _first_of, _second_of, k, lookup), room)
+        num = T.minimum(cond(draft_on, pick_first, pick_second, k, lookup), room)
         cand, dcache, dlen, qs = propose(seq, cur_len, num, ngram, o.eos, dcache, dmask, dlen, draft_on, o)
         new, cache, scores, raw = verify(s, pick, cache, seq, cand, mask, cur_len, scores, raw, o, qs)
         kept = T.size(new, 1)
