@@ -129,6 +129,9 @@ def test_refusals(marian_plain, tmp_path):
         tensorvm.import_hf(checkpoint("llama-mha"), tmp_path / "x.tvm", draft_model=checkpoint("llama-gqa2"))
     with pytest.raises(UnsupportedConfig, match="vocab_size|is_encoder_decoder"):
         tensorvm.import_hf(MARIAN, tmp_path / "y.tvm", draft_model=checkpoint("llama-mha"))
+    from tensorvm.pycompiler.draft_merge import check_compatible
+    with pytest.raises(UnsupportedConfig, match="draft model has 64 positions, fewer than the target's 96"):
+        check_compatible({"max_position_embeddings": 96}, {"max_position_embeddings": 64})
 
 
 def test_draft_refusals_at_run_time(tmp_path):
