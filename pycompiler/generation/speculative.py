@@ -41,7 +41,7 @@ from .branches import asked, keep_cache, named, recorded
 
 # speculative_search's inputs after the search values: prompt lookup's N and n-gram size,
 # whether the draft proposes, its k and schedule, and the source (the draft's encoder reads it)
-SPEC_VALUES = ("lookup", "ngram", "draft_on", "k", "heuristic", "source", "source_attention")
+SPEC_VALUES = ("lookup", "ngram", "draft_on", "k", "heuristic", "lookup_source", "source", "source_attention")
 PICK_STATE = ("i", "chosen", "go", "scores", "raw", "logits", "full", "cur_len", "qs")
 LOOP_STATE = ("seq", "unfinished", "cur_len", "cache", "mask", "scores", "raw")
 
@@ -139,12 +139,15 @@ def proposer_functions(s, draft):
     draft model (it first catches up on the row's tokens it has not seen, in one
     decode_block, then proposes greedily one token per pass)."""
     V = s.V
-    args = ("seq", "cur_len", "num", "ngram", "eos", "dcache", "dmask", "dlen", "sample", "generator")
+    args = ("seq", "cur_len", "num", "ngram", "eos", "dcache", "dmask", "dlen", "sample", "generator", "context")
 
     @named(*args)
-    def lookup_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator):
-        found = T.prompt_lookup(T.reshape(seq, [-1]), ngram, num)
-        return _before_first_eos(eos, T.unsqueeze(found, 0)), dcache, dlen, T.zeros([1, 0, V])
+    def lookup_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, context):
+        """`context` [1, m]: the source, searched before the row (prompt_lookup_source), or no tokens."""
+        found = T.unsqueeze(T.prompt_lookup(T.reshape(T.concat(context, seq, dim=1), [-1]), ngram, num), 0)
+        # a source token the decoder's vocabulary lacks ends the candidates, as an end token does
+        found = T.slice(found, 1, 0, T.item(T.sum(T.cast(T.eq(T.cumsum(T.cast(T.ge(found, V), "i64"), 1), 0), "i64"))))
+        return _before_first_eos(eos, found), dcache, dlen, T.zeros([1, 0, V])
 
     @named("logits", "qs", "generator")
     def draft_best(logits, qs, generator):
@@ -172,7 +175,7 @@ def proposer_functions(s, draft):
                 generator)
 
     @named(*args)
-    def draft_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator):
+    def draft_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, context):
         unseen = T.slice(seq, 1, dlen, cur_len)
         logits = T.squeeze(T.slice(draft.decode_block(dcache, unseen, dmask, dlen), 1, -1, None), 1)
         first, qs = cond(sample, draft_drawn, draft_best, logits, T.zeros([1, 0, V]), generator)
@@ -181,17 +184,17 @@ def proposer_functions(s, draft):
         return cand, dcache, T.sub(T.add(cur_len, num), 1), qs
 
     @named(*args, "draft_on")
-    def candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, draft_on):
+    def candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, context, draft_on):
         return cond(draft_on, draft_candidates, lookup_candidates, seq, cur_len, num, ngram, eos, dcache, dmask,
-                    dlen, sample, generator)
+                    dlen, sample, generator, context)
 
     @named(*args, "draft_on")
-    def no_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, draft_on):
+    def no_candidates(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, sample, generator, context, draft_on):
         return T.zeros([1, 0], dtype="i64"), dcache, dlen, T.zeros([1, 0, V])
 
-    def propose(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, draft_on, o):
+    def propose(seq, cur_len, num, ngram, eos, dcache, dmask, dlen, draft_on, context, o):
         return cond(T.gt(num, 0), candidates, no_candidates, seq, cur_len, num, ngram, eos, dcache, dmask, dlen,
-                    o.sample, o.generator, draft_on)
+                    o.sample, o.generator, context, draft_on)
 
     return propose
 
@@ -237,6 +240,16 @@ def pick_second(a, b):
     return b
 
 
+def lookup_context(s, on, source):
+    """What prompt lookup searches before the row: an encoder-decoder's source tokens with
+    prompt_lookup_source=True (its first row: batch 1), else nothing (a decoder-only
+    model's prompt is the row already; transformers searches the decoder row only)."""
+    if s.decoder_only or s.first_input != "input_ids":
+        T.check(T.logical_not(on), checks.LOOKUP_SOURCE_TOKENS)
+        return T.zeros([1, 0], dtype="i64")
+    return cond(on, pick_first, pick_second, T.slice(source, 0, 0, 1), T.zeros([1, 0], dtype="i64"))
+
+
 def speculative_search_function(s, draft):
     """speculative_search(states, mask, prompt, num_beams, num_return, length_penalty,
     early_stopping, *s.opts, *SPEC_VALUES): greedy search or sampling, batch 1, with
@@ -245,7 +258,7 @@ def speculative_search_function(s, draft):
     pick = pick_function(s)
     propose = proposer_functions(s, draft)
     start_draft, no_draft = draft_start_functions(s, draft)
-    CARRIED = ("lookup", "ngram", "draft_on", "heuristic", "dmask")
+    CARRIED = ("lookup", "ngram", "draft_on", "heuristic", "dmask", "context")
 
     @named(*LOOP_STATE, "dcache", "dlen", "k", *OPTS, *CARRIED)
     def spec_continue(seq, unfinished, cur_len, cache, mask, scores, raw, dcache, dlen, k, *rest):
@@ -256,11 +269,11 @@ def speculative_search_function(s, draft):
     def spec_step(seq, unfinished, cur_len, cache, mask, scores, raw, dcache, dlen, k, *rest):
         """Candidates, then one verify pass; the draft's cache cut back to what still agrees."""
         o = P.Options(OPTS, rest[:len(OPTS)])
-        lookup, ngram, draft_on, heuristic, dmask = rest[len(OPTS):]
+        lookup, ngram, draft_on, heuristic, dmask, context = rest[len(OPTS):]
         # transformers' cap: the model adds one token after the candidates, within max_length
         room = T.sub(T.sub(o.limit, cur_len), 1)
         num = T.minimum(cond(draft_on, pick_first, pick_second, k, lookup), room)
-        cand, dcache, dlen, qs = propose(seq, cur_len, num, ngram, o.eos, dcache, dmask, dlen, draft_on, o)
+        cand, dcache, dlen, qs = propose(seq, cur_len, num, ngram, o.eos, dcache, dmask, dlen, draft_on, context, o)
         new, cache, scores, raw = verify(s, pick, cache, seq, cand, mask, cur_len, scores, raw, o, qs)
         kept = T.size(new, 1)
         # the draft saw the row and its candidates up to dlen; what still agrees stays
@@ -279,7 +292,7 @@ def speculative_search_function(s, draft):
         one sequence (batch 1, one beam, one return sequence: transformers' assisted
         generation refuses more)."""
         o = P.Options(OPTS, rest[:len(OPTS)])
-        lookup, ngram, draft_on, k, heuristic, source, source_attention = rest[len(OPTS):]
+        lookup, ngram, draft_on, k, heuristic, lookup_source, source, source_attention = rest[len(OPTS):]
         T.check(T.eq(T.size(prompt, 0), 1), checks.SPECULATIVE_BATCH)
         T.check(T.eq(num_beams, 1), checks.SPECULATIVE_BEAMS)
         T.check(T.eq(num_return, 1), checks.SPECULATIVE_RETURN)
@@ -292,7 +305,7 @@ def speculative_search_function(s, draft):
         scores = T.zeros([0, 1, s.V])
         seq, unfinished, cur_len, cache, mask, scores, raw, *_ = while_loop(
             spec_continue, spec_step, prompt, unfinished, prompt_len, cache, mask, scores, scores, dcache, 0, k,
-            *rest[:len(OPTS)], lookup, ngram, draft_on, heuristic, dmask)
+            *rest[:len(OPTS)], lookup, ngram, draft_on, heuristic, dmask, lookup_context(s, lookup_source, source))
         return seq, None, asked(o.out_scores, scores), asked(o.out_logits, raw)
 
     return speculative_search
