@@ -1,7 +1,7 @@
 """A draft model merged into its target's program (speculative decoding, docs/generation.md).
 
 import_hf builds the draft as a program of its own, then, before the graph passes:
-every draft function reachable from the roles the search calls is renamed `draft__NAME`
+every draft function reachable from the roles the search calls is renamed `draft_model_NAME`
 (calls, cond / while_loop function arguments), its weights `draft.NAME`, and each of
 the target's stubs (generation/draft.py: `draft_decode_block`, ...) gets a body that
 calls the draft's function of that role; `draft_present` returns True. The stubs keep
@@ -29,6 +29,11 @@ def check_compatible(target_meta: dict, draft_meta: dict):
             raise UnsupportedConfig(f"import_hf: the draft model's {key} is {draft_meta.get(key)!r}, the target's "
                                     f"{target_meta.get(key)!r}: a draft must share the target's vocabulary and "
                                     "special tokens")
+    # the draft reads every position the target may reach
+    want, have = target_meta.get("max_position_embeddings"), draft_meta.get("max_position_embeddings")
+    if want is not None and have is not None and have < want:
+        raise UnsupportedConfig(f"import_hf: the draft model has {have} positions, fewer than the target's {want}: "
+                                "it could not read the rows the target generates")
 
 
 def _rename_expr(e, names):

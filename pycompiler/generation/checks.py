@@ -85,3 +85,5 @@ NO_DECODE_BLOCK = ("generate: prompt_lookup_num_tokens and use_draft are not sup
 NO_DRAFT = ("generate: use_draft=True needs a program with a draft model (tensorvm import-hf CKPT --draft int4, or "
             "--draft-model CKPT2)")
 DRAFT_OR_LOOKUP = "generate: use_draft and prompt_lookup_num_tokens are two ways to propose candidates: pick one"
+LOOKUP_SOURCE_TOKENS = ("generate: prompt_lookup_source needs an encoder-decoder whose source is token ids (a "
+                        "decoder-only model's prompt is searched already)")

@@ -6,7 +6,7 @@ importers/draft.py). The search is traced before the draft exists, so it calls t
 stubs, which by default run the target itself (a correct if useless draft) and report
 `draft_present() == False`, so that `use_draft=True` is refused. The importer then
 replaces each stub's body with a call to the draft program's function of the same
-role (merged into the program under the prefix `draft__`, its weights under `draft.`).
+role (merged into the program under the prefix `draft_model_`, its weights under `draft.`).
 
     draft_present() -> bool
     draft_encode(input_ids, attention_mask) -> encoder states     (encoder-decoders)
@@ -20,7 +20,7 @@ from .. import ops as T
 from ..types import ObjectType, Tensor
 
 KVCache = ObjectType("KVCache")
-PREFIX = "draft__"      # the draft program's functions in the merged program
+PREFIX = "draft_model_"  # the draft program's functions in the merged program (no "__": C++ reserves it)
 WEIGHTS = "draft."      # and its weights
 PRESENT = "draft_present"
 

@@ -112,7 +112,8 @@ def _model_states(s, input_ids, attention_mask, batch, limit, prompt_len):
 def _speculation(s, get, draft_present):
     """speculative_search's values (speculative.SPEC_VALUES) but the source: prompt-lookup
     candidates per pass (-1 when off), the longest n-gram looked up, whether the draft
-    proposes, its k, whether k follows the heuristic schedule."""
+    proposes, its k, whether k follows the heuristic schedule, whether prompt lookup also
+    searches the source."""
     default = s.defaults.get("prompt_lookup_num_tokens")
     lookup = T.if_none(get("prompt_lookup_num_tokens"), -1 if default is None else default)
     T.check(T.logical_or(T.eq(lookup, -1), T.gt(lookup, 0)), checks.LOOKUP_POSITIVE)
@@ -127,7 +128,7 @@ def _speculation(s, get, draft_present):
     schedule = T.option_index(T.if_none(get("num_assistant_tokens_schedule"),
                                         s.defaults.get("num_assistant_tokens_schedule") or "constant"),
                               "constant", "heuristic", "heuristic_transient", what="num_assistant_tokens_schedule")
-    return lookup, ngram, draft_on, k, T.gt(schedule, 0)
+    return lookup, ngram, draft_on, k, T.gt(schedule, 0), T.if_none(get("prompt_lookup_source"), False)
 
 
 def generate_function(s, names, sample_search, beam_search, speculative=None):

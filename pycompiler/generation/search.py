@@ -52,6 +52,8 @@ PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batc
 SPECULATION = (
     int_input("prompt_lookup_num_tokens", 1, "prompt-lookup decoding: candidates per verify pass (None: off)", None),
     int_input("max_matching_ngram_size", 1, "prompt-lookup decoding: the longest n-gram looked up", None),
+    bool_input("prompt_lookup_source", "prompt-lookup decoding in an encoder-decoder: also search the source tokens "
+               "(before the decoder row; transformers searches the decoder row only)", False),
     bool_input("use_draft", "speculative decoding with the program's draft model (import-hf --draft / --draft-model)",
                False),
     int_input("num_assistant_tokens", 1, "speculative decoding: the draft's candidates per pass (the first pass's, "

@@ -218,3 +218,28 @@ def test_off_by_default(llama):
     prompt = np.array([[7, 8, 9]], np.int64)
     out = llama.generate(prompt, num_beams=1, max_new_tokens=4, output_scores=True, return_dict_in_generate=True)
     assert np.asarray(out.scores).shape[0] == 4
+
+
+def test_source_lookup_in_encoder_decoders(tmp_path):
+    """prompt_lookup_source=True also searches the source tokens (before the decoder row):
+    the same tokens as plain greedy; with a source vocabulary larger than the decoder's
+    (tiny-sepvocab-gelu: 48 source ids, 36 decoder ids), a source id the decoder lacks ends
+    the candidates instead of reaching its embedding."""
+    root = MARIAN.parent
+    for name, high in (("tiny-marian", 40), ("tiny-sepvocab-gelu", 48)):
+        tensorvm.import_hf(root / name, tmp_path / f"{name}.tvm")
+        prog = tensorvm.load(tmp_path / f"{name}.tvm")
+        rng = np.random.default_rng(4)
+        for _ in range(8):
+            motif = list(rng.integers(2, high, int(rng.integers(1, 4))))
+            ids = np.array([(motif * 6)[: int(rng.integers(1, 13))] + [0]], np.int64)
+            want = np.asarray(prog.generate(ids, num_beams=1, max_new_tokens=12))
+            got = prog.generate(ids, num_beams=1, max_new_tokens=12, prompt_lookup_num_tokens=4,
+                                prompt_lookup_source=True)
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{name} {ids}")
+
+
+def test_source_lookup_is_refused_where_there_is_no_source(llama):
+    with pytest.raises(Exception, match="prompt_lookup_source needs an encoder-decoder"):
+        llama.generate(np.array([[7, 8, 9]], np.int64), num_beams=1, prompt_lookup_num_tokens=3,
+                       prompt_lookup_source=True)

@@ -129,6 +129,9 @@ def test_refusals(marian_plain, tmp_path):
         tensorvm.import_hf(checkpoint("llama-mha"), tmp_path / "x.tvm", draft_model=checkpoint("llama-gqa2"))
     with pytest.raises(UnsupportedConfig, match="vocab_size|is_encoder_decoder"):
         tensorvm.import_hf(MARIAN, tmp_path / "y.tvm", draft_model=checkpoint("llama-mha"))
+    from tensorvm.pycompiler.draft_merge import check_compatible
+    with pytest.raises(UnsupportedConfig, match="draft model has 64 positions, fewer than the target's 96"):
+        check_compatible({"max_position_embeddings": 96}, {"max_position_embeddings": 64})
 
 
 def test_draft_refusals_at_run_time(tmp_path):
@@ -143,3 +146,49 @@ def test_draft_refusals_at_run_time(tmp_path):
     # off by default: plain beam search, the checkpoint's default
     np.testing.assert_array_equal(np.asarray(prog.generate(np.array([[5, 9, 0]], np.int64))),
                                   np.asarray(prog.generate(np.array([[5, 9, 0]], np.int64), use_draft=False)))
+
+
+def test_sampling_keeps_the_target_distribution(tmp_path):
+    """Leviathan et al.'s rule with a draft that differs from the target (llama-mha drafted
+    by llama-mqa, random weights): over 2000 seeds, the first two sampled tokens follow the
+    target's exact distributions (from its forward pass; chi-square), and not the draft's.
+    Prompt lookup's draw-and-compare rule too. Deterministic (seeded), so not flaky."""
+    from scipy.stats import chisquare
+
+    tensorvm.import_hf(checkpoint("llama-mha"), tmp_path / "m.tvm", draft_model=checkpoint("llama-mqa"))
+    prog = tensorvm.load(tmp_path / "m.tvm")
+    prompt, V, eos, n = [5, 17, 9], 83, 2, 2000
+
+    def softmax(logits):
+        e = np.exp(logits.astype(np.float64) - logits.max())
+        return e / e.sum()
+
+    def target(seq):
+        return softmax(prog.run("forward", np.array([seq], np.int64), np.ones((1, len(seq)), np.int64))[0, -1])
+
+    p1 = target(prompt)
+    p2 = np.zeros(V + 1)  # the second token, or V: the row ended with the first
+    for t in range(V):
+        if t == eos:
+            p2[V] += p1[t]
+        else:
+            p2[:V] += p1[t] * target(prompt + [t])
+    cache = prog.run("draft_init_cache", 1, 8)
+    q1 = softmax(prog.run("draft_decode_block", cache, np.array([prompt], np.int64), np.ones((1, 8), np.int64), 0)
+                 [0, -1])
+
+    def chi2(counts, probs):
+        want = probs * n
+        big = want >= 5
+        return chisquare(np.append(counts[big], counts[~big].sum()), np.append(want[big], want[~big].sum())).pvalue
+
+    for kw in (dict(use_draft=True, num_assistant_tokens=2), dict(prompt_lookup_num_tokens=2)):
+        c1, c2 = np.zeros(V), np.zeros(V + 1)
+        for seed in range(n):
+            out = np.asarray(prog.generate(np.array([prompt], np.int64), num_beams=1, do_sample=True, top_k=0, seed=seed,
+                                           max_new_tokens=2, **kw))
+            c1[out[0, 3]] += 1
+            c2[out[0, 4] if out.shape[1] > 4 else V] += 1
+        assert chi2(c1, p1) > 1e-3 and chi2(c2, p2) > 1e-3, kw
+        if "use_draft" in kw:
+            assert chi2(c1, q1) < 1e-6  # the test can tell the draft's distribution from the target's
