@@ -320,6 +320,36 @@ class Program:
         seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
 
+    def stream_segments(self, audio, **transcribe_kwargs):
+        """transcribe(audio, return_timestamps=True, long_form=True, **transcribe_kwargs) as a
+        generator: yields each segment (its dict, with "clip": the clip's index) as soon as the
+        window holding it finishes, while the next window decodes (the loop runs in a thread,
+        the VM without the GIL). An error in the loop is raised here."""
+        import queue
+
+        if "on_window" in transcribe_kwargs or "return_timestamps" in transcribe_kwargs:
+            raise TypeError("stream_segments: on_window and return_timestamps are its own")
+        transcribe_kwargs.setdefault("long_form", True)
+        items: queue.Queue = queue.Queue()
+        done = object()
+
+        def work():
+            try:
+                self.transcribe(audio, return_timestamps=True, on_window=lambda w: [
+                    items.put({**s, "clip": w["clip"]}) for s in w["segments"]], **transcribe_kwargs)
+                items.put(done)
+            except BaseException as e:  # handed to the consumer
+                items.put(e)
+
+        threading.Thread(target=work, daemon=True).start()
+        while True:
+            item = items.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
     def _transcribe_long(self, clips, language, task, decoder_input_ids, max_new_tokens, num_beams, stamps,
                          options, on_window) -> list:
         """transcribe's long-form path: each clip through _C.transcribe_long (cli/whisper_longform.h)."""

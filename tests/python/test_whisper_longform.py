@@ -251,6 +251,19 @@ def test_windows_without_timestamp_pairs(tmp_path):
         assert len(segs) == 1 and segs[0]["start"] == 0.0  # one window, one segment
 
 
+def test_stream_segments(small):
+    """Program.stream_segments yields transcribe's segments one by one as windows finish,
+    each with its clip; errors reach the consumer."""
+    prog, _, audio, _ = small
+    kw = dict(language="en", max_new_tokens=10)
+    want = prog.transcribe([audio, audio[:40000]], return_timestamps=True, long_form=True, **kw)
+    got = list(prog.stream_segments([audio, audio[:40000]], **kw))
+    assert [{k: v for k, v in s.items() if k != "clip"} for s in got] == want[0] + want[1]
+    assert [s["clip"] for s in got] == [0] * len(want[0]) + [1] * len(want[1])
+    with pytest.raises(ValueError, match="no_speech_threshold needs logprob_threshold"):
+        next(prog.stream_segments(audio, no_speech_threshold=0.5, **kw))
+
+
 def test_text_without_timestamps(small):
     """long_form=True without timestamps: a long clip's text is its segments' (as transformers'
     sequences decoded); left out, the clip is cut to its first window as before; long_form=False
