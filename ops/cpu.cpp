@@ -1,6 +1,7 @@
 // CPU detection and the choice of kernel variant (ops/cpu.h). x86-64 reads cpuid and
 // checks that the OS saves the vector registers (xgetbv), as a CPU may have AVX-512
-// that the kernel does not enable; AArch64 always has NEON.
+// that the kernel does not enable; AArch64 always has NEON, and the kernel says in
+// AT_HWCAP whether it has the dot-product instructions.
 #include "ops/cpu.h"
 
 #include <atomic>
@@ -14,6 +15,9 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace ops {
@@ -42,8 +46,13 @@ const std::vector<Variant>& variants() {
       {"avx512_vnni", &kernels::kAvx512VnniKernels,
        {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni"}},
 #endif
-#elif defined(__aarch64__) && defined(TENSORVM_KERNELS_neon)
+#elif defined(__aarch64__)
+#ifdef TENSORVM_KERNELS_neon
       {"neon", &kernels::kNeonKernels, {"neon"}},
+#endif
+#ifdef TENSORVM_KERNELS_neon_dotprod
+      {"neon_dotprod", &kernels::kNeonDotprodKernels, {"neon", "dotprod"}},
+#endif
 #elif defined(__wasm__) && defined(TENSORVM_KERNELS_simd128)
       {"simd128", &kernels::kSimd128Kernels, {"simd128"}},
 #endif
@@ -101,7 +110,11 @@ CpuInfo detect() {
   return info;
 }
 #elif defined(__aarch64__)
-CpuInfo detect() { return {"aarch64", "", {"neon"}}; }
+CpuInfo detect() {
+  CpuInfo info{"aarch64", "", {"neon"}};
+  if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) info.features.push_back("dotprod");
+  return info;
+}
 #elif defined(__wasm__)
 // A module is validated whole before it runs, so a build holding the simd128 variant only
 // loads in an engine with SIMD128: being here proves the feature (the page picks the .wasm).

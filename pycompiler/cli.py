@@ -15,7 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--draft SCHEME] [--draft-model CHECKPOINT_DIR] [--no-optimize] [--no-tokenizer]
                        [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -72,6 +72,16 @@ def cmd_run(args, replay: bool) -> int:
         raise CLIError("--timestamps [--format F] goes with Whisper's transcribe")
     if stamps and not any(a.split("=", 1)[0] == "return_timestamps" for a in (args.arg or [])):
         args.arg = [*(args.arg or []), "return_timestamps=true"]
+    if args.function == "transcribe" and not replay and not profiled and not args.stream:  # long audio: windows
+        from .cli_text import run_long_transcribe
+
+        t0 = time.perf_counter()
+        tokens = run_long_transcribe(program, args)
+        if tokens is not None:
+            save_outputs(args.outputs, [tokens], printed=lambda i, v: True)  # printed as they came
+            if args.time:
+                print(f"time: {(time.perf_counter() - t0) * 1e3:.2f} ms")
+            return 0
     inputs = build_inputs(program, args.function, args)
     t0 = time.perf_counter()
     on_emit = stream_printer() if args.stream else None
@@ -287,7 +297,7 @@ def cmd_import_hf(args) -> int:
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
                     tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32,
-                    tables=args.tables)
+                    tables=args.tables, draft=args.draft, draft_model=args.draft_model)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -419,6 +429,12 @@ def _other_parsers(sub, common, inputs) -> None:
     h.add_argument("--tables", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
                    help="with --quantize: store the token embeddings and the output projection as this scheme "
                         "stores them (e.g. --quantize int4 --tables int8)")
+    h.add_argument("--draft", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
+                   help="put a draft model for speculative decoding in the program: the same checkpoint stored as "
+                        "SCHEME (self-speculation, e.g. --draft int4), or --draft-model's at SCHEME; generate runs it "
+                        "with use_draft=True (docs/generation.md)")
+    h.add_argument("--draft-model", default=None, metavar="CHECKPOINT_DIR",
+                   help="a draft checkpoint of the same vocabulary (f32 unless --draft SCHEME)")
     h.add_argument("--keep-f32", action="append", default=[], metavar="PATTERN",
                    help="with --quantize: leave the matrices whose weight names match this fnmatch pattern f32 "
                         "(repeatable; a pattern matching no matrix is an error)")

@@ -66,7 +66,7 @@ struct AttentionRows {
 };
 
 struct KernelTable {
-  const char* name;  // "scalar", "avx2", "avx512", "avx512_vnni", "neon"
+  const char* name;  // "scalar", "avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod"
 
   // y[r * y_stride + j] = dot(x[r, :], w[j, :]) + bias[j] (bias may be null) for r < rows,
   // j < n; x is [rows, in], w is [n, in]. Streams w once for up to 8 rows, in L1-sized
@@ -138,7 +138,7 @@ struct KernelTable {
 };
 
 // One table per variant built for the target (CMakeLists.txt): scalar everywhere,
-// avx2 / avx512 / avx512_vnni on x86-64, neon on AArch64, simd128 on WebAssembly.
+// avx2 / avx512 / avx512_vnni on x86-64, neon / neon_dotprod on AArch64, simd128 on WebAssembly.
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
 extern const KernelTable kAvx2Kernels;
@@ -146,6 +146,7 @@ extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
 #elif defined(__aarch64__)
 extern const KernelTable kNeonKernels;
+extern const KernelTable kNeonDotprodKernels;
 #elif defined(__wasm__)
 extern const KernelTable kSimd128Kernels;
 #endif

@@ -95,7 +95,7 @@ PYBIND11_MODULE(_C, m) {
         "kernel variant: cpu_info()['amx'] says whether it runs).");
   m.def("describe_cpu", &ops::describe_cpu, "cpu_info() as text, one fact per line (tensorvm info).");
   m.def("set_kernel_variant", [](const std::string& name) { ops::set_kernel_variant(name); },
-        "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, or auto) for the whole process.");
+        "Force a kernel variant (scalar, avx2, avx512, avx512_vnni, neon, neon_dotprod, or auto) for the whole process.");
   bind_hooks(m);
   bind_program(m);
   bind_text(m);

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marian_fixtures import imported
+from hf_reference import checkpoint_dir
 from tensorvm import _C
 from tensorvm.pycompiler.aot import runtime_cmake_args
 from tensorvm.pycompiler.cli import main as cli_main
@@ -47,9 +47,12 @@ def _compile_and_build(tmp: Path, program: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """tiny-marian with an int8 draft model merged in (speculative decoding's draft functions)."""
+    from tensorvm.pycompiler.import_hf import import_hf
+
     tmp = tmp_path_factory.mktemp("aot")
-    _, prog = imported("tiny-marian", tmp)
-    return _compile_and_build(tmp, Path(prog.path))
+    import_hf(checkpoint_dir("tiny-marian"), tmp / "tiny-marian.tvm", draft="int8")
+    return _compile_and_build(tmp, tmp / "tiny-marian.tvm")
 
 
 def test_builds_without_warnings(built):
@@ -71,6 +74,21 @@ def test_compiled_is_bit_identical_to_the_interpreter(built, threads):
     assert any(line.startswith("instructions executed: ") and line.endswith(" in both") for line in lines)
     assert any(line.startswith("max_instructions: both fit in ") for line in lines)
     assert any(line.startswith("profile: ") and "the same counts" in line for line in lines)
+
+
+def test_speculative_decoding_is_bit_identical_to_the_interpreter(built):
+    """Prompt-lookup decoding and the draft model, greedy and sampling (batch 1: candidates,
+    verify passes and cache cuts) in the compiled program: the interpreter's outputs."""
+    res = subprocess.run([str(built["build"] / "compare"), str(built["program"]), "--threads", "2",
+                          "--ids", "3 4 5 3 4 5 3 4 5 6 0", "--generate", "num_beams=1,prompt_lookup_num_tokens=3",
+                          "--generate", "num_beams=1,prompt_lookup_num_tokens=9,max_matching_ngram_size=1,"
+                          "max_new_tokens=7",
+                          "--generate", "num_beams=1,use_draft=True,num_assistant_tokens=3",
+                          "--generate", "num_beams=1,use_draft=True,do_sample=True,seed=5,top_k=0"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
+    assert len(gen) == 4 and all("identical" in line for line in gen), res.stdout
 
 
 def test_a_missing_weight_fails_at_load_naming_it(built, tmp_path):
@@ -125,9 +143,10 @@ def test_errors_name_the_op_the_ir_line_and_the_call_chain(built):
     code, _, err = _run_cli(exe, built["program"], "encode", "--ids", "5 999")
     assert code == 1 and err == f"compiled-run: error: {want}\n"
     # inside nested functions: a decoder id out of range fails in decode_step, called by
-    # beam_step, the body of a while_loop in beam_search, a branch of a cond in generate;
-    # and in encode called from generate. The whole traceback is the interpreter's.
-    for ids, decoder_ids, depth in (("5 6 0", [[39, 999]], 5), ("5 999", None, 3)):
+    # beam_step, the body of a while_loop in beam_search, a branch of a cond in plain_search
+    # (speculation off), a branch of a cond in generate; and in encode called from generate.
+    # The whole traceback is the interpreter's.
+    for ids, decoder_ids, depth in (("5 6 0", [[39, 999]], 6), ("5 999", None, 3)):
         named = {"input_ids": np.array([[int(i) for i in ids.split()]])}
         if decoder_ids:
             named["decoder_input_ids"] = np.array(decoder_ids)

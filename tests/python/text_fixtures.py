@@ -464,8 +464,9 @@ def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
 
 
 def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, prompt_config: bool = False,
-                            multilingual: bool = True) -> Path:
-    """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
+                            multilingual: bool = True, max_source_positions: int = 64) -> Path:
+    """A seeded random WhisperForConditionalGeneration (2 x max_source_positions frames: 128, or
+    Whisper's 3000 with 1500) whose vocabulary is the
     Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them).
     prompt_config: the generation config has what generate(language=, task=) reads, as the
     released checkpoints' do (lang_to_id, task_to_id, no_timestamps_token_id, is_multilingual)."""
@@ -482,7 +483,8 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, promp
     sot, eot = tok.convert_tokens_to_ids(["<|startoftranscript|>", "<|endoftext|>"])
     config = WhisperConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=48,
-                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=64, max_target_positions=40,
+                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=max_source_positions,
+                           max_target_positions=40,
                            decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot)
     torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(config).eval()
@@ -507,6 +509,45 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, promp
     return Path(out)
 
 
+def bias_timestamps(checkpoint: Path, strength: float = 8.0, scale: float = 2.5, slope: float = 0.015) -> Path:
+    """Rewrites a Whisper checkpoint's weights so that it writes timestamps as a trained one
+    does (random weights rarely do): the final decoder LayerNorm's bias gets `strength` in
+    dimension 0, and the (tied) embedding of timestamp k gets scale x (1 - slope x k) there,
+    every other token 0, so the early timestamps' logits rise by about strength x scale.
+    slope 0.015 suits 64 positions a window (128 frames); 0.00064 Whisper's 1500."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    model = WhisperForConditionalGeneration.from_pretrained(checkpoint)
+    begin = model.generation_config.no_timestamps_token_id + 1
+    with torch.no_grad():
+        table = model.model.decoder.embed_tokens.weight
+        k = torch.arange(table.shape[0] - begin, dtype=torch.float32)
+        table[:, 0] = 0.0
+        table[begin:, 0] = scale * (1.0 - slope * k)
+        model.model.decoder.layer_norm.bias[0] = strength
+    model.save_pretrained(checkpoint)
+    return Path(checkpoint)
+
+
+def espeak_speech(text: str, path: Path, speed: int = 170):
+    """`text` spoken by espeak-ng, as 16 kHz f32 samples (espeak-ng writes 22050 Hz: linear
+    interpolation here, the same samples for both sides); None without espeak-ng."""
+    import shutil
+    import subprocess
+    import wave
+
+    import numpy as np
+
+    if shutil.which("espeak-ng") is None:
+        return None
+    subprocess.run(["espeak-ng", "-w", str(path), "-s", str(speed), text], check=True, capture_output=True)
+    with wave.open(str(path)) as w:
+        rate, pcm = w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), "<i2")
+    t = np.arange(int(len(pcm) * 16000 / rate)) / 16000
+    return np.interp(t, np.arange(len(pcm)) / rate, pcm.astype(np.float64) / 32768).astype(np.float32)
+
+
 def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_up: bool = False) -> Path:
     """A checkpoint-style directory holding a T5Tokenizer: spiece.model (a unigram
     sentencepiece model trained here, <pad> </s> <unk> first as T5's) and tokenizer.json /
@@ -528,3 +569,61 @@ def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_
     T5Tokenizer.from_pretrained(work, extra_ids=extra_ids, clean_up_tokenization_spaces=clean_up).save_pretrained(out_dir)
     shutil.copy(work / "spiece.model", out_dir / "spiece.model")
     return out_dir
+
+
+# One word per content token of the committed trained tiny Marian (ids 2..38), so that text
+# in and text out runs on a model that really learned its task (tests/fixtures/data/tiny-marian,
+# task.json: the target is the source reversed, each token mapped through a permutation).
+TINY_MARIAN_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                     "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty "
+                     "ninety hundred thousand cat dog sun moon red blue green").split()
+
+
+def tiny_words_sentences(n: int, seed: int, max_words: int = 8) -> list[str]:
+    """n short sentences over TINY_MARIAN_WORDS, 1 to max_words words each."""
+    rnd = random.Random(seed)
+    return [" ".join(rnd.choice(TINY_MARIAN_WORDS) for _ in range(rnd.randint(1, max_words))) for _ in range(n)]
+
+
+def trained_tiny_marian_with_tokenizer(out: Path) -> Path:
+    """A copy of the committed trained tiny Marian with a MarianTokenizer whose pieces are
+    TINY_MARIAN_WORDS (marian_with_word_tokenizer)."""
+    from hf_reference import checkpoint_dir
+
+    return marian_with_word_tokenizer(checkpoint_dir("tiny-marian"), out)
+
+
+def marian_with_word_tokenizer(checkpoint: Path, out: Path) -> Path:
+    """A copy of a Marian checkpoint with a MarianTokenizer whose pieces are TINY_MARIAN_WORDS:
+    a sentencepiece word model (each word one piece "▁word"), vocab.json mapping the 37
+    words to ids 2..38, </s> 0, <unk> 1, <pad> the config's pad id (39 in the trained tiny
+    Marian, whose content tokens these are) and, in a larger vocabulary, every other id a
+    placeholder piece "▁t<id>" (decoded as its text; no text encodes to it). Any other word
+    encodes as <unk>."""
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import MarianTokenizer
+
+    out = Path(out)
+    shutil.copytree(checkpoint, out)
+    config = json.loads((out / "config.json").read_text())
+    work = out / "_spm"
+    work.mkdir()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(tiny_words_sentences(2000, 0, 12) + [" ".join(TINY_MARIAN_WORDS)]),
+        model_prefix=str(work / "words"), vocab_size=len(TINY_MARIAN_WORDS) + 2, model_type="word",
+        num_threads=1, minloglevel=2, bos_id=-1, eos_id=0, unk_id=1, pad_id=-1, eos_piece="</s>",
+        unk_piece="<unk>", hard_vocab_limit=False)
+    vocab = {"</s>": 0, "<unk>": 1, **{"▁" + w: 2 + i for i, w in enumerate(TINY_MARIAN_WORDS)}}
+    pad = config["pad_token_id"]
+    for i in range(len(vocab), config["vocab_size"]):
+        if i != pad:
+            vocab[f"▁t{i}"] = i
+    vocab["<pad>"] = pad
+    assert sorted(vocab.values()) == list(range(config["vocab_size"])), "the vocabulary must name every id once"
+    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    model = str(work / "words.model")
+    MarianTokenizer(model, model, str(work / "vocab.json"), source_lang="en", target_lang="fr").save_pretrained(out)
+    shutil.rmtree(work)
+    return out
