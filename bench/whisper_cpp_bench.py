@@ -122,13 +122,19 @@ def prepare_tensorvm(ckpt: Path, cache: Path, scheme: str) -> Path:
 
 
 def whisper_cpp_home() -> Path:
-    return Path(os.environ.get("TENSORVM_WHISPER_CPP", "/work/cache/whisper.cpp"))
+    """Where bench/whisper_cpp_build.sh puts whisper.cpp's source and whisper-quantize."""
+    if os.environ.get("TENSORVM_WHISPER_CPP"):
+        return Path(os.environ["TENSORVM_WHISPER_CPP"])
+    if os.environ.get("TENSORVM_BENCH_CACHE"):
+        return Path(os.environ["TENSORVM_BENCH_CACHE"]) / "whisper.cpp"
+    return ROOT / "bench" / ".cache" / "whisper.cpp"
 
 
 def whisper_cpp_source() -> Path:
     src = whisper_cpp_home() / "pywhispercpp-1.5.1" / "whisper.cpp"
     if not (src / "models" / "convert-h5-to-ggml.py").is_file():
-        raise RuntimeError(f"whisper.cpp's convert-h5-to-ggml.py not found under {src} (bash bench/whisper_cpp_build.sh)")
+        raise FileNotFoundError(f"whisper.cpp's convert-h5-to-ggml.py not found under {src} "
+                                "(bash bench/whisper_cpp_build.sh)")
     return src
 
 
@@ -200,8 +206,16 @@ def prepare_faster_whisper(ckpt: Path, cache: Path, kind: str, threads: int) -> 
     return out
 
 
+MODULES = {"tensorvm": "tensorvm", "whisper.cpp": "pywhispercpp", "faster-whisper": "faster_whisper"}
+
+
 def prepare(engine: str, ckpt: Path, cache: Path, threads: int) -> Path:
+    """The engine's model file or directory, made and cached; ImportError without its package."""
+    import importlib.util
+
     family, kind = engine.rsplit("-", 1)
+    if importlib.util.find_spec(MODULES[family]) is None:
+        raise ImportError(f"{MODULES[family]} not installed (pip install -r bench/requirements.txt)")
     if family == "tensorvm":
         return prepare_tensorvm(ckpt, cache, kind)
     if family == "whisper.cpp":
