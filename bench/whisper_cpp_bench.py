@@ -75,7 +75,7 @@ def speech(cache: Path, seconds: int) -> Path:
     if shutil.which("espeak-ng") is None:
         raise SystemExit("espeak-ng not found (apt-get install espeak-ng)")
     import soundfile
-    from scipy.signal import resample_poly
+    import soxr
 
     cache.mkdir(parents=True, exist_ok=True)
     wav = cache / "speech.wav"
@@ -83,7 +83,7 @@ def speech(cache: Path, seconds: int) -> Path:
     subprocess.run(["espeak-ng", "-v", "en", "-s", "165", "-w", str(wav), TEXT * reps], check=True,
                    capture_output=True)
     x, sr = soundfile.read(str(wav), dtype="float32")
-    x = resample_poly(x, RATE, sr).astype(np.float32) if sr != RATE else x
+    x = soxr.resample(x, sr, RATE).astype(np.float32) if sr != RATE else x  # python-soxr HQ, as tensorvm's reader
     if len(x) < seconds * RATE:
         x = np.tile(x, int(np.ceil(seconds * RATE / len(x))))
     np.save(out, x[: seconds * RATE])
