@@ -325,6 +325,8 @@ def worker(spec: dict) -> dict:
     t = time.perf_counter()
     run = cls(spec["model"], spec["threads"], spec["new_tokens"])
     res = {"load_s": time.perf_counter() - t, "rss_before_load_MB": rss_start}
+    if family == "whisper.cpp":  # the wheel's ggml build: which instruction sets, OpenMP
+        res["system_info"] = run.pw.whisper_print_system_info()
     audio = np.load(spec["audio"])
     sets = {str(s): clips(audio, s) for s in spec["seconds"]}
     run(sets[str(spec["seconds"][0])][0])  # warm-up
@@ -359,6 +361,21 @@ def agreement(got: list, want: list) -> dict:
     return {"exact": got == want, "equal_prefix": n if first is None else first, "of": len(want)}
 
 
+def versions() -> dict:
+    """The packages measured, and the commit of tensorvm's tree."""
+    from importlib import metadata
+
+    out = {}
+    for pkg in ("pywhispercpp", "faster-whisper", "ctranslate2", "transformers"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    out["tensorvm_commit"] = r.stdout.strip() or None
+    return out
+
+
 def load_avg() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -368,7 +385,8 @@ def markdown(report: dict) -> str:
     out = [f"# Whisper: tensorvm vs whisper.cpp vs faster-whisper ({report['date']})", "",
            f"CPU: {report['cpu']}, {s['threads']} threads; greedy, {s['new_tokens']} tokens per 30-s window, "
            f"medians of {s['reps']} pass(es); load average {report['load'][0]} before, {report['load'][1]} after"
-           + (" (**under load**: other processes were running)" if max(report["load"]) > s["threads"] else ""), ""]
+           + (" (**under load**: other processes were running)" if max(report["load"]) > s["threads"] else ""),
+           "", "versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()), ""]
     for shape, rows in report["shapes"].items():
         secs = s["seconds"]
         out += [f"## whisper-{shape}-shaped, random weights", "",
@@ -421,6 +439,7 @@ def main(argv=None):
     engines = a.engines.split(",")
     audio = speech(a.cache / "audio", max(seconds))
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_name(), "load": [load_avg()],
+              "versions": versions(),
               "settings": {"threads": a.threads, "new_tokens": a.new_tokens, "reps": a.reps, "seconds": seconds,
                            "windows": {str(x): max(1, x // 30) for x in seconds}},
               "shapes": {}}
