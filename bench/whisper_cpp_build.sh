@@ -4,7 +4,7 @@
 # (its models/convert-h5-to-ggml.py makes the ggml files) and its whisper-quantize built
 # (q8_0, q5_0, q4_0), CPU only, the machine's own instruction set, no OpenMP.
 #
-#   bash bench/whisper_cpp_build.sh     # 2026-11-28: 14.5 min at -j2 on 2 cores under load 16-20
+#   bash bench/whisper_cpp_build.sh     # 2026-11-28: 20 min (1187 s) at -j2, nice 10, on 2 cores under load 16-20
 #
 # Where (the benchmark looks in the same place): $TENSORVM_WHISPER_CPP, else
 # $TENSORVM_BENCH_CACHE/whisper.cpp, else bench/.cache/whisper.cpp. Knobs: JOBS (2).
