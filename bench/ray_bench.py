@@ -111,8 +111,8 @@ def processes_run(prog_dir: Path, texts: list, batch: int, processes: int, optio
 def ct2_run(ct2_dir: Path, ckpt: Path, prog_dir: Path, texts: list, batch: int, inter: int,
             max_new_tokens: int | None) -> tuple[list, float]:
     """CTranslate2 on the token strings the converter named (bench/engines/ctranslate2_engine.py).
-    With max_new_tokens (a random checkpoint, which never stops on its own): max_new_tokens - 1
-    steps with EOS held off, as transformers' forced EOS at the last step gives (see there)."""
+    With max_new_tokens (a random checkpoint, which rarely stops on its own): max_new_tokens - 1
+    steps, as transformers' forced EOS at the last step gives (see there)."""
     import ctranslate2
     import tensorvm
 
@@ -124,8 +124,10 @@ def ct2_run(ct2_dir: Path, ckpt: Path, prog_dir: Path, texts: list, batch: int, 
                                         intra_threads=1)
     t0 = time.perf_counter()
     steps = MAX_LENGTH - 1 if max_new_tokens is None else max_new_tokens - 1
+    # EOS allowed from the first step (generate has no min_new_tokens here): a row that ends
+    # early ends in both; one that does not gets the forced EOS from tensorvm, the step limit here
     results = list(translator.translate_iterable(tokens, max_batch_size=batch, beam_size=1, max_decoding_length=steps,
-                                                 min_decoding_length=0 if max_new_tokens is None else steps))
+                                                 min_decoding_length=1))
     secs = time.perf_counter() - t0
     return tok.decode_batch([[lookup[t] for t in r.hypotheses[0]] for r in results], True), secs
 

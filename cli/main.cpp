@@ -11,6 +11,7 @@
 #include "cli/run_io.h"
 #include "cli/text_verbs.h"
 #include "cli/verify.h"
+#include "cli/whisper_longform.h"
 #include "vm/profiler.h"
 #include "vm/vm.h"
 
@@ -80,6 +81,14 @@ int run(int argc, char** argv, const ProgramSource& source) {
     if (name != "transcribe" || !c.text.timestamps)
       vm::fail("--timestamps [--format F] goes with Whisper's transcribe");
     req.args.emplace("return_timestamps", "true");
+  }
+  if (name == "transcribe" && !c.stream && !c.profile) {  // long-form: audio longer than a window
+    const auto t0 = std::chrono::steady_clock::now();
+    if (const std::optional<vm::Value> tokens = run_long_transcribe(runner, c.text, req, stdout_print())) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      finish(name, {*tokens}, req, ms, [](size_t, const vm::Value&) { return true; });  // printed as they came
+      return 0;
+    }
   }
   std::vector<vm::Value> inputs = function_inputs(runner, c.text, name, req);
   std::unique_ptr<vm::Profiler> profiler;

@@ -291,7 +291,8 @@ std::vector<int64_t> whisper_prompt(const std::string& dir, const std::string& l
 }  // namespace
 
 vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio,
-                            const std::vector<std::string>& languages, const std::string& task) {
+                            const std::vector<std::string>& languages, const std::string& task,
+                            const vm::Value& features) {
   const std::string& dir = program.dir;
   const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
   const bool has_table = meta.is_object() && meta.contains("tokenizer") && meta["tokenizer"].is_object() &&
@@ -317,16 +318,18 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
     open = open || std::find(p.begin(), p.end(), text::kDetectLanguage) != p.end();
   }
   if (!open) return out;
-  const auto detect = program.functions.find("detect_language_audio");
+  // from features (long-form: the first window of the whole recording's), else from the audio
+  const std::string detector = features.is_none() ? "detect_language_audio" : "detect_language";
+  const auto detect = program.functions.find(detector);
   if (detect == program.functions.end() || detect->second.names.empty())
-    vm::fail("transcribe: {} has no detect_language_audio function (imported before language detection existed): "
+    vm::fail("transcribe: {} has no {} function (imported before language detection existed): "
              "give --language, or import the checkpoint again",
-             dir);
-  const std::vector<vm::Value> found =
-      program.run_named("detect_language_audio", {{detect->second.names[0], audio}}, vm::EmitCallback());
+             dir, detector);
+  const std::vector<vm::Value> found = program.run_named(
+      detector, {{detect->second.names[0], features.is_none() ? audio : features}}, vm::EmitCallback());
   const vm::Tensor lang = found.at(0).as_tensor().contiguous();
   if (lang.dtype() != vm::DType::i64 || lang.numel() != rows)
-    vm::fail("transcribe: detect_language_audio returned {}, not [{}] ids", lang.describe(), rows);
+    vm::fail("transcribe: {} returned {}, not [{}] ids", detector, lang.describe(), rows);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < n; ++c)
       if (ids[r * n + c] == text::kDetectLanguage) ids[r * n + c] = lang.data<int64_t>()[r];
@@ -358,7 +361,7 @@ std::vector<int64_t> whisper_prompt(const std::string&, const std::string&, cons
 }  // namespace
 
 vm::Value transcribe_prompt(const ProgramRunner&, const vm::Value&, const std::vector<std::string>& languages,
-                            const std::string& task) {
+                            const std::string& task, const vm::Value&) {
   for (const std::string& language : languages)
     if (!language.empty()) whisper_prompt("", language, task);  // fails, saying why
   if (!task.empty()) whisper_prompt("", "", task);
@@ -370,13 +373,7 @@ std::function<std::string(const std::vector<int64_t>&)> segment_decoder(const st
 
 void print_segments(const ProgramRunner& program, const vm::Value& sequences, const std::string& format,
                     const Print& print) {
-  const auto meta = nlohmann::json::parse(program.meta_json, nullptr, false);
-  auto field = [&](const char* name) -> int64_t {
-    if (!meta.is_object() || !meta.contains(name) || !meta[name].is_number_integer())
-      vm::fail("transcribe --timestamps: the program's meta.json has no {} (not a Whisper program with timestamps; "
-               "import it again)", name);
-    return meta[name].get<int64_t>();
-  };
+  auto field = [&](const char* name) { return whisper_meta_int(program.meta_json, name, "transcribe --timestamps"); };
   const int64_t begin = field("no_timestamps_token_id") + 1, eos = field("eos_token_id");
   const int64_t window = field("max_source_positions");
   if (!sequences.is_tensor() || sequences.as_tensor().dtype() != vm::DType::i64 || sequences.as_tensor().ndim() != 2)

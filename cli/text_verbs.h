@@ -94,9 +94,12 @@ void fill_transcribe_prompt(const ProgramRunner& program, const TextOptions& tex
 // or one per row ("" for none: detected where the model has lang_to_id), and `task`.
 // Program.transcribe (pycompiler/program.py) builds its prompt with it too, through
 // _C.transcribe_prompt. Null when no language or task is given and the program has no
-// language table.
+// language table. With `features` (long-form: the first window of the whole recording's
+// features, as transformers detects it), the language is detected by detect_language on them
+// rather than by detect_language_audio on `audio`.
 vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio,
-                            const std::vector<std::string>& languages, const std::string& task);
+                            const std::vector<std::string>& languages, const std::string& task,
+                            const vm::Value& features = vm::Value::none());
 
 // `transcribe --wav` of a Whisper program that carries its tokenizer: prints to `print`
 // each row of `sequences` ([rows, n] ids) as a line of text, decoded with
@@ -104,6 +107,10 @@ vm::Value transcribe_prompt(const ProgramRunner& program, const vm::Value& audio
 // true. False, printing nothing, when the program has no tokenizer or this build has no
 // text library.
 bool print_as_text(const std::string& dir, const vm::Value& sequences, const Print& print);
+
+// A segment's text: decoded as print_as_text decodes (skip_special_tokens), or its token ids
+// when the program has no tokenizer or the build no text library.
+std::function<std::string(const std::vector<int64_t>&)> segment_decoder(const std::string& dir);
 
 // `transcribe --timestamps`: prints each row of `sequences` as its segments
 // (cli/whisper_segments.h) in `format` (text when empty), each segment's text decoded as

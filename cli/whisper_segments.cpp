@@ -12,46 +12,38 @@ namespace cli {
 namespace {
 constexpr double kStep = 0.02;  // seconds per timestamp token (transformers' time_precision)
 
-// The segment of tokens [from, to) of `gen`, ending at the timestamp at `end_at`.
-WhisperSegment make(const std::vector<int64_t>& gen, size_t from, size_t to, size_t end_at, int64_t begin) {
-  WhisperSegment s;
-  s.tokens.assign(gen.begin() + std::ptrdiff_t(from), gen.begin() + std::ptrdiff_t(to));
-  s.start = double(gen[from] - begin) * kStep;
-  s.end = double(gen[end_at] - begin) * kStep;
-  return s;
-}
-
 std::string clock(double seconds, char decimal) {
   const int64_t ms = std::llround(seconds * 1000.0);
   return fmt::format("{:02}:{:02}:{:02}{}{:03}", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, decimal, ms % 1000);
 }
 }  // namespace
 
-std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, int64_t eos, int64_t timestamp_begin,
-                                             int64_t window_positions) {
-  size_t first = 0;
-  while (first < row.size() && row[first] < timestamp_begin) ++first;
-  std::vector<int64_t> gen;
-  for (size_t i = first; i < row.size() && row[i] != eos; ++i) gen.push_back(row[i]);
-  if (gen.empty()) return {};
-  auto stamp = [&](size_t i) { return gen[i] >= timestamp_begin; };
+WindowCut window_segments(const std::vector<int64_t>& gen, int64_t begin, int64_t seek_num_frames,
+                          double time_offset) {
+  auto stamp = [&](size_t i) { return gen[i] >= begin; };
+  // positions x 0.02 s from the window's start, in float64 as transformers computes them
+  auto at = [&](int64_t position) { return time_offset + double(position) * kStep; };
   const size_t n = gen.size();
   const bool single_ending = n >= 2 && !stamp(n - 2) && stamp(n - 1);
   std::vector<size_t> slices;  // after each pair
   for (size_t i = 0; i + 1 < n; ++i)
     if (stamp(i) && stamp(i + 1)) slices.push_back(i + 1);
-  std::vector<WhisperSegment> out;
+  WindowCut cut;
   if (slices.empty()) {  // one segment: to its last timestamp, or the window's end
     WhisperSegment s;
     s.tokens = gen;
-    s.end = double(window_positions) * kStep;
+    s.start = time_offset;
+    // int(seek_num_frames * 0.01 / 0.02): a float32 tensor in transformers
+    int64_t end = int64_t(float(float(seek_num_frames) * 0.01f) / 0.02f);
     for (size_t i = n; i-- > 0;)
       if (stamp(i)) {
-        if (gen[i] != timestamp_begin) s.end = double(gen[i] - timestamp_begin) * kStep;
+        if (gen[i] != begin) end = gen[i] - begin;
         break;
       }
-    out.push_back(std::move(s));
-    return out;
+    s.end = at(end);
+    cut.segments.push_back(std::move(s));
+    cut.offset = seek_num_frames;
+    return cut;
   }
   if (single_ending)
     slices.push_back(n);
@@ -61,10 +53,35 @@ std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, in
   for (size_t k = 0; k < slices.size(); ++k) {
     const bool is_last = k + 1 == slices.size();
     const size_t end_at = !is_last || single_ending ? slices[k] - 1 : slices[k] - 2;
-    out.push_back(make(gen, last, slices[k], end_at, timestamp_begin));
+    WhisperSegment s;
+    s.tokens.assign(gen.begin() + std::ptrdiff_t(last), gen.begin() + std::ptrdiff_t(slices[k]));
+    s.start = at(gen[last] - begin);
+    s.end = at(gen[end_at] - begin);
+    cut.segments.push_back(std::move(s));
     last = slices[k];
   }
-  return out;
+  // a single timestamp at the end: no speech after it, the window is done; otherwise the
+  // unfinished segment after the last pair is dropped and decoded again from its start
+  cut.offset = single_ending ? seek_num_frames : (gen[last - 2] - begin) * 2;
+  return cut;
+}
+
+std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, int64_t eos, int64_t timestamp_begin,
+                                             int64_t window_positions) {
+  size_t first = 0;
+  while (first < row.size() && row[first] < timestamp_begin) ++first;
+  std::vector<int64_t> gen;
+  for (size_t i = first; i < row.size() && row[i] != eos; ++i) gen.push_back(row[i]);
+  if (gen.empty()) return {};
+  return window_segments(gen, timestamp_begin, 2 * window_positions, 0.0).segments;
+}
+
+int64_t whisper_meta_int(const std::string& meta_json, const char* name, const char* who) {
+  const auto meta = nlohmann::json::parse(meta_json, nullptr, false);
+  if (!meta.is_object() || !meta.contains(name) || !meta[name].is_number_integer())
+    vm::fail("{}: the program's meta.json has no {} (not a Whisper program with timestamps; import it again)", who,
+             name);
+  return meta[name].get<int64_t>();
 }
 
 bool is_segment_format(const std::string& format) {
@@ -79,13 +96,20 @@ std::string format_segments(const std::vector<WhisperSegment>& segments, const s
       list.push_back({{"start", s.start}, {"end", s.end}, {"text", s.text}, {"tokens", s.tokens}});
     return nlohmann::json{{"segments", list}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
-  if (format == "vtt") out += "WEBVTT\n\n";
+  return segments_header(format) + format_segment_lines(segments, format, 1);
+}
+
+std::string segments_header(const std::string& format) { return format == "vtt" ? "WEBVTT\n\n" : ""; }
+
+std::string format_segment_lines(const std::vector<WhisperSegment>& segments, const std::string& format,
+                                 size_t first_number) {
+  std::string out;
   for (size_t i = 0; i < segments.size(); ++i) {
     const WhisperSegment& s = segments[i];
     if (format == "text")
       out += fmt::format("[{} --> {}] {}\n", clock(s.start, '.'), clock(s.end, '.'), s.text);
     else if (format == "srt")
-      out += fmt::format("{}\n{} --> {}\n{}\n\n", i + 1, clock(s.start, ','), clock(s.end, ','), s.text);
+      out += fmt::format("{}\n{} --> {}\n{}\n\n", first_number + i, clock(s.start, ','), clock(s.end, ','), s.text);
     else if (format == "vtt")
       out += fmt::format("{} --> {}\n{}\n\n", clock(s.start, '.'), clock(s.end, '.'), s.text);
     else

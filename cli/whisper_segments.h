@@ -7,7 +7,7 @@
 // next pair of timestamps. When the window's tokens end in a single timestamp (or the
 // end token right after a pair's second half), every pair is a segment; otherwise the
 // tokens after the last pair are an unfinished segment, dropped (long-form decoding
-// would decode the audio from there again: not implemented). Without any pair the whole
+// decodes the audio from there again: window_segments' offset). Without any pair the whole
 // output is one segment, up to its last timestamp or the window's end.
 #pragma once
 
@@ -31,10 +31,33 @@ struct WhisperSegment {
 std::vector<WhisperSegment> whisper_segments(const std::vector<int64_t>& row, int64_t eos, int64_t timestamp_begin,
                                              int64_t window_positions);
 
+// transformers' _retrieve_segment on one window's generated tokens `gen` (from the first,
+// a timestamp, to before the end token): the segments, their times from `time_offset`
+// seconds, and how many frames the window moves: the last complete segment's end (its
+// timestamp x 2 frames) when the tokens end in an unfinished segment, else `seek_num_frames`
+// (the window's frames of audio). Long-form decoding (cli/whisper_longform.h) seeks by it.
+struct WindowCut {
+  std::vector<WhisperSegment> segments;
+  int64_t offset = 0;
+};
+WindowCut window_segments(const std::vector<int64_t>& gen, int64_t timestamp_begin, int64_t seek_num_frames,
+                          double time_offset);
+
+// An integer field of a Whisper program's meta.json (`meta_json`: its text), or a failure
+// naming `who` (the command) and the field: the program is no Whisper program with
+// timestamps, or was imported before the field existed.
+int64_t whisper_meta_int(const std::string& meta_json, const char* name, const char* who);
+
 // "text": "[00:00:00.120 --> 00:00:14.980] text" lines; "srt" and "vtt" subtitles;
 // "json": {"segments": [{"start", "end", "text", "tokens"}]}. One call per row (a
 // JSON object per line for "json"). Fails on another format.
 std::string format_segments(const std::vector<WhisperSegment>& segments, const std::string& format);
+// Streaming: the lines of `segments` in "text", "srt" (numbered from `first_number`) or
+// "vtt" without the WebVTT header; format_segments is the header, then these.
+std::string format_segment_lines(const std::vector<WhisperSegment>& segments, const std::string& format,
+                                 size_t first_number);
+// The header of a subtitle format: "WEBVTT\n\n" for vtt, else nothing.
+std::string segments_header(const std::string& format);
 // Whether `format` is one format_segments prints.
 bool is_segment_format(const std::string& format);
 

@@ -62,10 +62,11 @@ static void log_mel(OpContext& ctx, const Args& a, Value* out) {
   std::vector<double> mel(size_t(mels * frames));
   float* yp = y.data<float>();
   for (int64_t b = 0; b < batch; ++b) {
-    // the row padded with zeros or cut to n_samples, then reflect-padded by n_fft / 2
-    std::vector<double> wave(n_samples, 0.0);
+    // the row padded with zeros or cut to n_samples, then reflect-padded by n_fft / 2; read
+    // in place (no copy of the row: long-form audio is hours of samples)
     const float* ap = audio.data<float>() + b * given;
-    for (int64_t i = 0; i < std::min(given, n_samples); ++i) wave[i] = ap[i];
+    const int64_t kept = std::min(given, n_samples);
+    auto wave = [&](int64_t i) { return i < kept ? double(ap[i]) : 0.0; };
     ctx.parallel_for(frames, 32, [&](int64_t f0, int64_t f1) {
       Eigen::FFT<double> fft;
       std::vector<double> buf(n_fft);
@@ -73,7 +74,7 @@ static void log_mel(OpContext& ctx, const Args& a, Value* out) {
       std::vector<double> power(bins);
       for (int64_t f = f0; f < f1; ++f) {
         const int64_t start = f * hop - n_fft / 2;
-        for (int64_t n = 0; n < n_fft; ++n) buf[n] = wave[reflect(start + n, n_samples)] * window[n];
+        for (int64_t n = 0; n < n_fft; ++n) buf[n] = wave(reflect(start + n, n_samples)) * window[n];
         fft.fwd(spec, buf);
         for (int64_t k = 0; k < bins; ++k) power[k] = std::norm(spec[k]);
         for (int64_t m = 0; m < mels; ++m) {

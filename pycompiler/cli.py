@@ -72,6 +72,16 @@ def cmd_run(args, replay: bool) -> int:
         raise CLIError("--timestamps [--format F] goes with Whisper's transcribe")
     if stamps and not any(a.split("=", 1)[0] == "return_timestamps" for a in (args.arg or [])):
         args.arg = [*(args.arg or []), "return_timestamps=true"]
+    if args.function == "transcribe" and not replay and not profiled and not args.stream:  # long audio: windows
+        from .cli_text import run_long_transcribe
+
+        t0 = time.perf_counter()
+        tokens = run_long_transcribe(program, args)
+        if tokens is not None:
+            save_outputs(args.outputs, [tokens], printed=lambda i, v: True)  # printed as they came
+            if args.time:
+                print(f"time: {(time.perf_counter() - t0) * 1e3:.2f} ms")
+            return 0
     inputs = build_inputs(program, args.function, args)
     t0 = time.perf_counter()
     on_emit = stream_printer() if args.stream else None

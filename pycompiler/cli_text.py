@@ -50,3 +50,18 @@ def print_segments(program, sequences, fmt: str) -> None:
     from .. import _C
 
     _C.print_segments(program._vm(), str(program.path), sequences, fmt or "", _write)
+
+
+def run_long_transcribe(program, args):
+    """transcribe --timestamps on audio longer than a window (or with long-form --arg options:
+    temperature, condition_on_prev_tokens, the thresholds, prompt_ids, ...), run and printed
+    as tensorvm-run does it (cli/whisper_longform.h run_long_transcribe): the tokens of all
+    segments [1, n], or None (nothing printed) when transcribe runs as a plain function."""
+    from .. import _C
+    from .cli_io import parse_args
+
+    return _C.run_long_transcribe(program._vm(), str(program.path), wav=args.wav or "", inputs=args.inputs or "",
+                                  decoder_ids=args.decoder_ids or "", args=parse_args(args.arg or []),
+                                  language=args.language or "", task=args.task or "",
+                                  timestamps=bool(getattr(args, "timestamps", False)), format=args.format or "",
+                                  write=_write, threads=program.num_threads, max_instructions=program.max_instructions)

@@ -237,7 +237,10 @@ class Program:
         return self._text_generate("complete", texts, generate_kwargs, left_pad=True)
 
     def transcribe(self, audio, language=None, task=None, decoder_input_ids=None, max_new_tokens=None,
-                   num_beams=None, return_timestamps=False) -> list:
+                   num_beams=None, return_timestamps=False, *, condition_on_prev_tokens=None, temperature=None,
+                   compression_ratio_threshold=None, logprob_threshold=None, no_speech_threshold=None,
+                   prompt_ids=None, prompt_condition_type=None, max_length=None, seed=None, long_form=None,
+                   on_window=None) -> list:
         """Audio in, texts out for a Whisper program: `audio` is 16 kHz f32 samples, one clip
         (1-D), a batch [batch, samples] or a list of clips (padded with zeros to the longest,
         which changes nothing: each is padded or cut to 30 s). `language` ("fr", "french")
@@ -253,11 +256,29 @@ class Program:
         return_timestamps=True: generate's return_timestamps (Whisper's timestamp rule; the
         prompt loses <|notimestamps|>), and each clip gives a list of segments, dicts
         {"start", "end" (seconds), "text", "tokens"}, cut as transformers' generate cuts
-        one 30-s window (cli/whisper_segments.h, the parser tensorvm-run --timestamps uses)."""
+        one 30-s window (cli/whisper_segments.h, the parser tensorvm-run --timestamps uses).
+
+        Long-form (docs/whisper.md): with return_timestamps=True, a clip longer than one
+        window (30 s) is transcribed in sequential windows as
+        WhisperForConditionalGeneration.generate does it (cli/whisper_longform.h, the loop
+        tensorvm-run runs), each clip on its own (a list keeps each clip's length; the rows
+        of a 2-D array are whole clips), its segments timed over the whole recording. The
+        long-form options (condition_on_prev_tokens, temperature: a float or the fallback
+        tuple, compression_ratio_threshold, logprob_threshold, no_speech_threshold,
+        prompt_ids, prompt_condition_type, max_length, seed, long_form=True) take
+        transformers' meanings and run the window loop on any clip (as transformers'
+        generate with timestamps does on short ones); without return_timestamps, each clip
+        then gives the text of all its segments. long_form=False: never (each clip cut to
+        one window, as without options and timestamps). on_window(dict) is called as each window
+        finishes, with "clip" (its index), "segments" (times absolute, texts decoded),
+        "seek", "frames", "next_seek", "prompt", "attempts" (each decoding: temperature,
+        tokens, compression_ratio, avg_logprob, needs_fallback), "no_speech_prob" and
+        "skipped": streaming."""
         import numpy as np
 
         if "transcribe" not in self.functions:
             raise ValueError(f"transcribe: {self.path} has no transcribe function (it is not a Whisper program)")
+        clips = None
         if isinstance(audio, (list, tuple)) and audio and np.ndim(audio[0]) == 1:
             clips = [np.asarray(a, dtype=np.float32) for a in audio]
             audio = np.zeros((len(clips), max(len(c) for c in clips)), np.float32)
@@ -268,6 +289,22 @@ class Program:
             audio = audio[None, :]
         if audio.ndim != 2:
             raise ValueError(f"transcribe: audio must be [samples] or [batch, samples], got shape {list(audio.shape)}")
+        clips = clips if clips is not None else list(audio)
+        options = _long_form_options(condition_on_prev_tokens=condition_on_prev_tokens, temperature=temperature,
+                                     compression_ratio_threshold=compression_ratio_threshold,
+                                     logprob_threshold=logprob_threshold, no_speech_threshold=no_speech_threshold,
+                                     prompt_ids=prompt_ids, prompt_condition_type=prompt_condition_type,
+                                     max_length=max_length, seed=seed)
+        frames = 2 * int(self.meta.get("max_source_positions", 0))
+        long = return_timestamps and any(len(c) // 160 > frames for c in clips)
+        if long_form is not False and (long or options or long_form):
+            return self._transcribe_long(clips, language, task, decoder_input_ids, max_new_tokens, num_beams,
+                                         bool(return_timestamps), options, on_window)
+        if options:
+            raise ValueError(f"transcribe: long_form=False takes no long-form options (got {', '.join(options)})")
+        if on_window is not None:
+            raise ValueError("transcribe: on_window goes with the window loop (a clip longer than a window with "
+                             "return_timestamps=True, or long_form=True)")
         tok = self.tokenizer
         table = "prompt" in (self.meta.get("tokenizer") or {})
         if language is not None or task is not None or (decoder_input_ids is None and table):
@@ -282,6 +319,35 @@ class Program:
             return [self._segments(tok, r) for r in np.asarray(seqs)]
         seqs = self.run("transcribe", audio, decoder_input_ids, max_new_tokens, num_beams)
         return tok.decode_batch([list(map(int, r)) for r in np.asarray(seqs)], True)
+
+    def _transcribe_long(self, clips, language, task, decoder_input_ids, max_new_tokens, num_beams, stamps,
+                         options, on_window) -> list:
+        """transcribe's long-form path: each clip through _C.transcribe_long (cli/whisper_longform.h)."""
+        import numpy as np
+
+        if self.meta.get("no_timestamps_token_id") is None:
+            raise ValueError(f"transcribe: long-form transcription needs a Whisper program whose generation_config "
+                             f"has no_timestamps_token_id ({self.path} has none)")
+        if decoder_input_ids is not None and (language is not None or task is not None):
+            raise ValueError("transcribe: give language/task or decoder_input_ids, not both")
+        languages = list(language) if isinstance(language, (list, tuple)) else [language] * len(clips)
+        if len(languages) != len(clips):
+            raise ValueError(f"transcribe: {len(languages)} languages for {len(clips)} clips (give one per clip, "
+                             "or one for all)")
+        ids = None if decoder_input_ids is None else np.asarray(decoder_input_ids, dtype=np.int64).reshape(
+            -1, np.shape(decoder_input_ids)[-1])
+        out = []
+        for i, clip in enumerate(clips):
+            report = None if on_window is None else (lambda w, i=i: on_window({"clip": i, **w}))
+            prompt = [] if ids is None else [int(t) for t in ids[i if len(ids) > 1 else 0]]
+            try:
+                segs = _C.transcribe_long(self._vm(), str(self.path), clip, languages[i] or "", task or "", prompt,
+                                          options, max_new_tokens, num_beams, report, threads=self.num_threads,
+                                          max_instructions=self.max_instructions)
+            except _C.VMError as e:  # the loop's refusals (options, lengths) as the wrapper's own
+                raise ValueError(str(e)) from None
+            out.append(segs if stamps else self.tokenizer.decode([t for s in segs for t in s["tokens"]], True))
+        return out
 
     def _segments(self, tok, row) -> list:
         """One transcribe row's segments ({"start", "end", "text", "tokens"})."""
@@ -378,3 +444,20 @@ def load(path, num_threads: int = 1, max_instructions: int = 0, copy_weights: bo
     """Opens a program directory written by export()."""
     return Program(path, num_threads=num_threads, max_instructions=max_instructions, copy_weights=copy_weights,
                    arena_bytes=arena_bytes)
+
+
+def _long_form_options(**given) -> dict:
+    """Program.transcribe's long-form options as cli/whisper_longform.h's LongFormOptions::parse
+    reads them (tensorvm-run's --arg NAME=VALUE): the ones given, as text."""
+    out = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name in ("temperature", "prompt_ids"):
+            import numpy as np
+
+            value = ",".join(repr(float(v)) if name == "temperature" else str(int(v)) for v in np.ravel(value))
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        out[name] = str(value) if not isinstance(value, float) else repr(value)
+    return out

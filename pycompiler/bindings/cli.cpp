@@ -13,6 +13,7 @@
 
 #include "cli/main.h"
 #include "cli/text_verbs.h"
+#include "cli/whisper_longform.h"
 #include "cli/whisper_segments.h"
 #include "io/audio_file.h"
 #include "convert.h"
@@ -213,6 +214,94 @@ void bind_cli(py::module_& m) {
       py::arg("program"), py::arg("dir"), py::arg("sequences"), py::arg("format"), py::arg("write"),
       "transcribe --timestamps' sequences written as segments in `format` (text, srt, vtt, json), as tensorvm-run "
       "prints them (cli/text_verbs.h print_segments).");
+  m.def(
+      "transcribe_long",
+      [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const py::handle& audio,
+         const std::string& language, const std::string& task, const std::vector<int64_t>& decoder_input_ids,
+         const std::map<std::string, std::string>& options, std::optional<int64_t> max_new_tokens,
+         std::optional<int64_t> num_beams, const py::object& on_window, int threads, uint64_t max_instructions) {
+        cli::LongFormOptions o;
+        for (const auto& [name, value] : options)
+          if (!o.parse(name, value)) throw vm::Error(fmt::format("transcribe: unknown long-form option {}", name));
+        o.max_new_tokens = max_new_tokens;
+        o.num_beams = num_beams;
+        const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions);
+        const vm::Value a = to_value(audio);
+        if (!a.is_tensor()) throw vm::Error("transcribe: audio must be an f32 array");
+        auto segment = [](const cli::WhisperSegment& s) {
+          py::dict d;
+          d["start"] = s.start, d["end"] = s.end, d["text"] = s.text, d["tokens"] = s.tokens;
+          return d;
+        };
+        std::function<void(const cli::LongFormWindow&)> report;
+        if (!on_window.is_none())
+          report = [&](const cli::LongFormWindow& w) {
+            py::gil_scoped_acquire gil;
+            py::list attempts, segments;
+            for (const cli::LongFormAttempt& t : w.attempts) {
+              py::dict d;
+              d["temperature"] = t.temperature ? py::cast(*t.temperature) : py::none();
+              d["sampled"] = t.sampled, d["tokens"] = t.tokens, d["needs_fallback"] = t.needs_fallback;
+              d["compression_ratio"] = t.compression_ratio ? py::cast(*t.compression_ratio) : py::none();
+              d["avg_logprob"] = t.avg_logprob ? py::cast(*t.avg_logprob) : py::none();
+              attempts.append(d);
+            }
+            for (const cli::WhisperSegment& s : w.segments) segments.append(segment(s));
+            py::dict d;
+            d["seek"] = w.seek, d["frames"] = w.frames, d["prompt"] = w.prompt, d["attempts"] = attempts;
+            d["no_speech_prob"] = w.no_speech_prob ? py::cast(*w.no_speech_prob) : py::none();
+            d["skipped"] = w.skipped, d["segments"] = segments, d["next_seek"] = w.next_seek;
+            on_window(d);
+          };
+        std::vector<cli::WhisperSegment> all;
+        {
+          py::gil_scoped_release nogil;
+          all = cli::transcribe_long(runner, a.as_tensor(), language, task, decoder_input_ids, o, report);
+        }
+        py::list out;
+        for (const cli::WhisperSegment& s : all) out.append(segment(s));
+        return out;
+      },
+      py::arg("program"), py::arg("dir"), py::arg("audio"), py::arg("language") = "", py::arg("task") = "",
+      py::arg("decoder_input_ids") = std::vector<int64_t>{}, py::arg("options") = std::map<std::string, std::string>{},
+      py::arg("max_new_tokens") = py::none(), py::arg("num_beams") = py::none(), py::arg("on_window") = py::none(),
+      py::arg("threads") = 1, py::arg("max_instructions") = 0,
+      "Whisper's long-form transcription of one clip (cli/whisper_longform.h transcribe_long): segments as dicts "
+      "{start, end, text, tokens}; options: the long-form options as --arg gives them (NAME: text); on_window(dict) "
+      "gets each window as it finishes (seek, frames, prompt, attempts, no_speech_prob, skipped, segments, "
+      "next_seek).");
+  m.def(
+      "run_long_transcribe",
+      [](const std::shared_ptr<vm::Program>& program, const std::string& dir, const std::string& wav,
+         const std::string& inputs, const std::string& decoder_ids, const std::map<std::string, std::string>& args,
+         const std::string& language,
+         const std::string& task, bool timestamps, const std::string& format, const py::object& write, int threads,
+         uint64_t max_instructions) -> py::object {
+        cli::RunRequest r;
+        r.wav_path = wav;
+        r.inputs_path = inputs;
+        r.decoder_ids_text = decoder_ids;
+        r.args = args;
+        cli::TextOptions text;
+        text.language = language;
+        text.task = task;
+        text.timestamps = timestamps;
+        text.format = format;
+        const cli::ProgramRunner runner = runner_of(program, dir, threads, max_instructions);
+        std::optional<vm::Value> tokens;
+        {
+          py::gil_scoped_release nogil;
+          tokens = cli::run_long_transcribe(runner, text, r, python_print(write));
+        }
+        return tokens ? from_value(*tokens) : py::none();
+      },
+      py::arg("program"), py::arg("dir"), py::arg("wav"), py::arg("inputs") = "", py::arg("decoder_ids") = "",
+      py::arg("args") = std::map<std::string, std::string>{}, py::arg("language") = "", py::arg("task") = "",
+      py::arg("timestamps") = true, py::arg("format") = "", py::arg("write") = py::none(), py::arg("threads") = 1,
+      py::arg("max_instructions") = 0,
+      "tensorvm-run's transcribe [--timestamps] on long audio (cli/whisper_longform.h run_long_transcribe): the "
+      "segments written as they come; the tokens [1, n], or None when the audio fits one window and no long-form "
+      "option is given (then transcribe runs as a function).");
   m.attr("has_audio") = io::has_audio_library();
   m.def(
       "read_audio",

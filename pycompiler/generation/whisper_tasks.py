@@ -3,6 +3,9 @@ into the same program, over its generate, encode, init_cache and decode_step:
 
     transcribe(audio [batch, samples], decoder_input_ids, max_new_tokens, num_beams, return_timestamps)
         -> sequences: log_mel (the feature extractor's log-mel spectrogram), then generate
+    log_mel_long(audio [batch, samples]) -> features [batch, n_mels, samples // hop]: the
+        feature extractor's over the whole recording (truncation=False, padding="longest"),
+        what long-form transcription (cli/whisper_longform.h) cuts its 30-s windows from
     detect_language(input_features) -> language token ids [batch], and
     detect_language_audio(audio) -> the same from audio: transformers' detect_language
         (only for a checkpoint whose generation_config has lang_to_id: spec.language_ids)
@@ -51,6 +54,13 @@ def build_whisper_tasks(pb: ProgramBuilder, spec) -> ProgramBuilder:
         given = {"decoder_input_ids": decoder_input_ids, "max_new_tokens": max_new_tokens, "num_beams": num_beams,
                  "return_timestamps": return_timestamps}
         return generate(features, *(given.get(n) for n in names[1:]))[0]
+
+    @pb.function
+    def log_mel_long(audio: Tensor) -> Tensor:
+        """audio f32 [batch, samples] at 16 kHz -> log-mel features [batch, n_mels, samples // hop]
+        of the whole recording, neither padded nor cut (normalized by its own maximum, as
+        WhisperFeatureExtractor(truncation=False, padding="longest") computes them)."""
+        return T.log_mel(audio, T.param(MEL_FILTERS), N_FFT, HOP, T.size(audio, 1))
 
     if spec.language_ids:
         _language_detection(pb, spec)

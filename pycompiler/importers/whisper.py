@@ -22,7 +22,10 @@ def spec_from_config(config, gen) -> WhisperSpec:
     opts = generation_options(config, gen, vocab_size=config.vocab_size, eos=eos,
                               default_max_length=min(20 + 1, config.max_target_positions))
     decoder_start, pad = start_and_pad(config, gen, eos)
-    return WhisperSpec(language_ids=_language_ids(gen, config.vocab_size),
+    prev_sot = getattr(gen, "prev_sot_token_id", None)
+    if prev_sot is not None and not (isinstance(prev_sot, int) and 0 <= prev_sot < config.vocab_size):
+        raise UnsupportedConfig(f"import_hf: generation_config.prev_sot_token_id {prev_sot!r} is not a token id")
+    return WhisperSpec(language_ids=_language_ids(gen, config.vocab_size), prev_sot_token_id=prev_sot,
         d_model=config.d_model, encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
         encoder_heads=config.encoder_attention_heads, decoder_heads=config.decoder_attention_heads,
         vocab_size=config.vocab_size, num_mel_bins=config.num_mel_bins,
@@ -78,6 +81,8 @@ def meta(spec: WhisperSpec) -> dict:
         "max_position_embeddings": spec.max_target_positions,
         # the timestamp rule's constants (fixed at import; generation/timestamps.py)
         **{f: spec.generation[f] for f in import_fields() if spec.generation.get(f) is not None},
+        # long-form transcription's <|startofprev|> (cli/whisper_longform.cpp)
+        **({"prev_sot_token_id": spec.prev_sot_token_id} if spec.prev_sot_token_id is not None else {}),
     }
 
 

@@ -43,6 +43,8 @@ class WhisperSpec(EncoderDecoderSpec):
     max_target_positions: int
     # generation_config's lang_to_id ids: generation/whisper_tasks.py builds detect_language when there are some
     language_ids: tuple = ()
+    # generation_config's prev_sot_token_id (<|startofprev|>): long-form's condition_on_prev_tokens prompt
+    prev_sot_token_id: int | None = None
     lm_head = "proj_out.weight"  # tied to the decoder's embed_tokens: resolved by the importer
 
     @property

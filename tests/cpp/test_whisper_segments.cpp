@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/whisper_longform.h"
 #include "cli/whisper_segments.h"
 #include "io/audio_file.h"
 
@@ -61,4 +62,47 @@ TEST_CASE("audio: bytes that are not audio fail naming the file", "[audio]") {
       CHECK(std::string(e.what()).rfind("clip.bin: ", 0) == 0);
     }
   }
+}
+
+TEST_CASE("whisper long-form: a window's cut, its seek and times", "[whisper_segments]") {
+  // <|0.00|> a <|0.04|><|0.06|> b <|0.10|><|0.10|> c: unfinished, seek to <|0.10|> (frame 10)
+  cli::WindowCut cut = cli::window_segments({50, 1, 52, 53, 2, 55, 55, 3}, kBegin, 128, 30.0);
+  REQUIRE(cut.segments.size() == 2);
+  CHECK(cut.segments[0].start == 30.0);
+  CHECK(cut.segments[1].start == 30.0 + 3 * 0.02);
+  CHECK(cut.segments[1].end == 30.0 + 5 * 0.02);
+  CHECK(cut.segments[1].tokens == std::vector<int64_t>{53, 2, 55, 55});
+  CHECK(cut.offset == 10);
+  // a single timestamp at the end: the whole window (its frames of audio)
+  cut = cli::window_segments({50, 1, 52, 53, 2, 55}, kBegin, 101, 0.0);
+  CHECK(cut.offset == 101);
+  // no pair: one segment to the window's end, int(frames * 0.01 / 0.02) positions (float32)
+  cut = cli::window_segments({50, 1, 2}, kBegin, 101, 2.0);
+  REQUIRE(cut.segments.size() == 1);
+  CHECK(cut.segments[0].end == 2.0 + 50 * 0.02);
+  CHECK(cut.offset == 101);
+  // nothing generated: one empty segment, as transformers keeps it
+  cut = cli::window_segments({}, kBegin, 64, 0.0);
+  CHECK(cut.segments.size() == 1);
+  CHECK(cut.offset == 64);
+}
+
+TEST_CASE("whisper long-form: compression ratio and options", "[whisper_segments]") {
+#ifdef TENSORVM_HAVE_ZLIB
+  std::vector<int64_t> tokens;
+  for (int i = 0; i < 5; ++i)
+    for (int64_t t : {808, 82, 817, 605, 828, 80, 844, 844}) tokens.push_back(t);
+  // Python: len(b) / len(zlib.compress(b)) with 2 bytes a token (vocabulary 2309)
+  CHECK(cli::compression_ratio(tokens, 2309) == 80.0 / 27.0);
+#endif
+  cli::LongFormOptions o;
+  CHECK(o.parse("temperature", "0, 0.2,0.4"));
+  CHECK(o.temperatures == std::vector<double>{0.0, 0.2, 0.4});
+  CHECK(o.parse("condition_on_prev_tokens", "true"));
+  CHECK(o.condition_on_prev_tokens);
+  CHECK(o.parse("prompt_ids", "7 8 9"));
+  CHECK(o.prompt_ids == std::vector<int64_t>{7, 8, 9});
+  CHECK_FALSE(o.parse("num_beams", "2"));  // transcribe's own input
+  CHECK_THROWS_WITH(o.parse("logprob_threshold", "low"), Catch::Contains("low is not a number"));
+  CHECK_THROWS_WITH(o.parse("prompt_condition_type", "every"), Catch::Contains("first-segment or all-segments"));
 }

@@ -68,6 +68,21 @@ def reference_fallbacks():
             reference.OPS.pop(n, None)
 
 
+def both_command_lines(program_dir, argv, capsys) -> str:
+    """`tensorvm-run PROGRAM *argv` and `tensorvm run PROGRAM *argv`: both succeed and print the
+    same bytes; returns the text."""
+    import subprocess
+
+    from tensorvm.pycompiler.cli import main
+
+    res = subprocess.run([tensorvm_run_tool(), str(program_dir), *argv], capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr.decode()
+    capsys.readouterr()
+    assert main(["run", str(program_dir), *argv]) == 0
+    assert capsys.readouterr().out.encode() == res.stdout
+    return res.stdout.decode()
+
+
 def tensorvm_run_tool() -> str:
     """The tensorvm-run binary of this package; skip without one (fail under CI)."""
     import os

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 import sys
 import wave
@@ -23,7 +22,7 @@ from tensorvm import _C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import text_fixtures as tf  # noqa: E402
-from pyc_helpers import requires_vm, tensorvm_run_tool  # noqa: E402
+from pyc_helpers import both_command_lines, requires_vm, tensorvm_run_tool  # noqa: E402
 
 pytestmark = [requires_vm, pytest.mark.skipif(not getattr(_C, "has_text", False),
                                               reason="tensorvm built without the text library")]
@@ -33,15 +32,11 @@ PHRASES = ["The quick brown fox jumps over the lazy dog.", "Bonjour, je voudrais
 
 
 def _speech(text: str, path: Path) -> np.ndarray:
-    """`text` spoken by espeak-ng, as 16 kHz f32 samples (espeak-ng writes 22050 Hz: linear
-    interpolation here, the same samples for both sides)."""
-    if shutil.which("espeak-ng") is None:
+    """`text` spoken by espeak-ng, as 16 kHz f32 samples (tf.espeak_speech)."""
+    audio = tf.espeak_speech(text, path)
+    if audio is None:
         pytest.skip("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
-    subprocess.run(["espeak-ng", "-w", str(path), "-s", "170", text], check=True, capture_output=True)
-    with wave.open(str(path)) as w:
-        rate, pcm = w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), "<i2")
-    t = np.arange(int(len(pcm) * 16000 / rate)) / 16000
-    return np.interp(t, np.arange(len(pcm)) / rate, pcm.astype(np.float64) / 32768).astype(np.float32)
+    return audio
 
 
 def _write_wav(path, audio):
@@ -219,12 +214,7 @@ def test_cli_timestamps(stamped, tmp_path, capsys):
     for fmt in ("json", "text", "srt", "vtt"):
         argv = ["transcribe", "--audio", str(wav), "--language", "en", "--timestamps", "--format", fmt, "--arg",
                 "max_new_tokens=14"]
-        res = subprocess.run([tensorvm_run_tool(), str(prog.path), *argv], capture_output=True, timeout=300)
-        assert res.returncode == 0, res.stderr.decode()
-        capsys.readouterr()
-        assert main(["run", str(prog.path), *argv]) == 0
-        assert capsys.readouterr().out.encode() == res.stdout
-        printed[fmt] = res.stdout.decode()
+        printed[fmt] = both_command_lines(prog.path, argv, capsys)
     segs = json.loads(printed["json"])["segments"]
     assert [(s["start"], s["end"], s["tokens"]) for s in segs] == want_segs[0]
     assert [s["text"] for s in segs] == [hf.decode(t, skip_special_tokens=True) for _, _, t in want_segs[0]]

@@ -464,8 +464,9 @@ def make_whisper_tokenizer(out_dir: Path, seed: int = 0, **options) -> Path:
 
 
 def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, prompt_config: bool = False,
-                            multilingual: bool = True) -> Path:
-    """A seeded random WhisperForConditionalGeneration (128 frames) whose vocabulary is the
+                            multilingual: bool = True, max_source_positions: int = 64) -> Path:
+    """A seeded random WhisperForConditionalGeneration (2 x max_source_positions frames: 128, or
+    Whisper's 3000 with 1500) whose vocabulary is the
     Whisper tokenizer's, saved with it (weights spread as random_checkpoints spreads them).
     prompt_config: the generation config has what generate(language=, task=) reads, as the
     released checkpoints' do (lang_to_id, task_to_id, no_timestamps_token_id, is_multilingual)."""
@@ -482,7 +483,8 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, promp
     sot, eot = tok.convert_tokens_to_ids(["<|startoftranscript|>", "<|endoftext|>"])
     config = WhisperConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=48,
-                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=64, max_target_positions=40,
+                           decoder_ffn_dim=48, num_mel_bins=80, max_source_positions=max_source_positions,
+                           max_target_positions=40,
                            decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot)
     torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(config).eval()
@@ -505,6 +507,45 @@ def tiny_whisper_checkpoint(tokenizer_dir: Path, out: Path, seed: int = 0, promp
         if f.is_file():
             shutil.copy(f, Path(out) / f.name)
     return Path(out)
+
+
+def bias_timestamps(checkpoint: Path, strength: float = 8.0, scale: float = 2.5, slope: float = 0.015) -> Path:
+    """Rewrites a Whisper checkpoint's weights so that it writes timestamps as a trained one
+    does (random weights rarely do): the final decoder LayerNorm's bias gets `strength` in
+    dimension 0, and the (tied) embedding of timestamp k gets scale x (1 - slope x k) there,
+    every other token 0, so the early timestamps' logits rise by about strength x scale.
+    slope 0.015 suits 64 positions a window (128 frames); 0.00064 Whisper's 1500."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    model = WhisperForConditionalGeneration.from_pretrained(checkpoint)
+    begin = model.generation_config.no_timestamps_token_id + 1
+    with torch.no_grad():
+        table = model.model.decoder.embed_tokens.weight
+        k = torch.arange(table.shape[0] - begin, dtype=torch.float32)
+        table[:, 0] = 0.0
+        table[begin:, 0] = scale * (1.0 - slope * k)
+        model.model.decoder.layer_norm.bias[0] = strength
+    model.save_pretrained(checkpoint)
+    return Path(checkpoint)
+
+
+def espeak_speech(text: str, path: Path, speed: int = 170):
+    """`text` spoken by espeak-ng, as 16 kHz f32 samples (espeak-ng writes 22050 Hz: linear
+    interpolation here, the same samples for both sides); None without espeak-ng."""
+    import shutil
+    import subprocess
+    import wave
+
+    import numpy as np
+
+    if shutil.which("espeak-ng") is None:
+        return None
+    subprocess.run(["espeak-ng", "-w", str(path), "-s", str(speed), text], check=True, capture_output=True)
+    with wave.open(str(path)) as w:
+        rate, pcm = w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), "<i2")
+    t = np.arange(int(len(pcm) * 16000 / rate)) / 16000
+    return np.interp(t, np.arange(len(pcm)) / rate, pcm.astype(np.float64) / 32768).astype(np.float32)
 
 
 def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_up: bool = False) -> Path:
