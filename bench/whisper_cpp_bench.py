@@ -243,6 +243,11 @@ class TensorVM:
         self.prompt = np.array([PROMPT], np.int64)
 
     def __call__(self, clip):
+        if len(clip) > CLIP:  # --long-form: the program's own window loop (no timestamps: whole windows)
+            got = []
+            self.prog.transcribe(clip, decoder_input_ids=self.prompt, max_new_tokens=self.n, long_form=True,
+                                 on_window=lambda w: got.extend(t for s in w["segments"] for t in s["tokens"]))
+            return got
         seq = np.asarray(self.prog.run("transcribe", clip[None, :], self.prompt, self.n, 1))
         return seq[0, len(PROMPT):].tolist()
 
@@ -328,7 +333,8 @@ def worker(spec: dict) -> dict:
     if family == "whisper.cpp":  # the wheel's ggml build: which instruction sets, OpenMP
         res["system_info"] = run.pw.whisper_print_system_info()
     audio = np.load(spec["audio"])
-    sets = {str(s): clips(audio, s) for s in spec["seconds"]}
+    sets = {str(s): audio[None, : s * RATE] if spec["long_form"] and s > 30 else clips(audio, s)
+            for s in spec["seconds"]}
     run(sets[str(spec["seconds"][0])][0])  # warm-up
     for key, c in sets.items():
         wall, cpu, tokens = [], [], None
@@ -384,7 +390,10 @@ def markdown(report: dict) -> str:
     s = report["settings"]
     out = [f"# Whisper: tensorvm vs whisper.cpp vs faster-whisper ({report['date']})", "",
            f"CPU: {report['cpu']}, {s['threads']} threads; greedy, {s['new_tokens']} tokens per 30-s window, "
-           f"medians of {s['reps']} pass(es); load average {report['load'][0]} before, {report['load'][1]} after"
+           f"medians of {s['reps']} pass(es); "
+           + ("audio over 30 s in one call to each engine's own window loop" if s.get("long_form")
+              else "audio over 30 s as separate 30-s clips")
+           + f"; load average {report['load'][0]} before, {report['load'][1]} after"
            + (" (**under load**: other processes were running)" if max(report["load"]) > s["threads"] else ""),
            "", "versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()), ""]
     for shape, rows in report["shapes"].items():
@@ -398,7 +407,8 @@ def markdown(report: dict) -> str:
                 out.append(f"| {name} | {r.get('status')}: {r.get('error', '')[:120]} |")
                 continue
             times = " | ".join(f"{r[str(x)]['median_s']:.2f}" for x in secs)
-            toks = sorted({len(t) for x in secs for t in r[str(x)]["tokens"]})
+            per_call = {str(x): (x // 30 if s.get("long_form") else 1) for x in secs}  # windows per call
+            toks = sorted({round(len(t) / per_call[str(x)], 1) for x in secs for t in r[str(x)]["tokens"]})
             ag = r.get("vs_tensorvm_f32")
             ag = "-" if ag is None else ("exact" if ag["exact"] else f"{ag['equal_prefix']}/{ag['of']}")
             ratios = [" / ".join(f"{v:.2f}x" for v in r.get("ratios", {}).get(k, [])) or "-"
@@ -426,6 +436,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="toy shape, 30 s and 60 s, 8 tokens, 1 pass")
     ap.add_argument("--strict", action="store_true", help="exit 1 when an available engine fails")
     ap.add_argument("--prepare-only", action="store_true")
+    ap.add_argument("--long-form", action="store_true",
+                    help="audio over 30 s in one call to each engine's own window loop (no timestamps: each "
+                         "moves by whole windows), not as separate 30-s clips")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
@@ -441,6 +454,7 @@ def main(argv=None):
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_name(), "load": [load_avg()],
               "versions": versions(),
               "settings": {"threads": a.threads, "new_tokens": a.new_tokens, "reps": a.reps, "seconds": seconds,
+                           "long_form": a.long_form,
                            "windows": {str(x): max(1, x // 30) for x in seconds}},
               "shapes": {}}
     failed = False
@@ -464,7 +478,7 @@ def main(argv=None):
                 row["status"] = "prepared"
                 continue
             spec = {"engine": name, "model": str(model), "threads": a.threads, "new_tokens": a.new_tokens,
-                    "reps": a.reps, "seconds": seconds, "audio": str(audio)}
+                    "reps": a.reps, "seconds": seconds, "audio": str(audio), "long_form": a.long_form}
             try:
                 row.update(run_worker(spec, timeout=3600), status="ok")
             except Exception as e:  # noqa: BLE001
