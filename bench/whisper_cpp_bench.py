@@ -109,6 +109,11 @@ def prepare_checkpoint(shape: str, cache: Path) -> Path:
     ckpt = cache / f"whisper-{shape}-random"
     if not (ckpt / "config.json").is_file():
         checkpoint(shape, ckpt)
+    # tensorvm's long-form loop needs the timestamp ids (the released checkpoints have them)
+    gen = json.loads((ckpt / "generation_config.json").read_text())
+    if gen.get("no_timestamps_token_id") != PROMPT[-1]:
+        gen["no_timestamps_token_id"] = PROMPT[-1]
+        (ckpt / "generation_config.json").write_text(json.dumps(gen, indent=2))
     return ckpt
 
 
@@ -116,7 +121,8 @@ def prepare_tensorvm(ckpt: Path, cache: Path, scheme: str) -> Path:
     import tensorvm
 
     out = cache / f"tensorvm-{scheme}.tvm"
-    if not (out / "meta.json").is_file():
+    meta = out / "meta.json"
+    if not meta.is_file() or "no_timestamps_token_id" not in json.loads(meta.read_text()):
         tensorvm.import_hf(ckpt, out, quantize=TVM[scheme])
     return out
 
@@ -244,10 +250,10 @@ class TensorVM:
 
     def __call__(self, clip):
         if len(clip) > CLIP:  # --long-form: the program's own window loop (no timestamps: whole windows)
-            got = []
-            self.prog.transcribe(clip, decoder_input_ids=self.prompt, max_new_tokens=self.n, long_form=True,
-                                 on_window=lambda w: got.extend(t for s in w["segments"] for t in s["tokens"]))
-            return got
+            # transcribe(long_form=True) itself: its tail decodes text, and these checkpoints have
+            # no tokenizer, so the loop is called with the segments (token ids) kept
+            segs = self.prog._transcribe_long([clip], None, None, self.prompt, self.n, 1, True, {}, None)[0]
+            return [t for s in segs for t in s["tokens"]]
         seq = np.asarray(self.prog.run("transcribe", clip[None, :], self.prompt, self.n, 1))
         return seq[0, len(PROMPT):].tolist()
 
