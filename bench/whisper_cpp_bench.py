@@ -356,7 +356,10 @@ def worker(spec: dict) -> dict:
 
 
 def run_worker(spec: dict, timeout: float) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=str(spec["threads"]), MKL_NUM_THREADS=str(spec["threads"]))
+    # GGML_NO_BACKTRACE: ggml's abort (whisper.cpp f32) otherwise forks a debugger for a backtrace,
+    # which hung the worker once under load
+    env = dict(os.environ, OMP_NUM_THREADS=str(spec["threads"]), MKL_NUM_THREADS=str(spec["threads"]),
+               GGML_NO_BACKTRACE="1")
     r = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
                        timeout=timeout, env=env, cwd=ROOT)
     lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
