@@ -29,6 +29,10 @@ SHAPES = {
                  decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536),
     "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
                  decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048),
+    # smoke runs (bench/whisper_cpp_bench.py --quick): rows a multiple of ggml's block of 32, FFN 4 x
+    # d_model (whisper.cpp assumes it)
+    "toy": dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                decoder_attention_heads=2, encoder_ffn_dim=256, decoder_ffn_dim=256),
 }
 EOS, SOT = 50257, 50258
 PROMPT = [SOT, 50259, 50359, 50363]  # start of transcript, <|en|>, <|transcribe|>, <|notimestamps|>
@@ -58,17 +62,19 @@ def checkpoint(shape: str, out: Path) -> Path:
     return out
 
 
-def ctranslate2_model(ckpt: Path, out: Path, quantization: str, threads: int):
+def ctranslate2_model(ckpt: Path, out: Path, quantization: str, threads: int, names: list | None = None):
     """CTranslate2's Whisper converted from the checkpoint; the checkpoint has no tokenizer
     files, so the converter gets a stub vocabulary naming ids by their decimal strings,
-    Whisper's special tokens by theirs (as bench/engines/ctranslate2_engine.py does for Marian)."""
+    Whisper's special tokens by theirs (as bench/engines/ctranslate2_engine.py does for Marian).
+    `names`: another vocabulary (CTranslate2 calls a model multilingual when it has all 51865)."""
     import ctranslate2
     from ctranslate2.converters import TransformersConverter
 
-    names = [SPECIAL.get(i, str(i)) for i in range(50364)]  # the loader names timestamps after these
+    names = names or [SPECIAL.get(i, str(i)) for i in range(50364)]  # the loader names timestamps after these
+    langs = names[50259:50358] if len(names) >= 51865 else [SPECIAL[50259]]  # lang_ids (> 1: multilingual)
 
     class Tokenizer:
-        additional_special_tokens = [SPECIAL[50259]]
+        additional_special_tokens = langs
         eos_token, unk_token, bos_token = "<|endoftext|>", "<|endoftext|>", "<|endoftext|>"
 
         def get_vocab(self):
