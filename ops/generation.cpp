@@ -1,6 +1,7 @@
-// Ops for generation loops: a seeded random generator (rng, rand, multinomial) and
-// two checks on run-time options (option_index, check), so that a program can take
-// transformers-style options as inputs and reject the ones it cannot honour.
+// Ops for generation loops: a seeded random generator (rng, rand, multinomial), the
+// candidates of prompt-lookup decoding (prompt_lookup), and two checks on run-time
+// options (option_index, check), so that a program can take transformers-style options
+// as inputs and reject the ones it cannot honour.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -87,6 +88,49 @@ void multinomial_op(OpContext& ctx, const Args& a, Value* out) {
   out[0] = Value(std::move(y));
 }
 
+// ---- prompt lookup
+
+// transformers' PromptLookupCandidateGenerator rule: for n from min(max_ngram_size, L - 1)
+// down to 1, the leftmost earlier occurrence of the last n tokens whose continuation is not
+// empty; its next (at most num_tokens) tokens. Their loop costs up to L x n^2 comparisons
+// per call on hostile rows, so the kernel finds the same answer in linear time: suffix[e]
+// is how many tokens ending at e agree with the row's end (a Z-function of the reversed
+// row); the chosen n is the largest min(suffix[e], n_max) over the ends e <= L - 2 (a match
+// ending at L - 1 is the query itself, with nothing after it), and the chosen match the
+// leftmost end reaching it.
+void prompt_lookup_op(OpContext& ctx, const Args& a, Value* out) {
+  const Tensor& t = a.tensor(0);
+  const int64_t max_ngram = a.i64(1), num_tokens = a.i64(2);
+  if (t.dtype() != vm::DType::i64 || t.ndim() != 1) vm::fail("tokens must be a 1-D i64 tensor, got {}", t.describe());
+  if (max_ngram < 1) vm::fail("max_ngram_size must be at least 1, got {}", max_ngram);
+  if (num_tokens < 0) vm::fail("num_tokens must not be negative, got {}", num_tokens);
+  const Tensor c = t.contiguous();
+  const int64_t* x = c.data<int64_t>();
+  const int64_t L = t.numel();
+  const int64_t n_max = std::min(max_ngram, L - 1);
+  int64_t best_n = 0, best_end = -1;
+  if (n_max >= 1 && num_tokens >= 1) {
+    // z[i]: the longest common prefix of r and r[i..], r the reversed row (r[i] = x[L-1-i])
+    std::vector<int64_t> z(size_t(L), 0);
+    auto r = [&](int64_t i) { return x[L - 1 - i]; };
+    for (int64_t i = 1, lo = 0, hi = 0; i < L; ++i) {
+      int64_t k = i < hi ? std::min(hi - i, z[size_t(i - lo)]) : 0;
+      while (i + k < L && r(k) == r(i + k)) ++k;
+      z[size_t(i)] = k;
+      if (i + k > hi) lo = i, hi = i + k;
+    }
+    for (int64_t e = 0; e + 1 < L; ++e) {  // an end at e is r's index L - 1 - e >= 1
+      const int64_t n = std::min(z[size_t(L - 1 - e)], n_max);
+      if (n > best_n) best_n = n, best_end = e;
+    }
+  }
+  const int64_t start = best_end + 1;
+  const int64_t count = best_n > 0 ? std::min(num_tokens, L - start) : 0;
+  Tensor y = ctx.empty(vm::DType::i64, {count});
+  std::copy(x + start, x + start + count, y.data<int64_t>());
+  out[0] = Value(std::move(y));
+}
+
 // ---- options
 
 bool same_option(const Value& x, const Value& c) {
@@ -154,6 +198,12 @@ void register_generation_ops(Registry& r) {
         "against a running sum in double from index 0, u from the generator (53 bits), skipping drawn indices; once "
         "every non-zero weight is drawn, the rest are the zero-weight indices in increasing order (no draw). A negative "
         "or non-finite weight, or num_samples above the number of categories, is an error.");
+  r.add(TENSORVM_OP("prompt_lookup", prompt_lookup_op), "generation",
+        {p_tensor("tokens"), p_int("max_ngram_size"), p_int("num_tokens")}, {"Tensor"},
+        "Prompt-lookup candidates (transformers' PromptLookupCandidateGenerator): for n from min(max_ngram_size, "
+        "L - 1) down to 1, the leftmost earlier occurrence in tokens (i64 [L]) of its last n tokens that has tokens "
+        "after it, and those tokens, at most num_tokens: i64 [count], empty when nothing matches. Linear time in L. "
+        "max_ngram_size < 1 or num_tokens < 0 is an error.");
   Param choices = p_any("choices");
   choices.variadic = true;
   r.add(TENSORVM_OP("option_index", option_index_op), "values", {p_any("x"), choices, p_str("what", "value")}, {"int"},

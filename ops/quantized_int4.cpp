@@ -3,7 +3,9 @@
 // quantize_int4 (llama.cpp q4_0's rule and nibble order):
 //   weight i8 [out, in_p / 2]: each block of 32 consecutive inputs k0 .. k0 + 31 of a row
 //     is 16 bytes, byte i = (q[k0 + i] + 8) | ((q[k0 + 16 + i] + 8) << 4), q in [-8, 7];
-//   scale f32 [out, in_p / G]: one per group of G inputs (G a multiple of 32);
+//   scale f32 or f16 [out, in_p / G]: one per group of G inputs (G a multiple of 32;
+//     f16 as llama.cpp's q4_0 stores it, widened to f32 for the rows a thread is about to
+//     read, so the kernels see f32 scales only);
 //   in_p = ceil(in / G) * G, the padding zero. G is not stored: it is 2 * weight.size(1) /
 //   scale.size(1).
 // A decode step (a few rows) is bound by reading the weight: 0.5 bytes a weight plus a
@@ -33,13 +35,63 @@ struct Format {
   int64_t outf, in_p, group;
 };
 
+// The scale tensor, f32 or f16, and its f32 rows where the kernels want them.
+struct Scales {
+  const float* f32 = nullptr;
+  const uint16_t* f16 = nullptr;
+  int64_t ng = 0;  // per row
+
+  explicit Scales(const Tensor& sc, int64_t groups) : ng(groups) {
+    if (sc.dtype() == DType::f16)
+      f16 = static_cast<const uint16_t*>(sc.raw());
+    else
+      f32 = sc.data<float>();
+  }
+  // Rows [j0, j0 + n) as f32: the tensor's own rows, or `buf` (n * ng floats) filled.
+  const float* rows(const kernels::KernelTable& k, int64_t j0, int64_t n, float* buf) const {
+    if (f32) return f32 + j0 * ng;
+    k.widen_f16(f16 + j0 * ng, n * ng, buf);
+    return buf;
+  }
+};
+
+// fn(j, n, scale) for outputs [j0, j1) in pieces, scale the f32 scale rows of [j, j + n):
+// one piece for f32 scales; for f16, pieces of kScalePiece outputs widened into a
+// thread's buffer just before the kernel reads them (in cache, a 16th of the weight
+// bytes it streams).
+constexpr int64_t kScalePiece = 64;  // a multiple of the w4a8 kernel's 16-output tiles
+
+template <typename Fn>
+void for_scale_pieces(OpContext& ctx, const kernels::KernelTable& k, const Scales& sc, int64_t j0, int64_t j1, Fn fn) {
+  if (sc.f32) {
+    fn(j0, j1 - j0, sc.f32 + j0 * sc.ng);
+    return;
+  }
+  Tensor buf = ctx.empty(DType::f32, Shape{std::min(kScalePiece, j1 - j0) * sc.ng});
+  for (int64_t j = j0; j < j1; j += kScalePiece) {
+    const int64_t n = std::min(kScalePiece, j1 - j);
+    fn(j, n, sc.rows(k, j, n, buf.data<float>()));
+  }
+}
+
+// A kernel problem narrowed to outputs [j, j + n) with their scale rows: the kernels'
+// output index then runs over [0, n).
+template <typename Problem>
+Problem narrowed(Problem p, int64_t j, const float* scale) {
+  p.w += j * (p.in_p / 2);
+  p.scale = scale;
+  if (p.bias) p.bias += j;
+  p.y += j;
+  return p;
+}
+
 // Checks weight and scale against `in` features and derives the group size.
 Format check_format(const Tensor& w, const Tensor& sc, int64_t in) {
   if (w.dtype() != DType::i8 || w.ndim() != 2)
     vm::fail("weight must be i8 [out, in_p / 2] (two 4-bit weights a byte, quantize_int4), got {}", w.describe());
   const int64_t outf = w.size(0), in_p = 2 * w.size(1);
-  if (sc.dtype() != DType::f32 || sc.ndim() != 2 || sc.size(0) != outf)
-    vm::fail("scale must be f32 [{}, in_p / group], got {}", outf, sc.describe());
+  if ((sc.dtype() != DType::f32 && sc.dtype() != DType::f16) || sc.ndim() != 2 || sc.size(0) != outf)
+    vm::fail("scale must be f32 or f16 [{}, in_p / group], got {}", outf, sc.describe());
   const int64_t ng = sc.size(1);
   if (in_p == 0 && ng == 0) {
     if (in != 0) vm::fail("{} input features but the weight {} holds none", in, w.describe());
@@ -106,15 +158,18 @@ void linear_int4(OpContext& ctx, const Args& a, Value* out) {
     float* yp = l.y.data<float>();
     const kernels::KernelTable& k = kernel_table();
     const uint8_t* qp = nibbles(a.tensor(1));
-    const float* sp = a.tensor(2).data<float>();
-    const int64_t ng = f.in_p / f.group;
+    const Scales sc(a.tensor(2), f.in_p / f.group);
     const float* xp = l.x.data<float>();
     if (rows <= kMaxStreamRows) {
       Tensor keep;
-      const kernels::Int4Problem p{padded_rows(ctx, xp, rows, in, f.in_p, keep), f.in_p, f.group, qp, sp, bp, yp,
+      const kernels::Int4Problem p{padded_rows(ctx, xp, rows, in, f.in_p, keep), f.in_p, f.group, qp, nullptr, bp, yp,
                                    f.outf};
       const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 17) / (rows * f.in_p));
-      ctx.parallel_for(f.outf, grain, [&](int64_t j0, int64_t j1) { k.dot_rows_i4(p, rows, j0, j1); });
+      ctx.parallel_for(f.outf, grain, [&](int64_t j0, int64_t j1) {
+        for_scale_pieces(ctx, k, sc, j0, j1, [&](int64_t j, int64_t n, const float* s) {
+          k.dot_rows_i4(narrowed(p, j, s), rows, 0, n);
+        });
+      });
     } else {
       // As linear_int8: blocks of weight rows dequantized into a per-thread f32 scratch,
       // then linear's f32 kernels (or the library's GEMM, on its fixed column blocks).
@@ -124,10 +179,12 @@ void linear_int4(OpContext& ctx, const Args& a, Value* out) {
       ctx.parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
         Tensor scratch = ctx.empty(DType::f32, Shape{block, in});
         Tensor pack = ctx.empty(DType::f32, Shape{library ? 0 : k.gemm_pack_floats});
+        Tensor scale_rows = ctx.empty(DType::f32, Shape{sc.f32 ? 0 : block * sc.ng});
         float* s = scratch.data<float>();
         for (int64_t blk = b0; blk < b1; ++blk) {
           const int64_t j0 = blk * block, n = std::min(block, f.outf - j0);
-          k.dequantize_rows_i4(qp + j0 * (f.in_p / 2), sp + j0 * ng, n, in, f.in_p, f.group, s);
+          k.dequantize_rows_i4(qp + j0 * (f.in_p / 2), sc.rows(k, j0, n, scale_rows.data<float>()), n, in, f.in_p,
+                               f.group, s);
           const float* bj = bp ? bp + j0 : nullptr;
           if (library)
             library_gemm_columns(xp, rows, in, s, bj, yp + j0, f.outf, 0, n);
@@ -189,24 +246,28 @@ void linear_w4a8(OpContext& ctx, const Args& a, Value* out) {
     ctx.parallel_for(rows, std::max<int64_t>(1, 8192 / in), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) quantize_row_blocks(xp + r * in, in, f.in_p, qp + r * f.in_p, sxp + r * nb, xcp + r * nb);
     });
-    const kernels::W4A8Problem p{qp, sxp, xcp, f.in_p, f.group, nibbles(a.tensor(1)), a.tensor(2).data<float>(), l.bias,
+    const kernels::W4A8Problem p{qp, sxp, xcp, f.in_p, f.group, nibbles(a.tensor(1)), nullptr, l.bias,
                                  l.y.data<float>(), f.outf};
+    const Scales sc(a.tensor(2), f.in_p / f.group);
     const kernels::KernelTable& k = kernel_table();
     // Multiples of 16 outputs (the kernel's tiles) of about 64K weight bytes x rows.
     const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 17) / (std::min<int64_t>(rows, 16) * f.in_p)) / 16 * 16;
-    ctx.parallel_for(f.outf, grain, [&](int64_t j0, int64_t j1) { k.w4a8_rows(p, rows, j0, j1); });
+    ctx.parallel_for(f.outf, grain, [&](int64_t j0, int64_t j1) {
+      for_scale_pieces(ctx, k, sc, j0, j1, [&](int64_t j, int64_t n, const float* s) {
+        k.w4a8_rows(narrowed(p, j, s), rows, 0, n);
+      });
+    });
   }
   out[0] = std::move(l.y);
 }
 
 template <typename I>
-void embedding_int4_rows(const kernels::KernelTable& k, const I* ids, int64_t n, const uint8_t* q, const float* sc,
-                         const Format& f, int64_t d, float* y) {
-  const int64_t ng = f.in_p / f.group;
+void embedding_int4_rows(const kernels::KernelTable& k, const I* ids, int64_t n, const uint8_t* q, const Scales& sc,
+                         const Format& f, int64_t d, float* y, float* scale_row) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = int64_t(ids[i]);
     if (id < 0 || id >= f.outf) vm::fail("id {} out of range [0, {})", id, f.outf);
-    k.dequantize_rows_i4(q + id * (f.in_p / 2), sc + id * ng, 1, d, f.in_p, f.group, y + i * d);
+    k.dequantize_rows_i4(q + id * (f.in_p / 2), sc.rows(k, id, 1, scale_row), 1, d, f.in_p, f.group, y + i * d);
   }
 }
 
@@ -222,11 +283,12 @@ void embedding_int4(OpContext& ctx, const Args& a, Value* out) {
   Tensor y = ctx.empty(DType::f32, os);
   const kernels::KernelTable& k = kernel_table();
   const uint8_t* q = nibbles(a.tensor(1));
-  const float* sc = a.tensor(2).data<float>();
+  const Scales sc(a.tensor(2), f.in_p / f.group);
+  Tensor scale_row = ctx.empty(DType::f32, Shape{sc.f32 ? 0 : sc.ng});
   if (ids.dtype() == DType::i64)
-    embedding_int4_rows(k, ids.data<int64_t>(), ids.numel(), q, sc, f, d, y.data<float>());
+    embedding_int4_rows(k, ids.data<int64_t>(), ids.numel(), q, sc, f, d, y.data<float>(), scale_row.data<float>());
   else
-    embedding_int4_rows(k, ids.data<int32_t>(), ids.numel(), q, sc, f, d, y.data<float>());
+    embedding_int4_rows(k, ids.data<int32_t>(), ids.numel(), q, sc, f, d, y.data<float>(), scale_row.data<float>());
   out[0] = std::move(y);
 }
 
@@ -235,7 +297,7 @@ void embedding_int4(OpContext& ctx, const Args& a, Value* out) {
 void register_int4_ops(Registry& r) {
   const std::string format =
       "weight i8[out, in_p / 2] holds 4-bit q in [-8, 7], two a byte: each block of 32 inputs k0 .. k0 + 31 is 16 "
-      "bytes, byte i = (q[k0 + i] + 8) | ((q[k0 + 16 + i] + 8) << 4) (llama.cpp q4_0's order); scale f32[out, in_p / G] "
+      "bytes, byte i = (q[k0 + i] + 8) | ((q[k0 + 16 + i] + 8) << 4) (llama.cpp q4_0's order); scale f32 or f16 [out, in_p / G] "
       "has one scale per group of G inputs (G = 2 * weight.size(1) / scale.size(1), a multiple of 32); in_p = "
       "ceil(in / G) * G, zero-padded. Built offline by pycompiler/quantize.py quantize_int4.";
   r.add(TENSORVM_OP("linear_int4", linear_int4), "linear algebra",

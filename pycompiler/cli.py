@@ -15,7 +15,7 @@ checkpoints; list the ops; say where the C++ package is.
     tensorvm compile PROGRAM -o DIR [--name NAME] [--selective [--source SRC] [--kernel-variants avx2,...]]
     tensorvm inspect PROGRAM [--ir | --dot FUNCTION]
     tensorvm inspect --memory PROGRAM [FUNCTION] [--shapes NAME=1x12[:dtype]...] [the inputs of run] [--threads N]
-    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--no-optimize] [--no-tokenizer]
+    tensorvm import-hf CHECKPOINT_DIR -o PROGRAM [--quantize SCHEME [--group-size N] [--tables SCHEME] [--keep-f32 PATTERN ...]] [--draft SCHEME] [--draft-model CHECKPOINT_DIR] [--no-optimize] [--no-tokenizer]
                        [--plugin MODULE_OR_FILE.py]...
     tensorvm ops [--json]
     tensorvm selective-build PROGRAM... -o DIR [--source SRC] [--kernel-variants avx2,...]
@@ -287,7 +287,7 @@ def cmd_import_hf(args) -> int:
 
     out = import_hf(args.checkpoint, args.output, quantize=args.quantize, optimize=args.optimize,
                     tokenizer=args.tokenizer, plugins=args.plugin, group_size=args.group_size, keep_f32=args.keep_f32,
-                    tables=args.tables)
+                    tables=args.tables, draft=args.draft, draft_model=args.draft_model)
     from .program_dir import read_meta
     from .tokenizer_attach import why_no_tokenizer
 
@@ -419,6 +419,12 @@ def _other_parsers(sub, common, inputs) -> None:
     h.add_argument("--tables", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
                    help="with --quantize: store the token embeddings and the output projection as this scheme "
                         "stores them (e.g. --quantize int4 --tables int8)")
+    h.add_argument("--draft", choices=list(QUANTIZATIONS), default=None, metavar="SCHEME",
+                   help="put a draft model for speculative decoding in the program: the same checkpoint stored as "
+                        "SCHEME (self-speculation, e.g. --draft int4), or --draft-model's at SCHEME; generate runs it "
+                        "with use_draft=True (docs/generation.md)")
+    h.add_argument("--draft-model", default=None, metavar="CHECKPOINT_DIR",
+                   help="a draft checkpoint of the same vocabulary (f32 unless --draft SCHEME)")
     h.add_argument("--keep-f32", action="append", default=[], metavar="PATTERN",
                    help="with --quantize: leave the matrices whose weight names match this fnmatch pattern f32 "
                         "(repeatable; a pattern matching no matrix is an error)")

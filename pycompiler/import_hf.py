@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .draft_merge import check_compatible, merge_draft
 from .export import export
+from .modes import as_array
 from .generation.processors import import_fields, token_list_defaults
 from .generation.search import generate_inputs
 from .importers import UnsupportedConfig, architecture
@@ -55,21 +57,9 @@ def _check_quantize(quantize, group_size, keep_f32, tables=None):
         raise UnsupportedConfig(str(e)) from None
 
 
-def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True,
-              tokenizer: bool = True, plugins=(), group_size: int | None = None, keep_f32=(),
-              tables: str | None = None) -> Path:
-    """Reads a checkpoint directory of a supported architecture and writes a program
-    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`.
-    The checkpoint's tokenizer comes along (tokenizer_attach.py): a tokenizer the text
-    library cannot read exactly refuses the import, unless not `tokenizer`. `plugins`
-    (module names or .py paths) and TENSORVM_PLUGINS are imported first: they may
-    register architectures (tensorvm.register_architecture). `quantize` (a scheme of
-    schemes.py), `group_size` (4-bit schemes), `keep_f32` (fnmatch patterns of
-    matrices left f32) and `tables` (another scheme for the token tables and the output
-    projection) are docs/quantization.md's."""
-    load_plugins(plugins)
+def _build(path: Path, quantize, group_size, keep_f32, tables):
+    """(ProgramBuilder, config) of the checkpoint at `path` with the quantization asked for."""
     scheme, group_size, keep_f32 = _check_quantize(quantize, group_size, keep_f32, tables)
-    path = Path(checkpoint_dir)
     arch = architecture(_model_type(path))
     config, gen = load_config(path)
     spec = arch.spec_from_config(config, gen)
@@ -101,12 +91,52 @@ def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: b
     if plan is not None:
         meta.update(group_size=group_size, keep_f32=list(keep_f32), tables=tables or quantize)
     pb = arch.build(spec, weights, meta)
-    attach_tokenizer(pb, path, config.model_type, tokenizer)
     if plan is not None:
         pb.used_weights()  # traces every function, so the plan has seen every matrix
         if plan.unmatched():
             raise UnsupportedConfig(f"import_hf: keep_f32 pattern(s) {plan.unmatched()} match no matrix the "
                                     "scheme quantizes (fnmatch on weight names, e.g. 'lm_head.weight', "
                                     "'model.layers.*.mlp.*')")
-    export(pb, out_path, optimize_program if optimize else None)
+    return pb, config
+
+
+def _with_draft(dpb, transform):
+    """export's transform: the draft's program merged in (draft_merge.py), then `transform`."""
+    def merged(text, weights):
+        dweights = {n: as_array(dpb.weights[n]) for n in dpb.used_weights()}
+        text, weights = merge_draft(text, weights, dpb.text(), dweights)
+        return (text, weights) if transform is None else transform(text, weights)
+    return merged
+
+
+def import_hf(checkpoint_dir, out_path, quantize: str | None = None, optimize: bool = True,
+              tokenizer: bool = True, plugins=(), group_size: int | None = None, keep_f32=(),
+              tables: str | None = None, draft: str | None = None, draft_model=None) -> Path:
+    """Reads a checkpoint directory of a supported architecture and writes a program
+    directory, after the graph passes (folding, CSE, DCE, fusions) unless not `optimize`.
+    The checkpoint's tokenizer comes along (tokenizer_attach.py): a tokenizer the text
+    library cannot read exactly refuses the import, unless not `tokenizer`. `plugins`
+    (module names or .py paths) and TENSORVM_PLUGINS are imported first: they may
+    register architectures (tensorvm.register_architecture). `quantize` (a scheme of
+    schemes.py), `group_size` (4-bit schemes), `keep_f32` (fnmatch patterns of
+    matrices left f32) and `tables` (another scheme for the token tables and the output
+    projection) are docs/quantization.md's.
+    `draft` (a scheme) and `draft_model` (a checkpoint of the same vocabulary) put a draft
+    model for speculative decoding in the same program: the same checkpoint at `draft`
+    (self-speculation), or `draft_model` at `draft` (f32 when not given);
+    generate(use_draft=True) then runs it (docs/generation.md)."""
+    load_plugins(plugins)
+    path = Path(checkpoint_dir)
+    if draft is not None:
+        _check_quantize(draft, None, ())
+    pb, config = _build(path, quantize, group_size, keep_f32, tables)
+    attach_tokenizer(pb, path, config.model_type, tokenizer)
+    transform = optimize_program if optimize else None
+    if draft is not None or draft_model is not None:
+        draft_path = path if draft_model is None else Path(draft_model)
+        dpb, _ = _build(draft_path, draft, None, (), None)
+        check_compatible(pb.meta, dpb.meta)
+        pb.meta["draft"] = {"source": str(draft_path.resolve()), "quantize": draft}
+        transform = _with_draft(dpb, transform)
+    export(pb, out_path, transform)
     return Path(out_path)

@@ -312,18 +312,23 @@ class Program:
                                     threads=self.num_threads, max_instructions=self.max_instructions)
 
     def _text_generate(self, verb: str, texts, generate_kwargs, left_pad: bool, src_lang=None) -> list:
-        import numpy as np
-
         if isinstance(texts, str):
             raise TypeError(f"{verb} takes a list of texts (got one str: wrap it in a list)")
         texts = list(texts)
         if not texts:
             return []
-        tok = self.tokenizer
-        rows = tok.encode_batch(texts, src_lang=src_lang)
+        rows = self.tokenizer.encode_batch(texts, src_lang=src_lang)
+        return self._generate_rows(verb, rows, generate_kwargs, left_pad)
+
+    def _generate_rows(self, verb: str, rows: list, generate_kwargs, left_pad: bool) -> list:
+        """Token-id rows (not empty) in, decoded texts out: one padded `generate` on the
+        batch (tensorvm.ray calls this with the rows it kept)."""
+        import numpy as np
+
         for i, r in enumerate(rows):
             if not r:
                 raise ValueError(f"{verb}: text {i} gives no tokens (an empty prompt)")
+        tok = self.tokenizer
         pad = int(self.meta.get("pad_token_id", 0) or 0)
         width = max(len(r) for r in rows)
         ids = np.full((len(rows), width), pad, dtype=np.int64)

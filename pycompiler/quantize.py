@@ -85,8 +85,8 @@ def _int4_group(fn, group_size):
 def quantize_int4(weight: np.ndarray, group_size: int = 32, scale_dtype=np.float32):
     """f32 [out, in] -> (packed int8 [out, in_p / 2], scale [out, in_p / group_size]) with
     in_p = ceil(in / group_size) * group_size: the `weight` and `scale` of linear_int4,
-    linear_w4a8 and embedding_int4. scale_dtype: np.float32 (np.float16 once the runtime
-    takes f16 scales)."""
+    linear_w4a8 and embedding_int4. scale_dtype: np.float32 or np.float16 (q4_0's; q is
+    rounded against the scale as stored)."""
     g = _int4_group("quantize_int4", group_size)
     w = np.asarray(weight, dtype=np.float32)
     if w.ndim != 2:

@@ -6,4 +6,4 @@ registry (tests check this), and is what `tensorvm.replay` binds the IR's op nam
 from .ops import *  # noqa: F401,F403
 from .ops import OPS  # noqa: F401
 from .kvcache import *  # noqa: F401,F403,E402  (registers the kv_* ops in OPS)
-from .generation import *  # noqa: F401,F403,E402  (registers rng/rand/multinomial/option_index/check in OPS)
+from .generation import *  # noqa: F401,F403,E402  (registers rng/rand/multinomial/prompt_lookup/option_index/check in OPS)

@@ -133,4 +133,28 @@ def check(ok, message):
     return True
 
 
-__all__ = ["Rng", "rng", "rand", "multinomial", "option_index", "check"]
+
+
+@op
+def prompt_lookup(tokens, max_ngram_size, num_tokens):
+    """transformers' PromptLookupCandidateGenerator loop as it is written (the kernel
+    finds the same answer in linear time)."""
+    if not isinstance(tokens, np.ndarray) or tokens.dtype != np.int64 or tokens.ndim != 1:
+        raise OpError("prompt_lookup: tokens must be a 1-D i64 tensor")
+    if max_ngram_size < 1:
+        raise OpError(f"prompt_lookup: max_ngram_size must be at least 1, got {max_ngram_size}")
+    if num_tokens < 0:
+        raise OpError(f"prompt_lookup: num_tokens must not be negative, got {num_tokens}")
+    length = tokens.shape[0]
+    for n in range(min(max_ngram_size, length - 1), 0, -1):
+        query = tokens[length - n:]
+        for idx in range(length - n + 1):
+            if np.array_equal(tokens[idx:idx + n], query):
+                start = idx + n
+                end = min(start + num_tokens, length)
+                if start < end:
+                    return tokens[start:end].copy()
+    return np.zeros(0, np.int64)
+
+
+__all__ = ["Rng", "rng", "rand", "multinomial", "option_index", "check", "prompt_lookup"]

@@ -8,7 +8,8 @@
 // widened to f32, scaled, and multiplied into one accumulator vector per (output, row);
 // several outputs at a time keep several weight streams in flight (the decode is bound by
 // reading the weight). linear_w4a8 multiplies the nibbles with x quantized to int8 per
-// block of 32 (llama.cpp's q8_0): vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2),
+// block of 32 (llama.cpp's q8_0): vpdpbusd (AVX-512 VNNI, two blocks a step on 512-bit
+// vectors), vpmaddubsw + vpmaddwd (AVX2),
 // vdotq_s32 (NEON with the dot-product extension) or widening multiplies (NEON), plain
 // C++ otherwise. The x86 u8 x s8 instructions take the nibbles as stored (q + 8, u8) and
 // start from -8 * sum(x block), precomputed per row (W4A8Problem::xc), so no instruction
@@ -213,6 +214,90 @@ inline float hsum8(__m256 v) {
 }
 #endif
 
+#if TENSORVM_W4A8_KIND == 3
+// Two consecutive blocks' 64 nibbles as u8 in input order on one 512-bit vector: the 32
+// bytes' 128-bit halves each twice, every second copy shifted by 4, all masked.
+inline __m512i unpack_i4_pair_u8(const uint8_t* b) {
+  const __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+  const __m512i twice = _mm512_shuffle_i64x2(v, v, 0x50);  // [block 0, block 0, block 1, block 1]
+  return _mm512_and_si512(_mm512_srlv_epi64(twice, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
+}
+
+// Two consecutive floats p[0], p[1] as [p[0] x 8, p[1] x 8]: a block pair's scales.
+inline __m512 pair_f32(const float* p) {
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+}
+
+// Outputs [j, j + J) for R rows starting at row r0, two blocks (64 inputs) a step on
+// 512-bit vectors: per output and pair one nibble load, one vpdpbusd per row, one
+// conversion and one multiply-add, half the instructions of a block a step (decode was
+// bound by them, not by the read). Lanes 0-7 hold the first block's partial sums, 8-15
+// the second's, so each lane is scaled by its own block's sx * sw. An odd last block
+// takes the 256-bit step.
+template <int R, int J>
+inline void w4a8_outputs_pairs(const W4A8Problem& p, int64_t r0, int64_t j) {
+  const int64_t ng = p.in_p / p.group, nb = p.in_p / kI4Block, row_bytes = p.in_p / 2;
+  const int64_t per_group = p.group / kI4Block;
+  const int8_t* x = p.q + r0 * p.in_p;
+  const float* sx = p.sx + r0 * nb;
+  const int32_t* xc = p.xc + r0 * nb;
+  const __m512i to_lanes_0_8 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[J][R];
+  for (int jj = 0; jj < J; ++jj)
+    for (int r = 0; r < R; ++r) acc[jj][r] = _mm512_setzero_ps();
+  int64_t g = 0, left = per_group;  // block b's group, and blocks left in it
+  auto next_block = [&] {
+    if (--left == 0) {
+      ++g;
+      left = per_group;
+    }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const int64_t g0 = g;
+    next_block();
+    const int64_t g1 = g;
+    next_block();
+    __m512i xv[R], c[R];
+    __m512 sxv[R];
+    for (int r = 0; r < R; ++r) {
+      xv[r] = _mm512_loadu_si512(x + r * p.in_p + b * kI4Block);
+      // -8 * sum(x) of each block in its first lane (0 and 8): the start of vpdpbusd's sums
+      c[r] = _mm512_maskz_permutexvar_epi32(0x0101, to_lanes_0_8,
+                                            _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(xc + r * nb + b))));
+      sxv[r] = pair_f32(sx + r * nb + b);
+    }
+    for (int jj = 0; jj < J; ++jj) {
+      const uint8_t* row = p.w + (j + jj) * row_bytes;
+      const float* sw = p.scale + (j + jj) * ng;
+      if ((b & 3) == 0) _mm_prefetch(reinterpret_cast<const char*>(row + b * 16 + 1024), _MM_HINT_T0);
+      const __m512 swv = g1 == g0 + 1 ? pair_f32(sw + g0) : _mm512_set1_ps(sw[g0]);  // groups of 32: one each
+      const __m512i u = unpack_i4_pair_u8(row + b * 16);
+      for (int r = 0; r < R; ++r)
+        acc[jj][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c[r], u, xv[r])), _mm512_mul_ps(sxv[r], swv),
+                                     acc[jj][r]);
+    }
+  }
+  float tail[J][R] = {};
+  if (b < nb) {  // the odd last block
+    for (int r = 0; r < R; ++r) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * p.in_p + b * kI4Block));
+      const __m256i c = _mm256_zextsi128_si256(_mm_loadu_si32(xc + r * nb + b));
+      for (int jj = 0; jj < J; ++jj) {
+        const __m256i u = unpack_i4_u8(p.w + (j + jj) * row_bytes + b * 16);
+        const float d = sx[r * nb + b] * p.scale[(j + jj) * ng + g];
+        tail[jj][r] = hsum8(_mm256_mul_ps(_mm256_cvtepi32_ps(block_dot(u, xv, c)), _mm256_set1_ps(d)));
+      }
+    }
+  }
+  for (int jj = 0; jj < J; ++jj) {
+    const float bias = p.bias ? p.bias[j + jj] : 0.0f;
+    for (int r = 0; r < R; ++r) p.y[(r0 + r) * p.outf + j + jj] = hsum(Vf{acc[jj][r]}) + tail[jj][r] + bias;
+  }
+}
+#endif
+
 // Outputs [j, j + J) for R rows starting at row r0.
 template <int R, int J>
 inline void w4a8_outputs(const W4A8Problem& p, int64_t r0, int64_t j) {
@@ -328,8 +413,13 @@ inline void w4a8_outputs(const W4A8Problem& p, int64_t r0, int64_t j) {
 template <int R>
 void w4a8_group(const W4A8Problem& p, int64_t r0, int64_t j0, int64_t j1) {
   int64_t j = j0;
+#if TENSORVM_W4A8_KIND == 3
+  for (; j + 2 <= j1; j += 2) w4a8_outputs_pairs<R, 2>(p, r0, j);
+  for (; j < j1; ++j) w4a8_outputs_pairs<R, 1>(p, r0, j);
+#else
   for (; j + 2 <= j1; j += 2) w4a8_outputs<R, 2>(p, r0, j);
   for (; j < j1; ++j) w4a8_outputs<R, 1>(p, r0, j);
+#endif
 }
 
 // Every row for outputs [j0, j1): tiles of 16 outputs (16 * in_p / 2 bytes of weights,

@@ -72,3 +72,16 @@ def must_be(name: str, what: str) -> str:
 GREEDY_ONE_SEQUENCE = ("generate: greedy search (num_beams=1, do_sample=False) returns one sequence per input: "
                        "num_return_sequences must be 1")
 RETURN_AT_MOST_BEAMS = "generate: num_return_sequences must be at most num_beams"
+
+# speculative decoding (speculative.py): one sequence, as transformers' assisted generation
+SPECULATIVE_BATCH = ("generate: prompt_lookup_num_tokens / use_draft (speculative decoding) takes one input sequence "
+                     "(batch size 1, as transformers' assisted generation); call generate once per sequence")
+SPECULATIVE_BEAMS = "generate: prompt_lookup_num_tokens / use_draft (speculative decoding) needs num_beams=1"
+SPECULATIVE_RETURN = "generate: prompt_lookup_num_tokens / use_draft (speculative decoding) needs num_return_sequences=1"
+LOOKUP_POSITIVE = "generate: prompt_lookup_num_tokens must be at least 1 (None: off)"
+NGRAM_POSITIVE = "generate: max_matching_ngram_size must be at least 1"
+NO_DECODE_BLOCK = ("generate: prompt_lookup_num_tokens and use_draft are not supported by this program: its model "
+                   "gives no decode_block (the verify pass over several positions)")
+NO_DRAFT = ("generate: use_draft=True needs a program with a draft model (tensorvm import-hf CKPT --draft int4, or "
+            "--draft-model CKPT2)")
+DRAFT_OR_LOOKUP = "generate: use_draft and prompt_lookup_num_tokens are two ways to propose candidates: pick one"

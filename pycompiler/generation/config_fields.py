@@ -45,7 +45,7 @@ def _not_applicable(reason: str) -> Field:
     return Field(NOT_APPLICABLE, reason)
 
 
-_ASSISTED = "tunes assisted generation, which the program does not run (assistant_model, prompt_lookup_num_tokens " \
+_ASSISTED = "tunes assisted generation with an assistant model, which the program does not run (assistant_model " \
             "and assistant_early_exit are refused)"
 _GROUP_BEAMS = "group beam search (diverse beams) is not implemented (transformers 5 moved it to the Hub)"
 _CONSTRAINED = "constrained beam search is not implemented (transformers 5 moved it to the Hub)"
@@ -101,12 +101,11 @@ _OTHERS = {
                                     "from none (the importer takes it as the decoder start token of a checkpoint "
                                     "that names none, as transformers does)"),
     # assisted generation
-    "prompt_lookup_num_tokens": _refused("prompt lookup decoding (assisted generation) is not implemented"),
     "assistant_early_exit": _refused("early-exit assisted generation is not implemented"),
     "speculation_type": _refused("speculative decoding is not implemented"),
     **{f: _not_applicable(_ASSISTED) for f in (
-        "is_assistant", "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold",
-        "max_matching_ngram_size", "assistant_lookbehind", "target_lookbehind", "assistant_ensemble_weight")},
+        "is_assistant", "assistant_confidence_threshold",
+        "assistant_lookbehind", "target_lookbehind", "assistant_ensemble_weight")},
     # performance and metadata
     "compile_config": _not_applicable("torch.compile settings; the program is compiled at import"),
     "disable_compile": _not_applicable("torch.compile settings; the program is compiled at import"),

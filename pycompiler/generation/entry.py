@@ -12,6 +12,7 @@ from ..control import cond
 from . import checks, end_tokens
 from . import processors as P
 from .branches import named
+from .speculative import SPEC_VALUES
 
 
 def _source(s, input_ids, get):
@@ -108,8 +109,39 @@ def _model_states(s, input_ids, attention_mask, batch, limit, prompt_len):
     return s.model.encode(input_ids, attention_mask), s.model.source_mask(attention_mask)
 
 
-def generate_function(s, names, sample_search, beam_search):
-    """Registers generate(<first input>, *names) with the ProgramBuilder of `s`."""
+def _speculation(s, get, draft_present):
+    """speculative_search's values (speculative.SPEC_VALUES) but the source: prompt-lookup
+    candidates per pass (-1 when off), the longest n-gram looked up, whether the draft
+    proposes, its k, whether k follows the heuristic schedule."""
+    default = s.defaults.get("prompt_lookup_num_tokens")
+    lookup = T.if_none(get("prompt_lookup_num_tokens"), -1 if default is None else default)
+    T.check(T.logical_or(T.eq(lookup, -1), T.gt(lookup, 0)), checks.LOOKUP_POSITIVE)
+    # transformers: `max_matching_ngram_size or 2`
+    ngram = T.if_none(get("max_matching_ngram_size"), s.defaults.get("max_matching_ngram_size") or 2)
+    T.check(T.gt(ngram, 0), checks.NGRAM_POSITIVE)
+    draft_on = T.if_none(get("use_draft"), False)
+    T.check(T.logical_or(T.logical_not(draft_on), draft_present()), checks.NO_DRAFT)
+    T.check(T.logical_not(T.logical_and(draft_on, T.gt(lookup, 0))), checks.DRAFT_OR_LOOKUP)
+    k = T.if_none(get("num_assistant_tokens"), s.defaults.get("num_assistant_tokens") or 20)
+    T.check(T.gt(k, 0), checks.at_least("num_assistant_tokens", 1))
+    schedule = T.option_index(T.if_none(get("num_assistant_tokens_schedule"),
+                                        s.defaults.get("num_assistant_tokens_schedule") or "constant"),
+                              "constant", "heuristic", "heuristic_transient", what="num_assistant_tokens_schedule")
+    return lookup, ngram, draft_on, k, T.gt(schedule, 0)
+
+
+def generate_function(s, names, sample_search, beam_search, speculative=None):
+    """Registers generate(<first input>, *names) with the ProgramBuilder of `s`;
+    `speculative` (speculative.py's search and draft.py's stubs) runs when
+    prompt_lookup_num_tokens or use_draft is given, else greedy search / sampling or
+    beam search."""
+
+    @named("states", "mask", "prompt", "num_beams", "num_return", "length_penalty", "early_stopping", *s.opts,
+           *SPEC_VALUES)
+    def plain_search(*args):
+        """Beam search, or greedy search / sampling (speculation off)."""
+        args = args[:-len(SPEC_VALUES)]
+        return cond(T.gt(args[3], 1), beam_search, sample_search, *args)
 
     @s.pb.function(arg_types=["Tensor"] + ["Any"] * len(names))
     @named(s.first_input, *names)
@@ -129,7 +161,14 @@ def generate_function(s, names, sample_search, beam_search):
         beams, num_return, penalty, stopping = _search_shape(s, get)
         head, eos, tail = _search_values(s, get, limit, prompt, prompt_len, attention_mask)
         states, mask = _model_states(s, input_ids, attention_mask, batch, limit, prompt_len)
-        return cond(T.gt(beams, 1), beam_search, sample_search, states, mask, prompt, beams, num_return, penalty,
-                    stopping, *head, T.size(eos, 0), *tail)
+        args = (states, mask, prompt, beams, num_return, penalty, stopping, *head, T.size(eos, 0), *tail)
+        if speculative is None:
+            T.check(T.eq(T.if_none(get("prompt_lookup_num_tokens"), -1), -1), checks.NO_DECODE_BLOCK)
+            T.check(T.logical_not(T.if_none(get("use_draft"), False)), checks.NO_DECODE_BLOCK)
+            return cond(T.gt(beams, 1), beam_search, sample_search, *args)
+        search, draft = speculative
+        spec = _speculation(s, get, draft.present)
+        on = T.logical_or(T.gt(spec[0], 0), spec[2])
+        return cond(on, search, plain_search, *args, *spec, input_ids, attention_mask)
 
     return generate

@@ -30,6 +30,11 @@ def emit_step(next_tokens):
     return emit(TOKENS, T.unsqueeze(next_tokens, 1))
 
 
+def emit_tokens(tokens):
+    """Speculative decoding: the step's kept tokens of the one row, [1, n]."""
+    return emit(TOKENS, tokens)
+
+
 def agreed_length(ref, rows, valid):
     """Per sentence, how many leading positions every valid row of `rows` [B, R, L]
     shares with `ref` [B, L] (`valid` [B, R] bool): [B] int64."""

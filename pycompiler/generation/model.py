@@ -17,6 +17,10 @@ Encoder-decoder (EncoderDecoder):
         self-attention cache; its logits are not needed
     decode_step(cache, tokens [rows, 1], source_mask, position) -> logits [rows, vocab]
     reorder(cache, index [rows]) -> cache: row r continues old row index[r]
+    decode_block (optional): (cache, tokens [rows, n], source_mask, position) -> logits
+        [rows, n, vocab] of positions [position, position + n), causal among themselves
+        over the cached ones, each appended to the cache (speculative decoding's verify
+        pass; without it the program refuses prompt_lookup_num_tokens)
 
 Decoder-only (DecoderOnly, for the decoder-only models that build on this):
     init_cache(rows, max_len) -> cache
@@ -27,6 +31,8 @@ Decoder-only (DecoderOnly, for the decoder-only models that build on this):
         vocab] of position n - 1, the cache filled for slots [0, n) as prefill fills it.
         With it the whole prompt is one pass and the first token needs no decode_step
         (a pass over every weight for one row, as long as a decode step).
+    decode_block (optional): (cache, tokens [rows, n], attention_mask, position) -> logits
+        [rows, n, vocab] of slots [position, position + n), as the encoder-decoder's.
 """
 from __future__ import annotations
 
@@ -71,6 +77,7 @@ class EncoderDecoder:
     # "input_features" (f32 [batch, ...], e.g. Whisper's log-mel frames; encode checks
     # their shape; the attention_mask default is ones [batch, last dim])
     encoder_input: str = "input_ids"
+    decode_block: Optional[Callable] = None
 
     def __post_init__(self):
         if self.encoder_input not in ENCODER_INPUTS:
@@ -87,3 +94,4 @@ class DecoderOnly:
     ids: TokenIds
     max_positions: int
     prefill_logits: Optional[Callable] = None
+    decode_block: Optional[Callable] = None

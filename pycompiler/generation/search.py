@@ -25,6 +25,8 @@ from .beam import beam_search_function
 from .context import Search
 from .entry import generate_function
 from .greedy import sample_search_function
+from .draft import Draft
+from .speculative import speculative_search_function
 from .inputs import NO_DEFAULT, Input, bool_input, choice_input, float_input, int_input, seed_input
 
 # The search's own generate inputs, before and after the processors' inputs.
@@ -46,12 +48,24 @@ SEARCH_TAIL = (
     end_tokens.EOS_INPUT,
 )
 PROMPT = Input("decoder_input_ids", lambda v, meta: v, "the decoder prompt [batch, p]")
+# speculative decoding (speculative.py), last so that positional callers keep their places
+SPECULATION = (
+    int_input("prompt_lookup_num_tokens", 1, "prompt-lookup decoding: candidates per verify pass (None: off)", None),
+    int_input("max_matching_ngram_size", 1, "prompt-lookup decoding: the longest n-gram looked up", None),
+    bool_input("use_draft", "speculative decoding with the program's draft model (import-hf --draft / --draft-model)",
+               False),
+    int_input("num_assistant_tokens", 1, "speculative decoding: the draft's candidates per pass (the first pass's, "
+              "with the heuristic schedule)", 20),
+    choice_input("num_assistant_tokens_schedule", ("constant", "heuristic", "heuristic_transient"),
+                 "speculative decoding: k fixed, or + 2 after a pass that kept every candidate and - 1 otherwise "
+                 "(both heuristics start each call afresh)", "constant"),
+)
 
 
 def generate_inputs(decoder_only: bool = False) -> tuple:
     """generate's inputs after input_ids and attention_mask, in order (Input objects);
     a decoder-only model's prompt is input_ids itself, so it has no decoder_input_ids."""
-    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)))
+    return (*SEARCH_HEAD, *P.runtime_inputs(), *SEARCH_TAIL, *(() if decoder_only else (PROMPT,)), *SPECULATION)
 
 
 def generation_config_defaults() -> dict:
@@ -74,4 +88,8 @@ def build_generation(pb, model, defaults: dict):
     s = Search(pb, model, {**generation_config_defaults(), **defaults})
     sample_search = sample_search_function(s)
     beam_search = beam_search_function(s)
-    return generate_function(s, input_names(s.decoder_only), sample_search, beam_search)
+    speculative = None
+    if s.model.decode_block is not None:
+        draft = Draft(pb, s.model, s.decoder_only)
+        speculative = speculative_search_function(s, draft), draft
+    return generate_function(s, input_names(s.decoder_only), sample_search, beam_search, speculative)

@@ -5,7 +5,8 @@ function, and the generation library's `generate` over them.
         -> the final hidden states [rows, n, width] of tokens at cache slots [start, end)
 
 is the network (models/gpt2.py, llama.py); this adds init_cache, prefill,
-prefill_logits (the prompt's last position's logits, the first token's), decode_step
+prefill_logits (the prompt's last position's logits, the first token's), decode_step,
+decode_block (the logits of n new positions: speculative decoding's verify pass)
 and forward (the logits of every position) to the ProgramBuilder, and
 generate (pycompiler/generation/). `mask` is the attention mask over every cache
 slot (1 token, 0 left padding), as generation/model.py describes it.
@@ -70,6 +71,15 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
         return logits(T.reshape(x, [T.size(x, 0), width]))
 
     @pb.function
+    def decode_block(cache: KVCache, tokens: Tensor, mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, n, vocab] for tokens [rows, n] at cache slots [position, position + n),
+        causal among themselves (speculative decoding's verify pass)."""
+        rows, n = T.size(tokens, 0), T.size(tokens, 1)
+        end = T.add(position, n)
+        x = hidden(cache, tokens, mask, position, end, causal_mask(mask, position, end, sliding_window))
+        return T.reshape(logits(T.reshape(x, [T.mul(rows, n), width])), [rows, n, vocab_size])
+
+    @pb.function
     def forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """Logits [batch, length, vocab] of every position, as the model's forward pass."""
         rows, n = T.size(input_ids, 0), T.size(input_ids, 1)
@@ -82,7 +92,8 @@ def build_decoder_only(pb, hidden, *, layers: int, kv_heads: int, head_dim: int,
 
     ids = TokenIds(eos=eos, pad=pad, vocab_size=vocab_size)
     build_generation(pb, DecoderOnly(init_cache=init_cache, prefill=prefill, decode_step=decode_step, reorder=reorder,
-                                     ids=ids, max_positions=max_positions, prefill_logits=prefill_logits), generation)
+                                     ids=ids, max_positions=max_positions, prefill_logits=prefill_logits,
+                                     decode_block=decode_block), generation)
     return pb
 
 

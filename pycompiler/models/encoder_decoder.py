@@ -20,6 +20,7 @@ when heads x head_dim is not the model width (T5's d_kv). This adds to the Progr
     decoder_layer(x, cache, source_mask, [self_mask,] layer)  one layer, one position per row
     prefill_layer(x, cache, source_mask, self_mask, layer)  one layer, n positions
     prefill(cache, tokens, source_mask), decode_step(cache, tokens, source_mask, position)
+    decode_block(cache, tokens, source_mask, position): n positions at once, every logit
 
 and generate (pycompiler/generation/), whose inputs keep transformers' names (checked
 here: no op or function may rename one).
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from .. import ops as T
 from ..generation import EncoderDecoder, TokenIds, build_generation, input_names
 from ..types import ObjectType, Tensor
-from .layers import causal, key_mask
+from .layers import causal, causal_after, key_mask
 from .spec import ModelSpec
 
 KVCache = ObjectType("KVCache")
@@ -117,11 +118,24 @@ def build_encoder_decoder(pb, spec, *, encode, source_mask, embed, decoder_layer
             x = decoder_layer(x, cache, source_mask, *step, layer)
         return head(T.reshape(x, [T.size(x, 0), width]))
 
+    @pb.function
+    def decode_block(cache: KVCache, tokens: Tensor, source_mask: Tensor, position: int) -> Tensor:
+        """Logits [rows, n, vocab] for tokens [rows, n] at positions [position, position + n), causal
+        among themselves over the cached ones (speculative decoding's verify pass)."""
+        n = T.size(tokens, 1)
+        end = T.add(position, n)
+        x = embed(tokens, position, end)
+        mask = causal_after(position, end) if self_mask is None else self_mask(position, end)
+        for layer in range(decoder_layers):
+            x = prefill_layer(x, cache, source_mask, mask, layer)
+        rows = T.size(x, 0)
+        return T.reshape(head(T.reshape(x, [T.mul(rows, n), width])), [rows, n, ids.vocab_size])
+
     def reorder(cache, index):
         return T.kv_reorder(cache, index)
 
     build_generation(pb, EncoderDecoder(encode=encode, source_mask=source_mask, init_cache=init_cache, prefill=prefill,
-                                        decode_step=decode_step, reorder=reorder, ids=ids,
+                                        decode_step=decode_step, reorder=reorder, ids=ids, decode_block=decode_block,
                                         max_positions=max_positions, encoder_input=encoder_input), spec.generation)
     names = [p.name for p in pb.program().function("generate").params]
     if names != [encoder_input, *input_names()]:

@@ -78,6 +78,13 @@ def causal(n):
     return T.le(T.reshape(pos, [1, n]), T.reshape(pos, [n, 1]))
 
 
+def causal_after(start, end):
+    """bool [end - start, end]: new position start + i attends every slot j <= start + i
+    (the cached ones and the new ones up to itself); causal(n) when start is 0."""
+    q = T.reshape(T.arange(start, end), [T.sub(end, start), 1])
+    return T.le(T.reshape(T.arange(0, end), [1, end]), q)
+
+
 def causal_mask(mask, start, end, window=None):
     """bool [rows, 1, end - start, end]: query slot i in [start, end) attends key slot
     j <= i where the row has a token (True attends). With a sliding `window`, only

@@ -99,15 +99,17 @@ def linear_w8a8(x, weight, scale, bias=None):
 # The format of linear_int4, linear_w4a8 and embedding_int4 (ops/quantized_int4.cpp;
 # built by pycompiler/quantize.py quantize_int4): weight i8 [out, in_p / 2], two 4-bit
 # q + 8 a byte, each block of 32 inputs in 16 bytes (low nibbles the first 16, high the
-# next 16); scale f32 [out, in_p / G].
+# next 16); scale f32 or f16 [out, in_p / G].
 
 def int4_weight(name, weight, scale, n_in):
-    """(q int8 [out, in_p], scale f32 [out, in_p / G], G) after the format's checks."""
+    """(q int8 [out, in_p], scale as f32 [out, in_p / G], G) after the format's checks."""
     if not isinstance(weight, np.ndarray) or weight.dtype != np.int8 or weight.ndim != 2:
         fail(name, "weight must be i8 [out, in_p / 2]")
     out, in_p = weight.shape[0], 2 * weight.shape[1]
-    if not isinstance(scale, np.ndarray) or scale.dtype != np.float32 or scale.ndim != 2 or scale.shape[0] != out:
-        fail(name, f"scale must be f32 [{out}, in_p / group]")
+    if not isinstance(scale, np.ndarray) or scale.dtype not in (np.float32, np.float16) or scale.ndim != 2 \
+            or scale.shape[0] != out:
+        fail(name, f"scale must be f32 or f16 [{out}, in_p / group]")
+    scale = scale.astype(np.float32)  # f16 scales widen exactly
     ng = scale.shape[1]
     if in_p == 0 and ng == 0:
         if n_in:

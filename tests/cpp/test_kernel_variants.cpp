@@ -639,6 +639,41 @@ TEST_CASE("linear_int4, linear_w4a8: every variant matches the reference on any 
   }
 }
 
+// f16 scales (q4_0's) are widened to f32 for the rows a thread reads, in pieces of 64
+// outputs: every op gives the f32-scale result bit for bit, on every variant and thread
+// count, over output counts that cut pieces and thread chunks anywhere.
+TEST_CASE("linear_int4, linear_w4a8, embedding_int4: f16 scales give the f32-scale result", "[kernels][threads]") {
+  VariantGuard guard;
+  std::mt19937 gen(16);
+  for (const std::string& variant : ops::supported_kernel_variants()) {
+    ops::set_kernel_variant(variant);
+    for (int64_t out : {1, 63, 65, 300}) {
+      for (int64_t rows : {1, 3, 9, 40}) {
+        const int64_t in = 100, g = 32;
+        INFO(variant << " out " << out << " rows " << rows);
+        Weight w = random_weight(out, in, g, gen, false);
+        Tensor s16 = Tensor::empty(DType::f16, w.scale.shape());
+        auto* h = static_cast<uint16_t*>(s16.raw());
+        for (int64_t i = 0; i < w.scale.numel(); ++i) {
+          h[i] = vm::f32_to_f16(w.scale.data<float>()[i]);
+          w.scale.data<float>()[i] = vm::f16_to_f32(h[i]);  // the same values in f32
+        }
+        Tensor x = Tensor::empty(DType::f32, {rows, in});
+        std::normal_distribution<float> xd(0.0f, 1.0f);
+        for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = xd(gen);
+        for (const char* op : {"linear_int4", "linear_w4a8"}) {
+          const Tensor want = run_op(op, {Value(x), Value(w.w), Value(w.scale)}, 1);
+          for (int threads : {1, 2, 3}) CHECK(same_bits(want, run_op(op, {Value(x), Value(w.w), Value(s16)}, threads)));
+        }
+        Tensor ids = Tensor::empty(DType::i64, {rows});
+        for (int64_t i = 0; i < rows; ++i) ids.data<int64_t>()[i] = (i * 7) % out;
+        CHECK(same_bits(run_op("embedding_int4", {Value(ids), Value(w.w), Value(w.scale), Value::from_int(in)}, 1),
+                        run_op("embedding_int4", {Value(ids), Value(w.w), Value(s16), Value::from_int(in)}, 1)));
+      }
+    }
+  }
+}
+
 TEST_CASE("linear_w4a8: exact integer block sums on every variant; NaN rows", "[kernels]") {
   VariantGuard guard;
   std::mt19937 gen(4);

@@ -73,6 +73,18 @@ def test_compiled_is_bit_identical_to_the_interpreter(built, threads):
     assert any(line.startswith("profile: ") and "the same counts" in line for line in lines)
 
 
+def test_prompt_lookup_is_bit_identical_to_the_interpreter(built):
+    """Prompt-lookup decoding (batch 1: its candidates, verify passes and cache cuts) in the
+    compiled program: the same tokens and instruction count as the interpreter."""
+    res = subprocess.run([str(built["build"] / "compare"), str(built["program"]), "--threads", "2",
+                          "--ids", "3 4 5 3 4 5 3 4 5 6 0", "--generate", "num_beams=1,prompt_lookup_num_tokens=3",
+                          "--generate", "num_beams=1,prompt_lookup_num_tokens=9,max_matching_ngram_size=1,"
+                          "max_new_tokens=7"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    gen = [line for line in res.stdout.splitlines() if line.startswith("generate(")]
+    assert len(gen) == 2 and all("identical" in line for line in gen), res.stdout
+
+
 def test_a_missing_weight_fails_at_load_naming_it(built, tmp_path):
     from tensorvm.pycompiler import weights_io
 

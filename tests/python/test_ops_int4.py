@@ -27,9 +27,9 @@ def close(name, *args, rtol=1e-4):
     return got
 
 
-def weight(rng, out, n_in, g=32):
+def weight(rng, out, n_in, g=32, scale_dtype=np.float32):
     w = rng.standard_normal((out, n_in)).astype(np.float32)
-    return w, *quantize_int4(w, group_size=g)
+    return w, *quantize_int4(w, group_size=g, scale_dtype=scale_dtype)
 
 
 # Rows 1..8 stream the nibble rows, 9..32 dequantize blocks for the f32 dot kernel, more
@@ -38,13 +38,16 @@ def weight(rng, out, n_in, g=32):
 @pytest.mark.parametrize("out, n_in, g", [(37, 1, 32), (20, 31, 32), (45, 33, 32), (9, 4100, 32), (30, 200, 128),
                                           (17, 256, 128), (6, 300, 64)])
 def test_linear_int4_and_w4a8_random(rng, rows, out, n_in, g):
-    _, q, s = weight(rng, out, n_in, g)
     x = rng.standard_normal((rows, n_in)).astype(np.float32)
     b = rng.standard_normal(out).astype(np.float32)
-    for name in ("linear_int4", "linear_w4a8"):
-        y = close(name, x, q, s, b)
-        assert y.shape == (rows, out)
-        close(name, x, q, s)
+    for sdt in (np.float32, np.float16):
+        _, q, s = weight(rng, out, n_in, g, sdt)
+        for name in ("linear_int4", "linear_w4a8"):
+            y = close(name, x, q, s, b)
+            assert y.shape == (rows, out)
+            close(name, x, q, s)
+            # f16 scales act as their f32 values, bit for bit
+            np.testing.assert_array_equal(y, call_op(name, x, q, s.astype(np.float32), b))
 
 
 def test_linear_int4_batched_shape(rng):
@@ -146,6 +149,9 @@ def test_embedding_int4(rng):
             ids = rng.integers(0, 50, (2, 7)).astype(dt)
             y = check("embedding_int4", ids, q, s, n_in, rtol=1e-6, atol=0)
             np.testing.assert_array_equal(y, dequantize_int4(q, s, n_in)[ids])
+            s16 = s.astype(np.float16)
+            y16 = check("embedding_int4", ids, q, s16, n_in, rtol=1e-6, atol=0)
+            np.testing.assert_array_equal(y16, dequantize_int4(q, s16, n_in)[ids])
     check_error("embedding_int4", np.array([0, 50]), q, s, 896, match=r"id 50 out of range \[0, 50\)")
     check_error("embedding_int4", np.array([-1]), q, s, 896, match=r"id -1 out of range")
     check_error("embedding_int4", np.array([0.0], np.float32), q, s, 896, match="ids must be i64 or i32")
@@ -153,9 +159,10 @@ def test_embedding_int4(rng):
 
 
 def test_threads(rng):
-    """Outputs split over 2 threads give the 1-thread result exactly."""
+    """Outputs split over 2 threads give the 1-thread result exactly (f16 scales too)."""
     _, q, s = weight(rng, 3001, 96)
-    for rows in (1, 5, 40):
+    _, q16, s16 = weight(rng, 3001, 96, scale_dtype=np.float16)
+    for (q, s), rows in [((q, s), r) for r in (1, 5, 40)] + [((q16, s16), r) for r in (1, 5, 40)]:
         x = rng.standard_normal((rows, 96)).astype(np.float32)
         for name in ("linear_int4", "linear_w4a8"):
             one = vm_call(name, x, q, s, num_threads=1)

@@ -19,6 +19,7 @@ from marian_fixtures import hf
 from tensorvm.pycompiler.cli import main as cli_main
 from tensorvm.pycompiler.importers import UnsupportedConfig
 from tensorvm.pycompiler.locations import get_tensorvm_run
+from tensorvm.pycompiler.quantize import quantize_int4
 from tensorvm.pycompiler.schemes import SCHEMES
 
 # RMS(logits - f32 logits) / std(f32 logits), per scheme, on these random weights
@@ -70,6 +71,9 @@ def imports(tmp_path_factory):
 def test_decoder_only_scheme_is_small_and_close(imports, name, scheme):
     f32, q = imports(name, "f32"), imports(name, scheme)
     assert q.meta["quantize"] == scheme and not f32_matrices(q.path), f32_matrices(q.path)
+    held = stored(q.path)
+    int4_scales = {held[k[:-len("int4")] + "scale"][0] for k in held if k.endswith(".int4")}
+    assert int4_scales == ({"F16"} if SCHEMES[scheme].matrix.grouped else set())  # q4_0's f16 group scales
     if SCHEMES[scheme].matrix.linear != "linear":  # 16-bit: linear and embedding read 16-bit weights
         assert " linear(" not in q.ir and " embedding(tokens" not in q.ir
     tied = f32.meta["tied_weights"]
@@ -199,3 +203,17 @@ def test_f16_refuses_a_weight_out_of_its_range():
     with pytest.raises(ValueError, match="does not fit f16"):
         schemes.F16.store(np.array([[1.0, 7e4]], np.float32), None)
     assert schemes.BF16.store(np.array([[7e4]], np.float32), None)[0].dtype.name == "bfloat16"
+
+
+def test_int4_scales_f16_unless_they_do_not_fit():
+    """4-bit matrices store f16 group scales (q4_0's), f32 for a matrix with a group scale
+    f16 would overflow or make subnormal; both run as their values."""
+    from tensorvm.pycompiler.schemes import INT4
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 64)).astype(np.float32)
+    assert INT4.store(w, 32)[1].dtype == np.float16
+    for big in (w * 1e6, w * 1e-6):
+        q, s = INT4.store(big, 32)
+        assert s.dtype == np.float32
+        np.testing.assert_array_equal(q, quantize_int4(big, 32)[0])

@@ -528,3 +528,61 @@ def make_t5_tokenizer(out_dir: Path, seed: int = 0, extra_ids: int = 100, clean_
     T5Tokenizer.from_pretrained(work, extra_ids=extra_ids, clean_up_tokenization_spaces=clean_up).save_pretrained(out_dir)
     shutil.copy(work / "spiece.model", out_dir / "spiece.model")
     return out_dir
+
+
+# One word per content token of the committed trained tiny Marian (ids 2..38), so that text
+# in and text out runs on a model that really learned its task (tests/fixtures/data/tiny-marian,
+# task.json: the target is the source reversed, each token mapped through a permutation).
+TINY_MARIAN_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                     "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty "
+                     "ninety hundred thousand cat dog sun moon red blue green").split()
+
+
+def tiny_words_sentences(n: int, seed: int, max_words: int = 8) -> list[str]:
+    """n short sentences over TINY_MARIAN_WORDS, 1 to max_words words each."""
+    rnd = random.Random(seed)
+    return [" ".join(rnd.choice(TINY_MARIAN_WORDS) for _ in range(rnd.randint(1, max_words))) for _ in range(n)]
+
+
+def trained_tiny_marian_with_tokenizer(out: Path) -> Path:
+    """A copy of the committed trained tiny Marian with a MarianTokenizer whose pieces are
+    TINY_MARIAN_WORDS (marian_with_word_tokenizer)."""
+    from hf_reference import checkpoint_dir
+
+    return marian_with_word_tokenizer(checkpoint_dir("tiny-marian"), out)
+
+
+def marian_with_word_tokenizer(checkpoint: Path, out: Path) -> Path:
+    """A copy of a Marian checkpoint with a MarianTokenizer whose pieces are TINY_MARIAN_WORDS:
+    a sentencepiece word model (each word one piece "▁word"), vocab.json mapping the 37
+    words to ids 2..38, </s> 0, <unk> 1, <pad> the config's pad id (39 in the trained tiny
+    Marian, whose content tokens these are) and, in a larger vocabulary, every other id a
+    placeholder piece "▁t<id>" (decoded as its text; no text encodes to it). Any other word
+    encodes as <unk>."""
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import MarianTokenizer
+
+    out = Path(out)
+    shutil.copytree(checkpoint, out)
+    config = json.loads((out / "config.json").read_text())
+    work = out / "_spm"
+    work.mkdir()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(tiny_words_sentences(2000, 0, 12) + [" ".join(TINY_MARIAN_WORDS)]),
+        model_prefix=str(work / "words"), vocab_size=len(TINY_MARIAN_WORDS) + 2, model_type="word",
+        num_threads=1, minloglevel=2, bos_id=-1, eos_id=0, unk_id=1, pad_id=-1, eos_piece="</s>",
+        unk_piece="<unk>", hard_vocab_limit=False)
+    vocab = {"</s>": 0, "<unk>": 1, **{"▁" + w: 2 + i for i, w in enumerate(TINY_MARIAN_WORDS)}}
+    pad = config["pad_token_id"]
+    for i in range(len(vocab), config["vocab_size"]):
+        if i != pad:
+            vocab[f"▁t{i}"] = i
+    vocab["<pad>"] = pad
+    assert sorted(vocab.values()) == list(range(config["vocab_size"])), "the vocabulary must name every id once"
+    (work / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    model = str(work / "words.model")
+    MarianTokenizer(model, model, str(work / "vocab.json"), source_lang="en", target_lang="fr").save_pretrained(out)
+    shutil.rmtree(work)
+    return out
