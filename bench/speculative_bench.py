@@ -329,7 +329,9 @@ def main(argv=None) -> int:
         args.inputs, args.new_tokens, args.reps = 2, 16, 1
 
     import torch
+    import transformers
 
+    transformers.utils.logging.disable_progress_bar()  # the importers load through transformers too
     torch.set_num_threads(args.threads)
     load0 = os.getloadavg()[0]
     report = {"cpu": cpu_name(), "threads": args.threads, "batch": 1, "reps": args.reps,
