@@ -90,7 +90,8 @@ def example(pool: list[str], rng: random.Random, shuffled: float | None = None) 
     n = rng.randint(*SPEC["sentences"])
     sents = rng.sample(pool, n)
     if rng.random() < (SPEC["shuffled"] if shuffled is None else shuffled):  # words in random order: nothing to recall, only to copy
-        sents = [" ".join(rng.sample(s.rstrip(".!?").split(), len(s.split()))) + "." for s in sents]
+        words = [s.rstrip(".!?").split() for s in sents]
+        sents = [" ".join(rng.sample(w, len(w))) + "." for w in words]
     words = [set(w.lower() for w in WORD.findall(s)) for s in sents]
     order = list(range(n))
     rng.shuffle(order)
