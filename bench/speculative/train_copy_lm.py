@@ -155,6 +155,7 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=7.0, help="training time (CPU minutes)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(DATA / NAME))
+    ap.add_argument("--init", help="continue from the weights of an earlier run's output directory")
     args = ap.parse_args()
     s = SPEC
     torch.manual_seed(s["seed"])
@@ -176,6 +177,9 @@ def main() -> None:
         rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=eos, eos_token_id=eos,
         pad_token_id=eos)
     model = transformers.Qwen2ForCausalLM(config)
+    if args.init:  # the lr schedule starts over; build_info records what it continued
+        model.load_state_dict(transformers.Qwen2ForCausalLM.from_pretrained(args.init).state_dict())
+        earlier = json.loads((Path(args.init) / "build_info.json").read_text())
     opt = torch.optim.AdamW(model.parameters(), lr=s["lr"], weight_decay=0.1)
     model.train()
     t0, c0, step, losses, best = time.time(), time.process_time(), 0, [], (float("inf"), None, 0, 0.0)
@@ -217,6 +221,8 @@ def main() -> None:
             "best_step": best[2], "final_train_answer_ce": round(sum(losses[-100:]) / max(1, len(losses[-100:])), 4),
             "held_out_answer_ce": round(h, 4), "held_out_greedy_exact": round(exact, 4),
             "seconds": round(time.time() - t0), "cpu_seconds": round(time.process_time() - c0)}
+    if args.init:
+        info["continued_from"] = {k: earlier[k] for k in ("steps", "cpu_seconds", "held_out_answer_ce", "spec_fingerprint")}
     print(json.dumps(write_build_info(out, SPEC, info), indent=1))
 
 
