@@ -79,6 +79,12 @@ def cache_root(override: str | None = None) -> Path:
     return Path(override or os.environ.get(BENCH_CACHE_ENV) or DEFAULT_BENCH_CACHE)
 
 
+def tool_home(env: str, name: str) -> Path:
+    """Where an external engine's build lives (llama.cpp, whisper.cpp): $env, else the bench
+    cache's `name` folder."""
+    return Path(os.environ[env]) if os.environ.get(env) else cache_root() / name
+
+
 def _weight_files(checkpoint_dir: Path) -> list[Path]:
     files = sorted(checkpoint_dir.glob("*.safetensors"))
     if not files:

@@ -31,6 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.checkpoint import tool_home  # noqa: E402
 from bench.whisper_bench import EOS, PROMPT, SPECIAL, VOCAB, checkpoint  # noqa: E402
 
 F32_CONV = "GGML_ASSERT(src0->type == GGML_TYPE_F16)"
@@ -129,11 +130,7 @@ def prepare_tensorvm(ckpt: Path, cache: Path, scheme: str) -> Path:
 
 def whisper_cpp_home() -> Path:
     """Where bench/whisper_cpp_build.sh puts whisper.cpp's source and whisper-quantize."""
-    if os.environ.get("TENSORVM_WHISPER_CPP"):
-        return Path(os.environ["TENSORVM_WHISPER_CPP"])
-    if os.environ.get("TENSORVM_BENCH_CACHE"):
-        return Path(os.environ["TENSORVM_BENCH_CACHE"]) / "whisper.cpp"
-    return ROOT / "bench" / ".cache" / "whisper.cpp"
+    return tool_home("TENSORVM_WHISPER_CPP", "whisper.cpp")
 
 
 def whisper_cpp_source() -> Path:

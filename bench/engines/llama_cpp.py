@@ -32,22 +32,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checkpoint import tool_home
 from .base import EngineUnavailable
 from .decoder_only import DecoderEngine, special_ids
 from .gguf_convert import pieces
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 BINARIES = ("llama-bench", "llama-quantize", "llama-completion")
 # engine name suffix -> (GGUF type, precision label of the benchmark)
 TYPES = {"f32": "float32", "f16": "f16", "q8_0": "q8_0", "q4_0": "q4_0"}
 
 
 def home() -> Path:
-    if os.environ.get("TENSORVM_LLAMA_CPP"):
-        return Path(os.environ["TENSORVM_LLAMA_CPP"])
-    if os.environ.get("TENSORVM_BENCH_CACHE"):
-        return Path(os.environ["TENSORVM_BENCH_CACHE"]) / "llama.cpp"
-    return REPO_ROOT / "bench" / ".cache" / "llama.cpp"
+    return tool_home("TENSORVM_LLAMA_CPP", "llama.cpp")
 
 
 def binary(name: str) -> Path:
