@@ -64,7 +64,7 @@ constexpr int64_t kScalePiece = 64;  // a multiple of the w4a8 kernel's 16-outpu
 template <typename Fn>
 void for_scale_pieces(OpContext& ctx, const kernels::KernelTable& k, const Scales& sc, int64_t j0, int64_t j1, Fn fn) {
   if (sc.f32) {
-    fn(j0, j1 - j0, sc.f32 + j0 * sc.ng);
+    fn(j0, j1 - j0, sc.rows(k, j0, j1 - j0, nullptr));
     return;
   }
   Tensor buf = ctx.empty(DType::f32, Shape{std::min(kScalePiece, j1 - j0) * sc.ng});
