@@ -66,6 +66,13 @@ def check_c_api(node: str, base: Path, prog: Path, ids: str, new_tokens: int, bu
         args.update(dict(kv.split("=", 1) for kv in setting[1::2]))
         cases.append({"ids": ids, "args": args})
     expected = [native_ids(NATIVE_RUN, prog, c["ids"], c["args"]) for c in cases]
+    return run_test_node(node, base, prog, cases, expected, "ids", builds)
+
+
+def run_test_node(node: str, base: Path, prog: Path, cases: list, expected: list, key: str, builds: list) -> int:
+    """Runs web/test_node.js on `cases` per (build, isa) of `builds`, compares each result's
+    `key` ("ids", or "text" for text cases: .ci/wasm-text.py) with `expected`, prints a line
+    per build and each difference or hostile-input failure; returns the number of failures."""
     failures = 0
     for build, isa in builds:
         cmd = [node, str(ROOT / "web" / "test_node.js"), str(base), str(prog), json.dumps(cases), build] + ([isa] if isa else [])
@@ -76,12 +83,13 @@ def check_c_api(node: str, base: Path, prog: Path, ids: str, new_tokens: int, bu
             failures += 1
             continue
         got = json.loads(res.stdout.strip().splitlines()[-1])
-        bad = [i for i, (r, e) in enumerate(zip(got["results"], expected)) if r["ids"] != e]
+        bad = [i for i, (r, e) in enumerate(zip(got["results"], expected)) if r[key] != e]
         steps = sum(r["steps"] for r in got["results"])
-        print(f"   {label} ({got['variant']}): {len(cases) - len(bad)}/{len(cases)} settings token-exact, "
-              f"{steps} streamed steps, {len(got['hostile'])} hostile-input failures")
+        print(f"   {label} ({got['variant']}): {len(cases) - len(bad)}/{len(cases)} settings "
+              f"{'token' if key == 'ids' else 'text'}-exact, {steps} streamed steps, "
+              f"{len(got['hostile'])} hostile-input failures")
         for i in bad:
-            print(f"      setting {i}: {got['results'][i]['ids']} != native {expected[i]}")
+            print(f"      setting {i}: {got['results'][i][key]!r} != native {expected[i]!r}")
         for h in got["hostile"]:
             print(f"      hostile input: {h}")
         failures += bool(bad) + bool(got["hostile"])

@@ -29,3 +29,10 @@ if(TENSORVM_WASM_THREADS)
   # (a browser's main thread cannot start a worker while it blocks).
   add_link_options(-pthread -sPTHREAD_POOL_SIZE=4)
 endif()
+
+# The text library (tokenizers) for WebAssembly: sentencepiece and PCRE2 compiled here from
+# the sources .ci/wasm-text-sources fetches (cmake/wasm_text.cmake). Empty: no text library.
+set(TENSORVM_WASM_TEXT_SOURCES "" CACHE PATH "Folder of sentencepiece and PCRE2 sources for the wasm text library")
+if(TENSORVM_WASM_TEXT_SOURCES)
+  include(${CMAKE_CURRENT_LIST_DIR}/wasm_text.cmake)
+endif()

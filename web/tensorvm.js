@@ -58,6 +58,7 @@
     constructor(M, build) {
       this.M = M;
       this.build = build;
+      this.loaded = 0;
     }
     error() { return this.M.UTF8ToString(this.M._tvm_last_error()); }
     variant() { return this.M.UTF8ToString(this.M._tvm_kernel_variant()); }
@@ -81,6 +82,34 @@
         for (const [p] of parts) this.M._free(p);
       }
     }
+    // A program directory as {relative path: bytes or text} (program.py, weights.safetensors,
+    // meta.json, tokenizer/...): written into the module's memory file system, loaded with
+    // tvm_load_dir (weights copied, so their file is removed again), the rest kept for the
+    // text calls, which read the tokenizer's files from there.
+    loadFiles(files) {
+      const FS = this.M.FS;
+      const dir = '/programs/' + (++this.loaded);
+      const made = new Set();
+      const mkdirs = (path) => {
+        let at = '';
+        for (const part of path.split('/').filter(Boolean)) {
+          at += '/' + part;
+          if (!made.has(at) && !FS.analyzePath(at).exists) FS.mkdir(at);
+          made.add(at);
+        }
+      };
+      mkdirs(dir);
+      for (const [name, data] of Object.entries(files)) {
+        if (name.split('/').some((p) => p === '..' || p === '')) throw new Error('loadFiles: bad file name ' + name);
+        const slash = name.lastIndexOf('/');
+        if (slash > 0) mkdirs(dir + '/' + name.slice(0, slash));
+        FS.writeFile(dir + '/' + name, typeof data === 'string' ? data : new Uint8Array(data));
+      }
+      const h = this.M.ccall('tvm_load_dir', 'number', ['string'], [dir]);
+      if (FS.analyzePath(dir + '/weights.safetensors').exists) FS.unlink(dir + '/weights.safetensors');
+      if (!h) throw new Error(this.error());
+      return new Program(this, h);
+    }
   }
 
   class Program {
@@ -97,7 +126,6 @@
     generate(ids, args, onTokens, options) {
       options = options || {};
       const M = this.rt.M;
-      const argText = Object.entries(args || {}).map(([k, v]) => k + '=' + (v === true ? 1 : v === false ? 0 : v)).join(';');
       let cb = 0;
       if (onTokens) {
         cb = M.addFunction((user, ids, offsets, counts, rows) => {
@@ -113,13 +141,47 @@
       }
       try {
         const res = M.ccall('tvm_generate', 'number', ['number', 'string', 'string', 'string', 'number', 'number', 'number'],
-                            [this.handle, options.function || 'generate', ids, argText, options.threads || 1, cb, 0]);
+                            [this.handle, options.function || 'generate', ids, argText(args), options.threads || 1, cb, 0]);
         if (!res) throw new Error(this.rt.error());
         return M.UTF8ToString(res).split(';').map((r) => r.trim().split(/\s+/).map(Number));
       } finally {
         if (cb) M.removeFunction(cb);
       }
     }
+    // Text in, text out (a program from loadFiles with its tokenizer): args as generate's,
+    // plus src_lang / tgt_lang; text a string or UTF-8 bytes; onText(piece, textSoFar) after
+    // each step, false stops.
+    // Returns the output text, a line per input line, each ending in '\n'.
+    translate(text, args, onText, options) { return this.text('tvm_translate', text, args, onText, options); }
+    complete(text, args, onText, options) { return this.text('tvm_complete', text, args, onText, options); }
+    text(fn, text, args, onText, options) {
+      options = options || {};
+      const M = this.rt.M;
+      let cb = 0;
+      if (onText) {
+        cb = M.addFunction((user, piece, soFar) => (onText(M.UTF8ToString(piece), M.UTF8ToString(soFar)) === false ? 0 : 1),
+                           'iiii');
+      }
+      // A string goes in as UTF-8; bytes (a Uint8Array) as they are, so that invalid UTF-8 can
+      // reach the tokenizer's check (a string cannot hold it). NUL-terminated.
+      const raw = typeof text === 'string' ? new TextEncoder().encode(text) : new Uint8Array(text);
+      const z = new Uint8Array(raw.length + 1);
+      z.set(raw);
+      const [p] = this.rt.bytes(z);
+      try {
+        const res = M.ccall(fn, 'number', ['number', 'number', 'string', 'number', 'number', 'number'],
+                            [this.handle, p, argText(args), options.threads || 1, cb, 0]);
+        if (!res) throw new Error(this.rt.error());
+        return M.UTF8ToString(res);
+      } finally {
+        M._free(p);
+        if (cb) M.removeFunction(cb);
+      }
+    }
+  }
+
+  function argText(args) {
+    return Object.entries(args || {}).map(([k, v]) => k + '=' + (v === true ? 1 : v === false ? 0 : v)).join(';');
   }
 
   const api = {open, hasSimd128};

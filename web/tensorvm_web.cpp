@@ -1,6 +1,7 @@
 // The C API of web/tensorvm_web.h: a thin layer over vm::Program::from_memory, a Session
-// and cli::build_inputs (the inputs tensorvm-run builds from --ids and --arg), so a page gets
-// exactly the command line's behaviour. Every entry point catches everything: a JavaScript
+// and cli::build_inputs (the inputs tensorvm-run builds from --ids and --arg), and for text
+// over the command line's own text verbs (cli/text_verbs.h: tokenizer, generate, decode), so
+// a page gets exactly the command line's behaviour. Every entry point catches everything: a JavaScript
 // caller gets an error string, never an abort.
 #include "web/tensorvm_web.h"
 
@@ -11,9 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "cli/main.h"
 #include "cli/run_io.h"
+#include "cli/text_verbs.h"
 #include "ops/cpu.h"
 #include "vm/vm.h"
+
+#ifdef TENSORVM_HAVE_TEXT
+#include "text/tokenizer.h"
+#endif
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten/emscripten.h>
@@ -24,6 +31,10 @@
 
 struct tvm_program {
   std::shared_ptr<const vm::Program> program;
+  std::string dir;  // tvm_load_dir's: where meta.json and the tokenizer's files are; "" from bytes
+#ifdef TENSORVM_HAVE_TEXT
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // the streamed text's decoder, read at first use
+#endif
 };
 
 namespace {
@@ -79,6 +90,66 @@ auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   return on_error;
 }
 
+// The text verb `verb` (translate, complete) on `text`, as tensorvm-run runs it: the same
+// ProgramRunner (cli::text_runner over cli::interpreted), options and printing; the
+// callback sees the first sequence's text decoded after every step.
+const char* run_text(tvm_program* program, const std::string& verb, const char* text, const char* args, int threads,
+                     tvm_text_fn on_text, void* user) {
+  const std::string who = "tvm_" + verb;
+  if (!program) vm::fail("{}: no program", who);
+  if (program->dir.empty())
+    vm::fail("{}: the program was loaded from bytes (tvm_load); load its directory with tvm_load_dir for text", who);
+  if (!text || !*text) vm::fail("{}: no text", who);
+  std::map<std::string, std::string> arg_map = parse_args(args ? args : "");
+  cli::TextOptions options;
+  options.parse("--text", [&] { return std::string(text); });  // the command line's split into lines
+  for (auto [key, field] : {std::pair{"src_lang", &options.src_lang}, std::pair{"tgt_lang", &options.tgt_lang}}) {
+    if (const auto it = arg_map.find(key); it != arg_map.end()) {
+      *field = it->second;
+      arg_map.erase(it);
+    }
+  }
+  vm::SessionOptions session_options;
+  session_options.num_threads = threads < 1 ? 1 : threads;
+  auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
+  cli::ProgramRunner runner = cli::text_runner(loaded, program->dir, session_options);
+  std::string result;  // what the verb printed: whole output lines
+  std::string shown;   // what the callback was last given
+#ifdef TENSORVM_HAVE_TEXT
+  if (on_text) {
+    if (!program->tokenizer) program->tokenizer = text::load_tokenizer(program->dir);
+    const text::Tokenizer& tokenizer = *program->tokenizer;
+    runner.run_named = [&, inner = runner.run_named](const std::string& name,
+                                                     const std::vector<std::pair<std::string, vm::Value>>& named,
+                                                     vm::EmitCallback emit) {
+      if (name != "generate") return inner(name, named, std::move(emit));
+      std::vector<int64_t> first;  // the first sequence's ids so far (the stream has new ids only)
+      return inner(name, named, vm::token_stream([&](const std::vector<std::vector<int64_t>>& rows) {
+                     if (rows.empty() || rows[0].empty()) return true;
+                     first.insert(first.end(), rows[0].begin(), rows[0].end());
+                     const std::string now = result + tokenizer.decode(first, true);
+                     const bool appended = now.compare(0, shown.size(), shown) == 0;
+                     const std::string piece = appended ? now.substr(shown.size()) : std::string();
+                     shown = now;
+                     return on_text(user, piece.c_str(), shown.c_str()) != 0;
+                   }));
+    };
+  }
+#endif
+  cli::run_text_verb(runner, verb, options, arg_map, false, [&](std::string_view lines) {
+    result += lines;
+    // The line as decoded whole, with its newline: the callback ends where the result does.
+    if (on_text && result != shown) {
+      const bool appended = result.compare(0, shown.size(), shown) == 0;
+      const std::string piece = appended ? result.substr(shown.size()) : std::string();
+      shown = result;
+      on_text(user, piece.c_str(), shown.c_str());
+    }
+  });
+  g_result = std::move(result);
+  return g_result.c_str();
+}
+
 }  // namespace
 
 extern "C" {
@@ -99,7 +170,31 @@ TVM_EXPORT tvm_program* tvm_load(const char* text, size_t text_len, const uint8_
       nullptr);
 }
 
+TVM_EXPORT tvm_program* tvm_load_dir(const char* dir) {
+  return guarded(
+      [&]() -> tvm_program* {
+        if (!dir || !*dir) vm::fail("tvm_load_dir: no directory");
+        vm::LoadOptions options;
+        options.copy_weights = true;  // the page may delete the weights file once loaded
+        auto p = std::make_unique<tvm_program>();
+        p->program = vm::Program::load(dir, options);
+        p->dir = dir;
+        return p.release();
+      },
+      nullptr);
+}
+
 TVM_EXPORT void tvm_free(tvm_program* program) { delete program; }
+
+TVM_EXPORT const char* tvm_translate(tvm_program* program, const char* text, const char* args, int threads,
+                                     tvm_text_fn on_text, void* user) {
+  return guarded([&]() { return run_text(program, "translate", text, args, threads, on_text, user); }, nullptr);
+}
+
+TVM_EXPORT const char* tvm_complete(tvm_program* program, const char* text, const char* args, int threads,
+                                    tvm_text_fn on_text, void* user) {
+  return guarded([&]() { return run_text(program, "complete", text, args, threads, on_text, user); }, nullptr);
+}
 
 TVM_EXPORT const char* tvm_generate(tvm_program* program, const char* function, const char* ids, const char* args,
                                     int threads, tvm_tokens_fn on_tokens, void* user) {

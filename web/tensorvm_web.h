@@ -1,5 +1,7 @@
-// A small C API over the runtime for JavaScript (docs/web.md): a program loaded from bytes,
-// generate run on token ids with its options, each step's tokens streamed to a callback.
+// A small C API over the runtime for JavaScript (docs/web.md): a program loaded from bytes
+// or from a directory of the module's file system, generate run on token ids with its
+// options, or text translated / completed with the program's tokenizer (the text library),
+// each step's tokens or text streamed to a callback.
 // Errors never abort: a call that fails returns 0 (or a null handle) and tvm_last_error()
 // says why, with the runtime's own message (the op, the IR line). Strings returned stay
 // valid until the next call on the same thread.
@@ -31,6 +33,29 @@ void tvm_free(tvm_program* program);
 // rows separated by ';', are returned (null on error).
 const char* tvm_generate(tvm_program* program, const char* function, const char* ids, const char* args, int threads,
                          tvm_tokens_fn on_tokens, void* user);
+
+// A program directory in the module's file system (a page writes the files it was given
+// there, web/tensorvm.js's loadFiles): program.py, weights.safetensors (copied into memory),
+// meta.json and, when meta.json names one, the tokenizer's files, which the text calls below
+// read from there. Null on any problem.
+tvm_program* tvm_load_dir(const char* dir);
+
+// Called once per generation step of the text calls with `piece`, the text this step added,
+// and `text`, all the output decoded so far (the first sequence of each line; earlier lines
+// end with '\n'). When a step rewrites what was shown (a byte-fallback character completed),
+// `piece` is "" and `text` holds the new text. Returning 0 stops generation.
+typedef int (*tvm_text_fn)(void* user, const char* piece, const char* text);
+
+// Text in, text out, as `tensorvm-run PROGRAM translate --text TEXT` prints it: one output
+// line per input line, each ending in '\n' (several per line with num_return_sequences).
+// `args` as tvm_generate's, plus src_lang=LANG and tgt_lang=LANG (M2M100, NLLB). Needs a
+// program loaded with tvm_load_dir that carries its tokenizer. Null on error: no or empty
+// text, invalid UTF-8, a program without tokenizer, anything the command line refuses.
+const char* tvm_translate(tvm_program* program, const char* text, const char* args, int threads,
+                          tvm_text_fn on_text, void* user);
+// The same for a decoder-only program (`tensorvm-run PROGRAM complete`): the continuation.
+const char* tvm_complete(tvm_program* program, const char* text, const char* args, int threads,
+                         tvm_text_fn on_text, void* user);
 
 // The message of the last failed call on this thread ("" when none failed).
 const char* tvm_last_error(void);

@@ -2,6 +2,10 @@
 // from bytes for each case of CASES (a JSON list of {ids, args}) and prints one JSON line of
 // results, then feeds hostile bytes to tvm_load / tvm_generate and checks each gives an error
 // string rather than an abort.
+// Text cases ({text, args}, .ci/wasm-text.py drives them): the program directory is loaded
+// through the module's file system (loadFiles) with its tokenizer, each text translated with
+// its pieces streamed (their concatenation must be the result), then hostile text (none,
+// empty, invalid UTF-8, huge, a program without tokenizer) must give errors.
 //   node web/test_node.js BASE PROGRAM_DIR CASES_JSON [simd|scalar] [ISA]
 'use strict';
 const fs = require('fs');
@@ -12,6 +16,8 @@ async function main() {
   const [base, dir, casesJson, build, isa] = process.argv.slice(2);
   const rt = await Tensorvm.open(base, build ? {build} : {});
   if (isa) rt.setVariant(isa);
+  const cases = JSON.parse(casesJson);
+  if (cases.length && cases[0].text !== undefined) return textMain(rt, dir, cases);
   const read = (name) => fs.existsSync(path.join(dir, name)) ? fs.readFileSync(path.join(dir, name)) : null;
   const text = read('program.py').toString('utf8'), weights = read('weights.safetensors'), meta = read('meta.json');
   const prog = rt.load(text, weights, meta ? meta.toString('utf8') : '');
@@ -55,6 +61,69 @@ async function main() {
   // The program still runs after all of that.
   const again = prog.generate(JSON.parse(casesJson)[0].ids, JSON.parse(casesJson)[0].args);
   if (JSON.stringify(again) !== JSON.stringify(results[0].ids)) hostile.push('rerun after errors differs');
+  prog.free();
+  console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
+}
+
+// Every file under `dir` as {relative path: bytes}, as a page's directory picker gives them.
+function readTree(dir, prefix, out) {
+  out = out || {};
+  for (const e of fs.readdirSync(path.join(dir, prefix || ''), {withFileTypes: true})) {
+    const rel = (prefix ? prefix + '/' : '') + e.name;
+    if (e.isDirectory()) readTree(dir, rel, out);
+    else if (e.isFile()) out[rel] = fs.readFileSync(path.join(dir, rel));
+  }
+  return out;
+}
+
+function textMain(rt, dir, cases) {
+  const files = readTree(dir);
+  const prog = rt.loadFiles(files);
+  const results = [];
+  const hostile = [];
+  for (const c of cases) {
+    let steps = 0, streamed = '', last = '';
+    const t0 = process.hrtime.bigint();
+    const text = prog.translate(c.text, c.args, (piece, soFar) => {
+      ++steps;
+      streamed = piece ? streamed + piece : soFar;  // "" piece: the text was rewritten
+      last = soFar;
+      return true;
+    });
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (streamed !== text || last !== text) hostile.push(`streamed text ${JSON.stringify(streamed)} != result ${JSON.stringify(text)}`);
+    results.push({text, steps, ms});
+  }
+  const expectError = (what, f, want) => {
+    try {
+      f();
+      hostile.push(what + ': no error');
+    } catch (e) {
+      if (!e.message) hostile.push(what + ': empty message');
+      else if (want && !e.message.includes(want)) hostile.push(`${what}: message '${e.message}' lacks '${want}'`);
+    }
+  };
+  expectError('no text', () => prog.translate(''), 'no text');
+  expectError('invalid UTF-8', () => prog.translate(new Uint8Array([0x49, 0x20, 0xff, 0xfe, 0x21])), 'not valid UTF-8');
+  expectError('overlong UTF-8', () => prog.translate(new Uint8Array([0x41, 0xc0, 0xaf])), 'not valid UTF-8');
+  expectError('cut UTF-8', () => prog.translate(new Uint8Array([0x41, 0xe2, 0x82])), 'not valid UTF-8');
+  // 2 MB of words: far past the model's positions, an error from the runtime (not an abort,
+  // not a 2-million-square attention allocation).
+  expectError('huge text', () => prog.translate('I have twenty-one cats. '.repeat(90000)));
+  expectError('bad args', () => prog.translate('I have two cats.', {max_new_tokens: 'lots'}));
+  expectError('unknown arg', () => prog.translate('I have two cats.', {nope: 1}), 'nope');
+  expectError('unknown tgt_lang', () => prog.translate('I have two cats.', {tgt_lang: 'xx'}));
+  expectError('complete on a translator', () => prog.complete('I have two cats.'), 'complete');
+  const noTok = Object.assign({}, files);
+  for (const k of Object.keys(noTok)) if (k.startsWith('tokenizer/')) delete noTok[k];
+  expectError('tokenizer files missing', () => rt.loadFiles(noTok).translate('I have two cats.'));
+  const fromBytes = rt.load(files['program.py'].toString('utf8'), files['weights.safetensors'], files['meta.json'].toString('utf8'));
+  expectError('program from bytes', () => fromBytes.translate('I have two cats.'), 'tvm_load_dir');
+  fromBytes.free();
+  expectError('file name escaping', () => rt.loadFiles({'../x': 'y'}), 'bad file name');
+  // Still translates, the same, after all of that.
+  const again = prog.translate(cases[0].text, cases[0].args);
+  if (again !== results[0].text) hostile.push('rerun after errors differs');
   prog.free();
   console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
 }
