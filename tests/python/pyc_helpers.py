@@ -183,3 +183,17 @@ def torch_generate(model, generate=None, **inputs):
     inputs = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
     with torch.no_grad():
         return (generate or type(model).generate)(model, **inputs)
+
+
+def chi_square_pvalue(counts, probs) -> float:
+    """The chi-square p-value of sampled token counts against the probabilities they should
+    follow (both over the same ids): the categories expected fewer than 5 times are pooled
+    into one, as the test needs. Sampling tests assert p > 1e-3 with fixed seeds (so they
+    are deterministic, not flaky) and, to show the test has power, p < 1e-6 against a
+    distribution that is close but wrong."""
+    from scipy.stats import chisquare
+
+    counts = np.asarray(counts, dtype=np.float64)
+    want = np.asarray(probs, dtype=np.float64) * counts.sum()
+    big = want >= 5
+    return float(chisquare(np.append(counts[big], counts[~big].sum()), np.append(want[big], want[~big].sum())).pvalue)

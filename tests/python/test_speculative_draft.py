@@ -13,6 +13,7 @@ import pytest
 
 import tensorvm
 from decoder_only_helpers import checkpoint, decoder_checkpoints
+from pyc_helpers import chi_square_pvalue
 from tensorvm.pycompiler.importers import UnsupportedConfig
 from tensorvm.pycompiler.locations import get_tensorvm_run
 
@@ -153,8 +154,6 @@ def test_sampling_keeps_the_target_distribution(tmp_path):
     by llama-mqa, random weights): over 2000 seeds, the first two sampled tokens follow the
     target's exact distributions (from its forward pass; chi-square), and not the draft's.
     Prompt lookup's draw-and-compare rule too. Deterministic (seeded), so not flaky."""
-    from scipy.stats import chisquare
-
     tensorvm.import_hf(checkpoint("llama-mha"), tmp_path / "m.tvm", draft_model=checkpoint("llama-mqa"))
     prog = tensorvm.load(tmp_path / "m.tvm")
     prompt, V, eos, n = [5, 17, 9], 83, 2, 2000
@@ -177,11 +176,6 @@ def test_sampling_keeps_the_target_distribution(tmp_path):
     q1 = softmax(prog.run("draft_decode_block", cache, np.array([prompt], np.int64), np.ones((1, 8), np.int64), 0)
                  [0, -1])
 
-    def chi2(counts, probs):
-        want = probs * n
-        big = want >= 5
-        return chisquare(np.append(counts[big], counts[~big].sum()), np.append(want[big], want[~big].sum())).pvalue
-
     for kw in (dict(use_draft=True, num_assistant_tokens=2), dict(prompt_lookup_num_tokens=2)):
         c1, c2 = np.zeros(V), np.zeros(V + 1)
         for seed in range(n):
@@ -189,6 +183,6 @@ def test_sampling_keeps_the_target_distribution(tmp_path):
                                            max_new_tokens=2, **kw))
             c1[out[0, 3]] += 1
             c2[out[0, 4] if out.shape[1] > 4 else V] += 1
-        assert chi2(c1, p1) > 1e-3 and chi2(c2, p2) > 1e-3, kw
+        assert chi_square_pvalue(c1, p1) > 1e-3 and chi_square_pvalue(c2, p2) > 1e-3, kw
         if "use_draft" in kw:
-            assert chi2(c1, q1) < 1e-6  # the test can tell the draft's distribution from the target's
+            assert chi_square_pvalue(c1, q1) < 1e-6  # the test can tell the draft's distribution from the target's

@@ -2,8 +2,8 @@
 than a window, decoded in sequential windows as WhisperForConditionalGeneration.generate does,
 segment for segment (times, tokens) against transformers on speech spoken by espeak-ng,
 greedy and beams, with condition_on_prev_tokens, prompt_ids, the fallback thresholds (their
-decisions, attempt by attempt), no_speech skips, sampling fallback (its schedule and valid
-output), both command lines (streamed segments, the same bytes) and the edges (silence, one
+decisions, attempt by attempt), no_speech skips, sampling fallback (its schedule, valid
+output, and the distribution of its draws against transformers'), both command lines (streamed segments, the same bytes) and the edges (silence, one
 window exactly, one sample more, very short clips, windows without timestamps).
 
 Checkpoints: the tokenizer-sized random Whisper of text_fixtures (128-frame windows, so a
@@ -28,7 +28,7 @@ from tensorvm import _C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import text_fixtures as tf  # noqa: E402
-from pyc_helpers import both_command_lines, requires_vm, tensorvm_run_tool  # noqa: E402
+from pyc_helpers import both_command_lines, chi_square_pvalue, requires_vm, tensorvm_run_tool  # noqa: E402
 
 pytestmark = [requires_vm, pytest.mark.skipif(not getattr(_C, "has_text", False),
                                               reason="tensorvm built without the text library")]
@@ -189,6 +189,43 @@ def test_sampling_fallback(small):
         assert 0 <= start <= end and start < duration + 30
         stamps = [t for t in tokens if t >= begin]
         assert stamps == sorted(stamps)
+
+
+def test_sampled_fallback_follows_transformers_distribution(small):
+    """Sampled attempts, by distribution: a recording that repeats one 128-frame chunk gives
+    windows with the same features (the log-mel of the whole recording, its global maximum
+    included; all but the first and last window), and logprob_threshold=0 makes every attempt
+    fall back, so each window draws its first token at 0.6 and at 2.0 (a seed of its own per
+    attempt). Over 300 windows those tokens follow the distribution transformers' own
+    sampling uses at that temperature (its generate's scores: the Whisper processors, the
+    timestamp rule first, then the temperature; chi-square), and not the one at 1.0."""
+    import torch
+    from transformers import WhisperFeatureExtractor
+
+    prog, model, audio, _ = small
+    frames, temps, n = 2 * model.config.max_source_positions, (0.6, 2.0), 300
+    chunk = audio[16000:16000 + frames * 160]
+    windows = []
+    prog.transcribe(np.tile(chunk, n + 2), language="en", return_timestamps=True, on_window=windows.append,
+                    max_new_tokens=1, seed=0, temperature=(0.0,) + temps, logprob_threshold=0.0)
+    inner = [w for w in windows[1:-1] if w["frames"] == frames]
+    assert len(inner) == n and all(w["seek"] % frames == 0 for w in inner)  # aligned with the chunk: same features
+    features = WhisperFeatureExtractor(feature_size=80)(np.tile(chunk, 3), sampling_rate=16000, truncation=False,
+                                                         padding="longest", return_tensors="pt").input_features
+
+    def distribution(temperature):
+        with torch.no_grad():
+            out = model.generate(input_features=features[:, :, frames:2 * frames], language="en",
+                                 return_timestamps=True, do_sample=True, temperature=temperature, max_new_tokens=1,
+                                 output_scores=True, return_dict_in_generate=True)
+        return torch.softmax(out["segments"][0][0]["result"]["scores"][0].double().reshape(-1), -1).numpy()
+
+    for k, t in enumerate(temps, start=1):
+        assert all(w["attempts"][k]["temperature"] == t and w["attempts"][k]["sampled"] for w in inner)
+        p = distribution(t)
+        counts = np.bincount([w["attempts"][k]["tokens"][0] for w in inner], minlength=len(p))
+        assert chi_square_pvalue(counts, p) > 1e-3, t
+        assert chi_square_pvalue(counts, distribution(1.0)) < 1e-6, t  # the test tells temperatures apart
 
 
 def test_prompt_ids(small):
