@@ -105,7 +105,10 @@ def main() -> int:
     ap.add_argument("--work", required=True, type=Path, help="directory for the programs")
     ap.add_argument("--quick", action="store_true", help="one checkpoint only")
     ap.add_argument("--c-api", default="", metavar="BASE",
-                    help="also check the C API (web/test_node.js) of BASE/simd and BASE/scalar's tensorvm-web")
+                    help="also check the C API (web/test_node.js) of the builds under BASE")
+    ap.add_argument("--c-api-build", action="append", default=[], metavar="BUILD[:ISA]",
+                    help="a build under BASE whose C API to check, with kernel variant ISA (repeatable; "
+                         "default: simd, simd:scalar and scalar)")
     args = ap.parse_args()
     global NATIVE_RUN
     NATIVE_RUN = args.native_run
@@ -134,8 +137,8 @@ def main() -> int:
                 print(f"      {line}")
             failures += res.returncode != 0
         if args.c_api:
-            failures += check_c_api(args.node, Path(args.c_api), prog, ids, new_tokens,
-                                    [("simd", ""), ("simd", "scalar"), ("scalar", "")])
+            builds = [tuple(b.partition(":")[::2]) for b in args.c_api_build or ["simd", "simd:scalar", "scalar"]]
+            failures += check_c_api(args.node, Path(args.c_api), prog, ids, new_tokens, builds)
     if failures:
         print(f"wasm-generate: {failures} verify run(s) failed", file=sys.stderr)
         return 1

@@ -11,7 +11,12 @@ lines; then
      library built from source: sentencepiece, PCRE2) must print the same, per --run;
   2. web/test_node.js loads the directory through the C API (loadFiles, tvm_load_dir) and
      tvm_translate must return the same text, its streamed pieces adding up to it, and
-     hostile text (none, invalid UTF-8, huge, no tokenizer ...) must give errors, per build.
+     hostile text (none, invalid UTF-8, huge, no tokenizer ...) must give errors, per build;
+  3. PCRE2: byte-level BPE tokenizers with regex pre-tokenizers (GPT-2's, Llama 3's), trained
+     here, must tokenize varied lines to the native ids (the first --run);
+  4. Whisper: a tiny random Whisper with its tokenizer transcribes a noise clip to the native
+     text, from a WAV (the first --run) and from float samples through tvm_transcribe (the
+     first C API build).
 """
 from __future__ import annotations
 
@@ -51,6 +56,75 @@ def ensure_program(work: Path, seconds: float) -> Path:
     return prog
 
 
+def check_pcre2_tokenizers(args, runs: list) -> int:
+    """PCRE2 in WebAssembly: byte-level BPE tokenizers whose pre-tokenizers are regexes (GPT-2's,
+    Llama 3's with Unicode properties) trained here (tests/python/text_fixtures.py) in
+    tokenizer-only programs; `tokenize` on varied lines (accents, CJK, emoji, odd spaces) must
+    give the native ids under Node. Returns the number of failures."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import text_fixtures as tf
+
+    lines = args.work / "tricky.txt"
+    lines.write_text("\n".join(s for s in tf.tricky_lines(120, seed=3) if "\n" not in s) + "\n", encoding="utf-8")
+    failures = 0
+    for style, model_type in (("gpt2", "gpt2"), ("llama3", "llama")):
+        prog = args.work / f"bpe-{style}.tvm"
+        if not (prog / "meta.json").is_file():
+            ckpt = tf.make_byte_bpe_tokenizer(args.work / f"bpe-{style}-tokenizer", style)
+            tf.tokenizer_only_program(ckpt, prog, model_type)
+        cmd = [str(prog), "tokenize", "--text-file", str(lines)]
+        native = subprocess.run([args.native_run] + cmd, capture_output=True, text=True, check=True).stdout
+        for js, env, label in runs:
+            res = subprocess.run([args.node, js] + cmd, capture_output=True, text=True, env=env)
+            ok = res.returncode == 0 and res.stdout == native
+            failures += not ok
+            print(f"   tokenize, {style} byte-level BPE (PCRE2), {label}: "
+                  f"{'ids exact' if ok else 'DIFFERENT: ' + res.stderr.strip()[-300:]} ({len(native.splitlines())} lines)")
+    return failures
+
+
+def check_whisper(args, runs: list, builds: list) -> int:
+    """Whisper in WebAssembly, text out: a seeded random tiny Whisper with a byte-level BPE
+    tokenizer trained here (tests/python/text_fixtures.py), imported once; 6000 samples of
+    noise as a 16-bit WAV (natively, and tensorvm-run.js, --wav) and as the same floats
+    (tvm_transcribe). The transcript, with French given and detected by the program, must be
+    the native one. Returns the number of failures."""
+    import wave
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import text_fixtures as tf
+    from tensorvm.pycompiler.import_hf import import_hf
+
+    prog, wav, pcm = args.work / "whisper.tvm", args.work / "whisper-in.wav", args.work / "whisper-in.f32"
+    if not (prog / "meta.json").is_file():
+        ckpt = tf.tiny_whisper_checkpoint(tf.make_whisper_tokenizer(args.work / "whisper-tokenizer"),
+                                          args.work / "whisper-ckpt", seed=5, prompt_config=True)
+        import_hf(ckpt, prog)
+    audio = (np.random.default_rng(3).standard_normal(6000) * 0.1 * 32768).astype("<i2")
+    with wave.open(str(wav), "wb") as f:
+        f.setnchannels(1), f.setsampwidth(2), f.setframerate(16000), f.writeframes(audio.tobytes())
+    (audio.astype(np.float32) / np.float32(32768)).astype("<f4").tofile(pcm)  # as io/wav_file.cpp reads it
+    settings = [{"language": "fr", "max_new_tokens": 8}, {"max_new_tokens": 8}]
+    expected, failures = [], 0
+    for setting in settings:
+        opts = [a for k, v in setting.items() for a in (["--language", v] if k == "language" else ["--arg", f"{k}={v}"])]
+        cmd = [str(prog), "transcribe", "--wav", str(wav)] + opts
+        expected.append(subprocess.run([args.native_run] + cmd, capture_output=True, text=True, check=True).stdout)
+        for js, env, label in runs:
+            res = subprocess.run([args.node, js] + cmd, capture_output=True, text=True, env=env)
+            ok = res.returncode == 0 and res.stdout == expected[-1]
+            failures += not ok
+            print(f"   transcribe --wav {setting}, {label}: "
+                  f"{'text exact' if ok else 'DIFFERENT: ' + repr(res.stdout) + res.stderr.strip()[-300:]} "
+                  f"{expected[-1]!r}")
+    if builds:
+        cases = [{"pcm": str(pcm), "args": s} for s in settings]
+        failures += WASM_GENERATE.run_test_node(args.node, Path(args.c_api), prog, cases, expected, "text", builds)
+    return failures
+
+
 def arg_list(setting: dict) -> list:
     return [a for k, v in setting.items() for a in ("--arg", f"{k}={v}")]
 
@@ -87,10 +161,12 @@ def main() -> int:
     for src, out in zip(SENTENCES, expected[0].splitlines()):
         print(f"   {src!r} -> {out!r}")
     failures = 0
+    runs = []
     for run in args.run:
         js, _, isa = run.partition(":")
         env = dict(os.environ, TENSORVM_ISA=isa) if isa else None
-        label = f"tensorvm-run.js, {Path(js).parent.name} build" + (f", TENSORVM_ISA={isa}" if isa else "")
+        runs.append((js, env, f"tensorvm-run.js, {Path(js).parent.name} build" + (f", TENSORVM_ISA={isa}" if isa else "")))
+    for js, env, label in runs:
         t0 = time.perf_counter()
         bad = []
         for setting, want in zip(SETTINGS, expected):
@@ -102,6 +178,8 @@ def main() -> int:
         for b in bad:
             print(f"      {b}")
         failures += bool(bad)
+    failures += check_pcre2_tokenizers(args, runs[:1])
+    failures += check_whisper(args, runs[:1], [tuple(b.partition(":")[::2]) for b in args.c_api_build][:1])
     cases = [{"text": "\n".join(SENTENCES), "args": s} for s in SETTINGS]
     builds = [tuple(b.partition(":")[::2]) for b in args.c_api_build]
     if builds:

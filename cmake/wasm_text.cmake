@@ -17,6 +17,9 @@ enable_language(C)  # PCRE2 is C
 set(_src ${TENSORVM_WASM_TEXT_SOURCES})
 set(_spm ${_src}/sentencepiece-0.1.99/sentencepiece)
 set(_pcre ${_src}/pcre2-10.42)
+# The generated headers live beside the sources, not in the build tree: the SIMD and scalar
+# builds then compile these files with equal command lines, and ccache serves the second.
+set(_gen ${_src}/generated)
 foreach(f ${_spm}/src/sentencepiece_processor.cc ${_pcre}/src/pcre2_compile.c)
   if(NOT EXISTS ${f})
     message(FATAL_ERROR "TENSORVM_WASM_TEXT_SOURCES=${_src}: ${f} is missing (run .ci/wasm-text-sources ${_src})")
@@ -37,12 +40,12 @@ foreach(f builtin_pb/sentencepiece.pb builtin_pb/sentencepiece_model.pb bpe_mode
   list(APPEND _spm_sources ${_spm}/src/${f}.cc)
 endforeach()
 list(APPEND _spm_sources ${_spm}/third_party/absl/flags/flag.cc)
-file(WRITE ${CMAKE_BINARY_DIR}/wasm-text/spm/config.h
-     "#pragma once\n#define VERSION \"0.1.99\"\n#define PACKAGE \"sentencepiece\"\n#define PACKAGE_STRING \"sentencepiece\"\n")
+file(CONFIGURE OUTPUT ${_gen}/spm/config.h  # written only when it changes: no rebuild per configure
+     CONTENT "#pragma once\n#define VERSION \"0.1.99\"\n#define PACKAGE \"sentencepiece\"\n#define PACKAGE_STRING \"sentencepiece\"\n")
 add_library(tensorvm_wasm_sentencepiece STATIC ${_spm_sources})
 # The public header's folder only for users; the library's own includes privately.
 target_include_directories(tensorvm_wasm_sentencepiece SYSTEM PUBLIC $<BUILD_INTERFACE:${_spm}/src>)
-target_include_directories(tensorvm_wasm_sentencepiece SYSTEM PRIVATE ${CMAKE_BINARY_DIR}/wasm-text/spm ${_pb}
+target_include_directories(tensorvm_wasm_sentencepiece SYSTEM PRIVATE ${_gen}/spm ${_pb}
                            ${_spm}/src/builtin_pb ${_spm}/third_party ${_spm})
 # As its own CMakeLists defines them (HAVE_PTHREAD: std::mutex and friends, which compile
 # to no-ops without -pthread); warnings are theirs, not ours.
@@ -50,17 +53,17 @@ target_compile_definitions(tensorvm_wasm_sentencepiece PRIVATE HAVE_PTHREAD=1 _U
 target_compile_options(tensorvm_wasm_sentencepiece PRIVATE -w)
 
 # ---- PCRE2 10.42, 8-bit, the build NON-AUTOTOOLS-BUILD describes (no configure run)
-configure_file(${_pcre}/src/pcre2.h.generic ${CMAKE_BINARY_DIR}/wasm-text/pcre2/pcre2.h COPYONLY)
-configure_file(${_pcre}/src/config.h.generic ${CMAKE_BINARY_DIR}/wasm-text/pcre2/config.h COPYONLY)
-configure_file(${_pcre}/src/pcre2_chartables.c.dist ${CMAKE_BINARY_DIR}/wasm-text/pcre2/pcre2_chartables.c COPYONLY)
-set(_pcre_sources ${CMAKE_BINARY_DIR}/wasm-text/pcre2/pcre2_chartables.c)
+configure_file(${_pcre}/src/pcre2.h.generic ${_gen}/pcre2/pcre2.h COPYONLY)
+configure_file(${_pcre}/src/config.h.generic ${_gen}/pcre2/config.h COPYONLY)
+configure_file(${_pcre}/src/pcre2_chartables.c.dist ${_gen}/pcre2/pcre2_chartables.c COPYONLY)
+set(_pcre_sources ${_gen}/pcre2/pcre2_chartables.c)
 foreach(f auto_possess compile config context convert dfa_match error extuni find_bracket jit_compile maketables
           match match_data newline ord2utf pattern_info script_run serialize string_utils study substitute
           substring tables ucd valid_utf xclass)
   list(APPEND _pcre_sources ${_pcre}/src/pcre2_${f}.c)
 endforeach()
 add_library(tensorvm_wasm_pcre2 STATIC ${_pcre_sources})
-target_include_directories(tensorvm_wasm_pcre2 SYSTEM PUBLIC $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/wasm-text/pcre2>)
+target_include_directories(tensorvm_wasm_pcre2 SYSTEM PUBLIC $<BUILD_INTERFACE:${_gen}/pcre2>)
 target_include_directories(tensorvm_wasm_pcre2 PRIVATE ${_pcre}/src)
 target_compile_definitions(tensorvm_wasm_pcre2 PUBLIC PCRE2_STATIC
                            PRIVATE HAVE_CONFIG_H PCRE2_CODE_UNIT_WIDTH=8 SUPPORT_PCRE2_8=1 SUPPORT_UNICODE=1

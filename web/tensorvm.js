@@ -154,14 +154,33 @@
     // Returns the output text, a line per input line, each ending in '\n'.
     translate(text, args, onText, options) { return this.text('tvm_translate', text, args, onText, options); }
     complete(text, args, onText, options) { return this.text('tvm_complete', text, args, onText, options); }
+    // Whisper: the transcript of 16 kHz mono samples (a Float32Array, one 30-s window at
+    // most); args as generate's, plus language / task; onText as translate's.
+    transcribe(samples, args, onText, options) {
+      options = options || {};
+      const M = this.rt.M;
+      const f32 = samples instanceof Float32Array ? samples : new Float32Array(samples);
+      const [p, n] = this.rt.bytes(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength));
+      const cb = onText ? this.textCallback(onText) : 0;
+      try {
+        const res = M.ccall('tvm_transcribe', 'number', ['number', 'number', 'number', 'string', 'number', 'number', 'number'],
+                            [this.handle, p, n / 4, argText(args), options.threads || 1, cb, 0]);
+        if (!res) throw new Error(this.rt.error());
+        return M.UTF8ToString(res);
+      } finally {
+        M._free(p);
+        if (cb) M.removeFunction(cb);
+      }
+    }
+    textCallback(onText) {
+      const M = this.rt.M;
+      return M.addFunction((user, piece, soFar) => (onText(M.UTF8ToString(piece), M.UTF8ToString(soFar)) === false ? 0 : 1),
+                           'iiii');
+    }
     text(fn, text, args, onText, options) {
       options = options || {};
       const M = this.rt.M;
-      let cb = 0;
-      if (onText) {
-        cb = M.addFunction((user, piece, soFar) => (onText(M.UTF8ToString(piece), M.UTF8ToString(soFar)) === false ? 0 : 1),
-                           'iiii');
-      }
+      const cb = onText ? this.textCallback(onText) : 0;
       // A string goes in as UTF-8; bytes (a Uint8Array) as they are, so that invalid UTF-8 can
       // reach the tokenizer's check (a string cannot hold it). NUL-terminated.
       const raw = typeof text === 'string' ? new TextEncoder().encode(text) : new Uint8Array(text);

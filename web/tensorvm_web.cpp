@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cli/main.h"
 #include "cli/run_io.h"
 #include "cli/text_verbs.h"
+#include "io/npz.h"
 #include "ops/cpu.h"
 #include "vm/vm.h"
 
@@ -90,6 +92,51 @@ auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   return on_error;
 }
 
+// What a text call returns and streams: `result` collects the printed lines; emit() decodes
+// the first sequence after every generation step for the callback, print() takes the lines.
+struct TextStream {
+  TextStream(tvm_program* program, tvm_text_fn on_text, void* user) : on_text(on_text), user(user) {
+#ifdef TENSORVM_HAVE_TEXT
+    if (on_text && !program->tokenizer) program->tokenizer = text::load_tokenizer(program->dir);
+    tokenizer = program->tokenizer.get();
+#else
+    (void)program;
+#endif
+  }
+  // Gives the callback `now`, the whole output so far, and what it added to what was shown.
+  bool show(const std::string& now) {
+    if (!on_text || now == shown) return true;
+    const bool appended = now.compare(0, shown.size(), shown) == 0;
+    const std::string piece = appended ? now.substr(shown.size()) : std::string();
+    shown = now;
+    return on_text(user, piece.c_str(), shown.c_str()) != 0;
+  }
+  vm::EmitCallback emit() {
+    first.clear();  // the first sequence's ids so far (the stream has new ids only)
+    return vm::token_stream([this](const std::vector<std::vector<int64_t>>& rows) {
+      if (rows.empty() || rows[0].empty()) return true;
+      first.insert(first.end(), rows[0].begin(), rows[0].end());
+#ifdef TENSORVM_HAVE_TEXT
+      if (tokenizer) return show(result + tokenizer->decode(first, true));
+#endif
+      return true;
+    });
+  }
+  cli::Print print() {
+    return [this](std::string_view lines) {
+      result += lines;
+      show(result);  // the lines as decoded whole: the callback ends where the result does
+    };
+  }
+  tvm_text_fn on_text;
+  void* user;
+  std::string result, shown;
+  std::vector<int64_t> first;
+#ifdef TENSORVM_HAVE_TEXT
+  const text::Tokenizer* tokenizer = nullptr;
+#endif
+};
+
 // The text verb `verb` (translate, complete) on `text`, as tensorvm-run runs it: the same
 // ProgramRunner (cli::text_runner over cli::interpreted), options and printing; the
 // callback sees the first sequence's text decoded after every step.
@@ -113,40 +160,53 @@ const char* run_text(tvm_program* program, const std::string& verb, const char* 
   session_options.num_threads = threads < 1 ? 1 : threads;
   auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
   cli::ProgramRunner runner = cli::text_runner(loaded, program->dir, session_options);
-  std::string result;  // what the verb printed: whole output lines
-  std::string shown;   // what the callback was last given
-#ifdef TENSORVM_HAVE_TEXT
+  TextStream stream(program, on_text, user);
   if (on_text) {
-    if (!program->tokenizer) program->tokenizer = text::load_tokenizer(program->dir);
-    const text::Tokenizer& tokenizer = *program->tokenizer;
     runner.run_named = [&, inner = runner.run_named](const std::string& name,
                                                      const std::vector<std::pair<std::string, vm::Value>>& named,
                                                      vm::EmitCallback emit) {
-      if (name != "generate") return inner(name, named, std::move(emit));
-      std::vector<int64_t> first;  // the first sequence's ids so far (the stream has new ids only)
-      return inner(name, named, vm::token_stream([&](const std::vector<std::vector<int64_t>>& rows) {
-                     if (rows.empty() || rows[0].empty()) return true;
-                     first.insert(first.end(), rows[0].begin(), rows[0].end());
-                     const std::string now = result + tokenizer.decode(first, true);
-                     const bool appended = now.compare(0, shown.size(), shown) == 0;
-                     const std::string piece = appended ? now.substr(shown.size()) : std::string();
-                     shown = now;
-                     return on_text(user, piece.c_str(), shown.c_str()) != 0;
-                   }));
+      return inner(name, named, name == "generate" ? stream.emit() : std::move(emit));
     };
   }
-#endif
-  cli::run_text_verb(runner, verb, options, arg_map, false, [&](std::string_view lines) {
-    result += lines;
-    // The line as decoded whole, with its newline: the callback ends where the result does.
-    if (on_text && result != shown) {
-      const bool appended = result.compare(0, shown.size(), shown) == 0;
-      const std::string piece = appended ? result.substr(shown.size()) : std::string();
-      shown = result;
-      on_text(user, piece.c_str(), shown.c_str());
+  cli::run_text_verb(runner, verb, options, arg_map, false, stream.print());
+  g_result = std::move(stream.result);
+  return g_result.c_str();
+}
+
+// Whisper's transcribe on `samples` as tensorvm-run runs it on a --wav of one window:
+// cli::function_inputs (the prompt from language / task), the function, print_as_text.
+const char* run_transcribe(tvm_program* program, const float* samples, size_t n, const char* args, int threads,
+                           tvm_text_fn on_text, void* user) {
+  if (!program) vm::fail("tvm_transcribe: no program");
+  if (program->dir.empty())
+    vm::fail("tvm_transcribe: the program was loaded from bytes (tvm_load); load its directory with tvm_load_dir");
+  if (!samples || n == 0) vm::fail("tvm_transcribe: no samples");
+  cli::RunRequest request;
+  request.args = parse_args(args ? args : "");
+  cli::TextOptions options;
+  for (auto [key, field] : {std::pair{"language", &options.language}, std::pair{"task", &options.task}}) {
+    if (const auto it = request.args.find(key); it != request.args.end()) {
+      *field = it->second;
+      request.args.erase(it);
     }
-  });
-  g_result = std::move(result);
+  }
+  io::ArrayData audio{"audio", "F32", {1, int64_t(n)}, {}};
+  audio.data.resize(n * sizeof(float));
+  std::memcpy(audio.data.data(), samples, audio.data.size());
+  request.arrays.push_back(std::move(audio));
+  vm::SessionOptions session_options;
+  session_options.num_threads = threads < 1 ? 1 : threads;
+  auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
+  const cli::ProgramRunner runner = cli::text_runner(loaded, program->dir, session_options);
+  if (!runner.functions.count("transcribe"))
+    vm::fail("tvm_transcribe: {} has no transcribe function (not a Whisper program)", program->dir);
+  std::vector<vm::Value> inputs = cli::function_inputs(runner, options, "transcribe", request);
+  TextStream stream(program, on_text, user);
+  const std::vector<vm::Value> outs =
+      loaded->open(session_options, nullptr)("transcribe", std::move(inputs), on_text ? stream.emit() : vm::EmitCallback());
+  if (outs.empty() || !cli::print_as_text(program->dir, outs[0], stream.print()))
+    vm::fail("tvm_transcribe: {} carries no tokenizer (or this build has no text library): no text to give", program->dir);
+  g_result = std::move(stream.result);
   return g_result.c_str();
 }
 
@@ -189,6 +249,11 @@ TVM_EXPORT void tvm_free(tvm_program* program) { delete program; }
 TVM_EXPORT const char* tvm_translate(tvm_program* program, const char* text, const char* args, int threads,
                                      tvm_text_fn on_text, void* user) {
   return guarded([&]() { return run_text(program, "translate", text, args, threads, on_text, user); }, nullptr);
+}
+
+TVM_EXPORT const char* tvm_transcribe(tvm_program* program, const float* samples, size_t n, const char* args,
+                                      int threads, tvm_text_fn on_text, void* user) {
+  return guarded([&]() { return run_transcribe(program, samples, n, args, threads, on_text, user); }, nullptr);
 }
 
 TVM_EXPORT const char* tvm_complete(tvm_program* program, const char* text, const char* args, int threads,

@@ -57,6 +57,16 @@ const char* tvm_translate(tvm_program* program, const char* text, const char* ar
 const char* tvm_complete(tvm_program* program, const char* text, const char* args, int threads,
                          tvm_text_fn on_text, void* user);
 
+// Whisper: the transcript of `n` samples of 16 kHz mono PCM (floats in [-1, 1]), as
+// `tensorvm-run PROGRAM transcribe --wav FILE` prints it for the same samples: a line of text
+// per row. One window (30 s for Whisper): the program's transcribe truncates longer audio to
+// its first window, where the command line goes long-form. `args` as
+// tvm_generate's, plus language=LANG (none: detected) and task=transcribe|translate. Needs a
+// program loaded with tvm_load_dir that carries its tokenizer; `on_text` as above. Null on
+// error.
+const char* tvm_transcribe(tvm_program* program, const float* samples, size_t n, const char* args, int threads,
+                           tvm_text_fn on_text, void* user);
+
 // The message of the last failed call on this thread ("" when none failed).
 const char* tvm_last_error(void);
 // The kernel variant in use ("scalar", "simd128").

@@ -17,7 +17,7 @@ async function main() {
   const rt = await Tensorvm.open(base, build ? {build} : {});
   if (isa) rt.setVariant(isa);
   const cases = JSON.parse(casesJson);
-  if (cases.length && cases[0].text !== undefined) return textMain(rt, dir, cases);
+  if (cases.length && (cases[0].text !== undefined || cases[0].pcm !== undefined)) return textMain(rt, dir, cases);
   const read = (name) => fs.existsSync(path.join(dir, name)) ? fs.readFileSync(path.join(dir, name)) : null;
   const text = read('program.py').toString('utf8'), weights = read('weights.safetensors'), meta = read('meta.json');
   const prog = rt.load(text, weights, meta ? meta.toString('utf8') : '');
@@ -81,10 +81,14 @@ function textMain(rt, dir, cases) {
   const prog = rt.loadFiles(files);
   const results = [];
   const hostile = [];
+  // {pcm: FILE of little-endian f32 samples}: Whisper's transcribe; else translate.
+  const run = (c, args, cb) => (c.pcm !== undefined
+    ? prog.transcribe(new Float32Array(new Uint8Array(fs.readFileSync(c.pcm)).buffer), args, cb)
+    : prog.translate(c.text, args, cb));
   for (const c of cases) {
     let steps = 0, streamed = '', last = '';
     const t0 = process.hrtime.bigint();
-    const text = prog.translate(c.text, c.args, (piece, soFar) => {
+    const text = run(c, c.args, (piece, soFar) => {
       ++steps;
       streamed = piece ? streamed + piece : soFar;  // "" piece: the text was rewritten
       last = soFar;
@@ -103,6 +107,17 @@ function textMain(rt, dir, cases) {
       else if (want && !e.message.includes(want)) hostile.push(`${what}: message '${e.message}' lacks '${want}'`);
     }
   };
+  if (cases[0].pcm !== undefined) {  // Whisper: hostile samples, then the same transcript again
+    expectError('no samples', () => prog.transcribe(new Float32Array(0)), 'no samples');
+    expectError('unknown language', () => prog.transcribe(new Float32Array(1600), {language: 'xx'}));
+    expectError('unknown task', () => prog.transcribe(new Float32Array(1600), {task: 'summarise'}));
+    expectError('translate on Whisper', () => prog.translate('hello'));
+    const again = run(cases[0], cases[0].args);
+    if (again !== results[0].text) hostile.push('rerun after errors differs');
+    prog.free();
+    console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
+    return;
+  }
   expectError('no text', () => prog.translate(''), 'no text');
   expectError('invalid UTF-8', () => prog.translate(new Uint8Array([0x49, 0x20, 0xff, 0xfe, 0x21])), 'not valid UTF-8');
   expectError('overlong UTF-8', () => prog.translate(new Uint8Array([0x41, 0xc0, 0xaf])), 'not valid UTF-8');
@@ -122,7 +137,8 @@ function textMain(rt, dir, cases) {
   fromBytes.free();
   expectError('file name escaping', () => rt.loadFiles({'../x': 'y'}), 'bad file name');
   // Still translates, the same, after all of that.
-  const again = prog.translate(cases[0].text, cases[0].args);
+  expectError('transcribe on a translator', () => prog.transcribe(new Float32Array(1600)), 'transcribe');
+  const again = run(cases[0], cases[0].args);
   if (again !== results[0].text) hostile.push('rerun after errors differs');
   prog.free();
   console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
