@@ -89,6 +89,7 @@ class Buffer : public RefCounted {
   size_t arena_offset_ = 0;
   uint32_t arena_region_ = 0;
   bool weight_ = false;
+  bool mapped_ = false;  // a large pooled block: pages of its own (core/tensor.cpp), unmapped when freed
 };
 
 // Recycles buffers by size so a steady decode loop stops calling malloc: every step
