@@ -7,8 +7,9 @@ committed fixtures, trained by bench/speculative/):
 * translation: tests/fixtures/data/spec-marian-target (Marian, 6+6 layers, English ->
   French on gettext catalogs) with spec-marian-draft (2+1 layers, distilled from it) on
   the held-out catalog strings (held_out.tsv);
-* extraction: tests/fixtures/data/spec-copy-lm (Qwen2, 3 layers), which copies from its
-  prompt the sentence holding a key word, on its held-out prompts (held_out.jsonl).
+* extraction: tests/fixtures/data/spec-copy-lm (Qwen2, 2 layers), which quotes from a
+  passage of random words the sentence that starts with two given words, on its held-out
+  prompts (held_out.jsonl); not committed yet (tests/fixtures/data/README.md).
 
     python3 bench/speculative_bench.py --threads 2 --out results.json --md results.md
     python3 bench/speculative_bench.py --quick --strict       # smoke run: two inputs, seconds

@@ -62,11 +62,11 @@ def texts(held_out: bool) -> list[str]:
     return out
 
 
-def train_tokenizer(corpus: list[str]) -> Tokenizer:
+def train_tokenizer(corpus: list[str], vocab: int = VOCAB) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<|endoftext|>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus, trainer)
     return tok

@@ -3,6 +3,7 @@ step's scores, the sampling warpers in a cond of their own, each processor with 
 `when` in a cond so that an option left off costs one test per step."""
 from __future__ import annotations
 
+from .. import ops as T
 from ..control import cond
 from . import processors as P
 from .branches import named
@@ -58,3 +59,21 @@ def chain_function(pb, procs, ids):
         return apply(scores, state_args, o, [(p, c) for p, c in procs if p.stage == "last"])
 
     return process
+
+
+def chain_idle(procs, ids, state_args, o):
+    """A traced bool tensor [1]: no processor of the "logits" and "last" stages acts at any
+    of the lengths in `state_args`' cur_len (an i64 tensor of lengths: each `when` is
+    elementwise ops, so it reads them all at once), i.e. `process` is the identity there.
+    The "warp" stage is left out: it runs only when sampling, which the caller rules out.
+    speculative.py's verify uses it to pick a whole block's greedy tokens in one argmax."""
+    state = P.State(*state_args, ids=ids)
+    acts = T.full([1], False, dtype="bool")
+    for p, consts in procs:
+        if p.stage == "warp":
+            continue
+        if p.when is None:  # acts at every step
+            return T.full([1], False, dtype="bool")
+        full = P.Options((*consts, *p.options), (*consts.values(), *o.subset(p.options).values()))
+        acts = T.logical_or(acts, p.when(state, full))
+    return T.logical_not(T.any(acts))

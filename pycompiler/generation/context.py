@@ -11,7 +11,7 @@ from .. import ops as T
 from ..control import cond
 from . import processors as P
 from .branches import keep_cache, named
-from .chain import chain_function
+from .chain import chain_function, chain_idle
 from .model import DecoderOnly, EncoderDecoder
 
 # Values the search carries besides the processors' options.
@@ -67,6 +67,12 @@ class Search:
     def run_process(self, scores, seq, cur_len, min_keep, o):
         return self.process(scores, seq, cur_len, min_keep, o.limit, o.sample, o.eos,
                             *o.subset(self.proc_names).values())
+
+    def chain_idle(self, seq, lengths, o):
+        """A traced bool [1]: the processor chain leaves the scores as they are at every
+        length in the i64 tensor `lengths` (chain.chain_idle), for these options."""
+        return chain_idle(self.procs, self.ids, (seq, lengths, 1, o.limit, o.sample, o.eos),
+                          o.subset(self.proc_names))
 
     def banned_in_log_softmax(self, logits, o):
         """Beam search's log_softmax with the one-token bad words set to -inf in the same

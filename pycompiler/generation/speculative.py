@@ -24,7 +24,12 @@ for c + 1 positions), then picks a token per position exactly as a greedy (or sa
 step would: the processors on that position's logits with the row as it would be
 there, argmax (or a draw). Position i is picked only while the candidates before it
 agreed with the picks, so every kept token is the one plain decoding would have
-chosen from those logits. Then kv_truncate keeps [0, new cur_len - 1).
+chosen from those logits. Then kv_truncate keeps [0, new cur_len - 1). Greedy with a
+processor chain that acts at none of the block's lengths (chain.chain_idle) and no scores
+asked for takes block_picks instead: the loop would take the argmax of each position's
+unprocessed logits, so one argmax over the block and a cumulative sum give the same
+tokens without a processor call per position (at small sizes a tensorvm step is
+interpreter overhead, and the loop was most of a pass that kept many tokens).
 
 Exactness: the logits of a c + 1 position pass are sums in another order than a
 one-position step's (the linears block rows, the attention reads a causal mask), so
@@ -122,15 +127,56 @@ def verify(s, pick, cache, seq, cand, mask, cur_len, scores, raw, o, qs):
     """One verify pass over the row's last token and the candidates cand [1, c]; returns
     (the kept tokens [1, n], 1 <= n <= c + 1, cache cut back to [0, cur_len - 1 + n),
     scores, raw)."""
+    block_picks, loop_picks = pick
     pos = T.sub(cur_len, 1)
     block = T.concat(T.slice(seq, 1, pos, cur_len), cand, dim=1)
     logits = s.model.decode_block(cache, block, mask, pos)
     full = T.concat(seq, cand, dim=1)
-    chosen = T.zeros([1, 0], dtype="i64")
-    _, chosen, _, scores, raw, *_ = while_loop(*pick, 0, chosen, T.any(T.full([1], True, dtype="bool")), scores,
-                                               raw, logits, full, cur_len, qs, *o.values())
+    # greedy, no scores asked and a chain that changes nothing at these lengths: every
+    # position's pick is its logits' argmax, so one argmax over the block picks them all
+    # (the same tokens as the loop, without a processor call per position)
+    lengths = T.arange(cur_len, T.add(T.add(cur_len, T.size(cand, 1)), 1))
+    plain = T.logical_not(T.logical_or(T.logical_or(o.sample, o.out_scores), o.out_logits))
+    fast = T.logical_and(plain, s.chain_idle(full, lengths, o))
+    chosen, scores, raw = cond(fast, block_picks, loop_picks, logits, full, cur_len, scores, raw, qs, *o.values())
     cache = T.kv_truncate(cache, T.add(pos, T.size(chosen, 1)))
     return chosen, cache, scores, raw
+
+
+def pick_branches(s):
+    """verify's two ways to pick: the whole block at once (greedy, chain idle) or the
+    per-position loop (pick_function)."""
+    OPTS = s.opts
+    loop = pick_function(s)
+    args = ("logits", "full", "cur_len", "scores", "raw", "qs", *OPTS)
+
+    @named(*args)
+    def block_picks(logits, full, cur_len, scores, raw, qs, *opts):
+        """The loop's tokens from one argmax: kept up to the first candidate that differs
+        from its pick, the first end token, or max_length, whichever comes first."""
+        o = P.Options(OPTS, opts)
+        c = T.sub(T.size(logits, 1), 1)
+        picks = T.argmax(logits, dim=-1)
+        agree = T.eq(T.slice(full, 1, cur_len, T.add(cur_len, c)), T.slice(picks, 1, 0, c))
+        n = T.add(_leading(T.logical_not(agree)), 1)
+        n = T.minimum(n, T.add(_leading(end_tokens.is_eos(o.eos, picks)), 1))
+        n = T.minimum(n, T.sub(o.limit, cur_len))
+        return T.slice(picks, 1, 0, n), scores, raw
+
+    @named(*args)
+    def loop_picks(logits, full, cur_len, scores, raw, qs, *opts):
+        o = P.Options(OPTS, opts)
+        chosen = T.zeros([1, 0], dtype="i64")
+        _, chosen, _, scores, raw, *_ = while_loop(*loop, 0, chosen, T.any(T.full([1], True, dtype="bool")),
+                                                   scores, raw, logits, full, cur_len, qs, *o.values())
+        return chosen, scores, raw
+
+    return block_picks, loop_picks
+
+
+def _leading(hits):
+    """The number of positions of the bool [1, n] `hits` before its first true one."""
+    return T.item(T.sum(T.cast(T.eq(T.cumsum(T.cast(hits, "i64"), 1), 0), "i64")))
 
 
 def proposer_functions(s, draft):
@@ -255,7 +301,7 @@ def speculative_search_function(s, draft):
     early_stopping, *s.opts, *SPEC_VALUES): greedy search or sampling, batch 1, with
     candidates from prompt lookup or from the draft model, verified in one pass each."""
     OPTS = s.opts
-    pick = pick_function(s)
+    pick = pick_branches(s)
     propose = proposer_functions(s, draft)
     start_draft, no_draft = draft_start_functions(s, draft)
     CARRIED = ("lookup", "ngram", "draft_on", "heuristic", "dmask", "context")

@@ -169,6 +169,24 @@ def test_end_token_inside_accepted_candidates(llama):
             np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{prompt} {kw}")
 
 
+def test_block_picks_equal_the_per_position_loop(llama):
+    """Greedy with an idle processor chain picks a pass's tokens with one argmax over the
+    block (speculative.block_picks); output_scores takes the per-position loop instead.
+    Both keep the same tokens, with end tokens and max_length inside the block."""
+    prompt = np.array([[7, 8, 9, 7, 8, 9, 7, 8]], np.int64)
+    prof = llama.profile("generate", prompt, np.ones_like(prompt), num_beams=1, max_new_tokens=12,
+                         prompt_lookup_num_tokens=4)
+    assert "block_picks" in prof.instruction_table(2000)
+    for kw in (dict(max_new_tokens=12), dict(max_new_tokens=3), dict(max_new_tokens=30, eos_token_id=[9]),
+               dict(max_new_tokens=30, eos_token_id=[8, 2])):
+        for k in (1, 4, 50):
+            block = np.asarray(llama.generate(prompt, num_beams=1, prompt_lookup_num_tokens=k, **kw))
+            loop = llama.generate(prompt, num_beams=1, prompt_lookup_num_tokens=k, output_scores=True,
+                                  return_dict_in_generate=True, **kw)
+            np.testing.assert_array_equal(block, np.asarray(loop.sequences), err_msg=f"{kw} k={k}")
+            np.testing.assert_array_equal(block, np.asarray(llama.generate(prompt, num_beams=1, **kw)))
+
+
 def test_processors_see_each_verified_position(llama):
     """The processors run on every verified position with the row as it is there:
     repetition penalty, n-gram bans, min_new_tokens, a forced end token, bad words."""
