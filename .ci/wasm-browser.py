@@ -6,6 +6,9 @@ examples/web/ on the demo program (the README's trained tiny Marian with its tok
 types English sentences into the box, presses Translate, waits for the streamed translation
 to finish and checks its text against the native `tensorvm-run PROGRAM translate`'s, character
 for character; saves a screenshot. Run once per build (SIMD and scalar, forced with ?build=).
+With --isolated the server is examples/web/serve.py's (COOP/COEP headers: the page is
+cross-origin isolated), build `auto` lets the page pick (the threaded SIMD build there), and
+the page must report more than one thread.
 """
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples" / "web"))
+from serve import Isolated  # noqa: E402
+
 SOURCE = "I have twenty-one cats.\nWe see seventy-three dogs."
 
 
@@ -35,10 +41,14 @@ def native_text(native_run: str, prog: str, text: str, args: dict) -> str:
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
-                      ".js": "text/javascript"}
+    extensions_map = Isolated.extensions_map
 
     def log_message(self, *args):  # noqa: D102 - the test prints its own lines
+        pass
+
+
+class QuietIsolated(Isolated):
+    def log_message(self, *args):  # noqa: D102
         pass
 
 
@@ -48,11 +58,15 @@ def main() -> int:
     ap.add_argument("--program", required=True, help="the demo program directory (under the repository)")
     ap.add_argument("--screenshot", required=True, type=Path)
     ap.add_argument("--timeout", type=float, default=60)
-    ap.add_argument("--builds", default="simd,scalar", help="the builds to load, comma-separated")
+    ap.add_argument("--builds", default="simd,scalar",
+                    help="the builds to load, comma-separated (auto: the page's own pick)")
+    ap.add_argument("--isolated", action="store_true",
+                    help="serve with COOP/COEP (examples/web/serve.py) and require threads > 1")
     args = ap.parse_args()
     prog = Path(args.program).resolve()
     rel = prog.relative_to(ROOT)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(ROOT)))
+    handler = QuietIsolated if args.isolated else QuietHandler
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(ROOT)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     opts = webdriver.ChromeOptions()
@@ -67,7 +81,8 @@ def main() -> int:
             expected = native_text(args.native_run, str(prog), SOURCE, {"num_beams": beams, "max_new_tokens": 32})
             for build in args.builds.split(","):
                 t0 = time.perf_counter()
-                driver.get(f"http://127.0.0.1:{port}/examples/web/?build={build}&program=/{rel}")
+                pick = "" if build == "auto" else f"build={build}&"
+                driver.get(f"http://127.0.0.1:{port}/examples/web/?{pick}program=/{rel}")
                 wait = WebDriverWait(driver, args.timeout)
                 wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-state") in ("ready", "error"))
                 src = driver.find_element(By.ID, "src")
@@ -82,11 +97,14 @@ def main() -> int:
                 got = out.get_attribute("data-text")
                 status = driver.find_element(By.ID, "status").text
                 speed = driver.find_element(By.ID, "speed").text
+                threads = int(driver.find_element(By.ID, "status").get_attribute("data-threads") or 0)
                 ok = got == expected
-                failures += not ok
+                threaded = not args.isolated or threads > 1
+                failures += not ok or not threaded
                 print(f"   {build} build, beams {beams}: {'ok' if ok else 'MISMATCH'} ({time.perf_counter() - t0:.1f} s) "
-                      f"{got!r}{'' if ok else f' != native {expected!r}: ' + out.text}\n      {status}\n      {speed}")
-                if build == "simd" and beams == 1:
+                      f"{got!r}{'' if ok else f' != native {expected!r}: ' + out.text}\n      {status}\n      {speed}"
+                      + ("" if threaded else f"\n      NOT THREADED: cross-origin isolated, yet {threads} thread(s)"))
+                if build == args.builds.split(",")[0] and beams == 1:
                     args.screenshot.parent.mkdir(parents=True, exist_ok=True)
                     driver.save_screenshot(str(args.screenshot))
         logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
@@ -99,7 +117,8 @@ def main() -> int:
     if failures:
         print(f"wasm-browser: {failures} page run(s) differ from the native build", file=sys.stderr)
         return 1
-    print(f"wasm-browser: the page's translations equal the native build's text (builds {args.builds}, greedy and beam 4)")
+    print(f"wasm-browser: the page's translations equal the native build's text (builds {args.builds}, greedy and beam 4"
+          + (", cross-origin isolated, threads > 1)" if args.isolated else ")"))
     return 0
 
 

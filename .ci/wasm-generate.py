@@ -5,7 +5,7 @@ the WebAssembly tensorvm-run runs them under Node, with each kernel variant.
 Each trained tiny checkpoint is imported once with `tensorvm import-hf`, and `tensorvm bundle`
 stores generate's inputs (greedy, beam 4, and sampling with a fixed seed) with the outputs the
 native VM gives. `node tensorvm-run.js PROGRAM verify` then reruns them in WebAssembly, once per
-(build, TENSORVM_ISA) pair given with --run: token ids must be equal, sequence scores within the
+(build, TENSORVM_ISA, threads) given with --run: token ids must be equal, sequence scores within the
 bundle's tolerance (1e-4), since WebAssembly's libm (musl) rounds a few functions otherwise.
 The native tensorvm-run verifies the same bundles first, so a failure names the side.
 """
@@ -85,7 +85,7 @@ def run_test_node(node: str, base: Path, prog: Path, cases: list, expected: list
         got = json.loads(res.stdout.strip().splitlines()[-1])
         bad = [i for i, (r, e) in enumerate(zip(got["results"], expected)) if r[key] != e]
         steps = sum(r["steps"] for r in got["results"])
-        print(f"   {label} ({got['variant']}): {len(cases) - len(bad)}/{len(cases)} settings "
+        print(f"   {label} ({got['variant']}, {got.get('threads', 1)} thread(s)): {len(cases) - len(bad)}/{len(cases)} settings "
               f"{'token' if key == 'ids' else 'text'}-exact, {steps} streamed steps, "
               f"{len(got['hostile'])} hostile-input failures")
         for i in bad:
@@ -99,8 +99,9 @@ def run_test_node(node: str, base: Path, prog: Path, cases: list, expected: list
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--native-run", required=True, help="the native tensorvm-run")
-    ap.add_argument("--run", action="append", required=True, metavar="JS[:ISA]",
-                    help="a WebAssembly tensorvm-run.js, optionally with the TENSORVM_ISA to force (repeatable)")
+    ap.add_argument("--run", action="append", required=True, metavar="JS[:ISA[:THREADS]]",
+                    help="a WebAssembly tensorvm-run.js, optionally with the TENSORVM_ISA to force and verify's "
+                         "--threads (the pthreads build: more than 1) (repeatable)")
     ap.add_argument("--node", default="node")
     ap.add_argument("--work", required=True, type=Path, help="directory for the programs")
     ap.add_argument("--quick", action="store_true", help="one checkpoint only")
@@ -124,14 +125,16 @@ def main() -> int:
             if cli.main(bundle + (["--replace"] if n == 0 else [])) != 0:
                 sys.exit(f"wasm-generate: tensorvm {shlex.join(bundle)} failed")
         print(f"{name}: bundled generate --ids '{ids}', greedy, beam 4 and sampling (seed 1234)")
-        sides = [("native", [args.native_run], None)]
+        sides = [("native", [args.native_run], None, [])]
         for run in args.run:
-            js, _, isa = run.partition(":")
+            js, isa, threads = (run.split(":") + ["", ""])[:3]
             env = dict(os.environ, TENSORVM_ISA=isa) if isa else None
-            sides.append((f"wasm {Path(js).parent.name}" + (f" TENSORVM_ISA={isa}" if isa else ""), [args.node, js], env))
-        for side, exe, env in sides:
+            label = f"wasm {Path(js).parent.name}" + (f" TENSORVM_ISA={isa}" if isa else "")
+            sides.append((label + (f" --threads {threads}" if threads else ""), [args.node, js], env,
+                          ["--threads", threads] if threads else []))
+        for side, exe, env, extra in sides:
             t0 = time.perf_counter()
-            res = subprocess.run(exe + [str(prog), "verify"], capture_output=True, text=True, env=env)
+            res = subprocess.run(exe + [str(prog), "verify"] + extra, capture_output=True, text=True, env=env)
             print(f"   {side} ({time.perf_counter() - t0:.2f} s):")
             for line in (res.stdout + res.stderr).strip().splitlines()[-8:]:
                 print(f"      {line}")

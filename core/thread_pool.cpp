@@ -34,6 +34,11 @@ void ThreadPool::set_engaged(bool engaged) {
 // thread: the pool is the caller alone, whatever was asked. Results do not depend on the
 // thread count, so only the speed differs (docs/web.md).
 constexpr int kMaxPoolThreads = 1;
+#elif defined(__EMSCRIPTEN_PTHREADS__) && defined(TENSORVM_WASM_POOL_SIZE)
+// WebAssembly with pthreads: only the workers Emscripten started before main can run (a
+// blocked thread cannot start one), so a pool takes at most that many besides the caller;
+// more would fail to start (cmake/wasm.cmake: PTHREAD_POOL_SIZE_STRICT=2).
+constexpr int kMaxPoolThreads = TENSORVM_WASM_POOL_SIZE + 1;
 #else
 constexpr int kMaxPoolThreads = 1 << 30;
 #endif

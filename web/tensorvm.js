@@ -4,8 +4,11 @@
 //
 // A module is validated whole before it runs, so SIMD128 is tested here with a 1-instruction
 // module and the SIMD build (kernel variants scalar + simd128) is loaded only where it
-// validates; elsewhere the scalar build (scalar only). Each build holds one .js + .wasm pair:
-//   simd/tensorvm-web.js, scalar/tensorvm-web.js   (under `base`)
+// validates; elsewhere the scalar build (scalar only). Threads need SharedArrayBuffer, which a
+// page has only when cross-origin isolated (served with COOP/COEP headers: examples/web/serve.py):
+// there the threaded SIMD build (Emscripten pthreads) is loaded, if it was built. Each build
+// holds one .js + .wasm pair (the threaded one also its pthread worker, tensorvm-web.worker.js):
+//   simd/tensorvm-web.js, scalar/tensorvm-web.js, simd-mt/tensorvm-web.js   (under `base`)
 (function (root) {
   'use strict';
 
@@ -35,23 +38,55 @@
     });
   }
 
-  // Opens the runtime: {build: 'simd'|'scalar'} forces a build; default by feature test.
+  // A page may share memory between workers (pthreads) only when cross-origin isolated.
+  function canThread() {
+    return typeof SharedArrayBuffer === 'function' && root.crossOriginIsolated === true;
+  }
+
+  function isNode() {
+    return typeof process === 'object' && !!(process.versions && process.versions.node) &&
+           typeof window === 'undefined' && typeof importScripts !== 'function';
+  }
+
+  // Opens the runtime: {build: 'simd'|'scalar'|'simd-mt'} forces a build; default by feature
+  // test (in Node: simd or scalar; pass simd-mt for threads). A page's automatic pick of
+  // simd-mt falls back to simd when that build is missing (`WASM_QUICK=1 bash .ci/wasm` does
+  // not build it). runtime.threads: the threads each call uses unless told (options.threads).
   async function open(base, options) {
     options = options || {};
-    const build = options.build || (hasSimd128() ? 'simd' : 'scalar');
+    if (options.build) return openBuild(base, options.build);
+    const simd = hasSimd128();
+    if (simd && canThread() && !isNode()) {
+      try {
+        return await openBuild(base, 'simd-mt');
+      } catch (e) {
+        // not built: one thread
+      }
+    }
+    return openBuild(base, simd ? 'simd' : 'scalar');
+  }
+
+  async function openBuild(base, build) {
     const dir = base.replace(/\/?$/, '/') + build + '/';
-    const isNode = typeof process === 'object' && !!(process.versions && process.versions.node) &&
-                   typeof window === 'undefined' && typeof importScripts !== 'function';
+    const node = isNode();
     let factory;
-    if (isNode) {
+    if (node) {
       factory = require(require('path').resolve(dir + 'tensorvm-web.js'));
     } else {
       factory = await loadScript(dir + 'tensorvm-web.js');
     }
     // Node: the .wasm handed over as bytes (Emscripten 3.1.6 would fetch() a file path).
-    const M = await factory(isNode
-      ? {wasmBinary: require('fs').readFileSync(dir + 'tensorvm-web.wasm')} : {locateFile: (p) => dir + p});
+    // A page: the threaded build's pthread workers load the main script again, by this URL
+    // (a script loaded with importScripts does not know its own).
+    const M = await factory(node
+      ? {wasmBinary: require('fs').readFileSync(dir + 'tensorvm-web.wasm')}
+      : {locateFile: (p) => dir + p, mainScriptUrlOrBlob: new URL(dir + 'tensorvm-web.js', root.location.href).href});
     return new Runtime(M, build);
+  }
+
+  function cores() {
+    if (isNode()) return require('os').cpus().length;
+    return (root.navigator && root.navigator.hardwareConcurrency) || 1;
   }
 
   class Runtime {
@@ -59,6 +94,19 @@
       this.M = M;
       this.build = build;
       this.loaded = 0;
+      // 1 without pthreads; else one a core, at most the workers started before main + 1.
+      this.maxThreads = M._tvm_max_threads ? M._tvm_max_threads() : 1;  // a build from before it: 1
+      this.threads = Math.max(1, Math.min(cores(), this.maxThreads));
+    }
+    // The heap as an Int32Array / Uint8Array. With pthreads, a worker may have grown the
+    // memory: this thread's views then still show the old, shorter buffer until renewed.
+    // Emscripten keeps its memory object to itself, but its own heap readers renew the views
+    // first (GROWABLE_HEAP_U8 in a pthreads build with memory growth): reading a string does.
+    heap32() { return this.renewed().HEAP32; }
+    heapU8() { return this.renewed().HEAPU8; }
+    renewed() {
+      if (this.maxThreads > 1) this.M.UTF8ToString(this.M._tvm_last_error());
+      return this.M;
     }
     error() { return this.M.UTF8ToString(this.M._tvm_last_error()); }
     variant() { return this.M.UTF8ToString(this.M._tvm_kernel_variant()); }
@@ -68,7 +116,7 @@
     bytes(data) {  // copies into the module's heap: [pointer, length]
       const u8 = typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data);
       const p = this.M._malloc(Math.max(1, u8.length));
-      this.M.HEAPU8.set(u8, p);
+      this.heapU8().set(u8, p);
       return [p, u8.length];
     }
     // program.py text, weights.safetensors bytes, meta.json text (optional) -> a Program.
@@ -129,11 +177,11 @@
       let cb = 0;
       if (onTokens) {
         cb = M.addFunction((user, ids, offsets, counts, rows) => {
-          const out = [];
+          const out = [], heap = this.rt.heap32();
           for (let r = 0; r < rows; ++r) {
-            const off = M.HEAP32[(offsets >> 2) + r], n = M.HEAP32[(counts >> 2) + r];
+            const off = heap[(offsets >> 2) + r], n = heap[(counts >> 2) + r];
             const row = [];
-            for (let j = 0; j < n; ++j) row.push(M.HEAP32[(ids >> 2) + 2 * (off + j)]);  // low words of int64
+            for (let j = 0; j < n; ++j) row.push(heap[(ids >> 2) + 2 * (off + j)]);  // low words of int64
             out.push(row);
           }
           return onTokens(out) === false ? 0 : 1;
@@ -141,7 +189,7 @@
       }
       try {
         const res = M.ccall('tvm_generate', 'number', ['number', 'string', 'string', 'string', 'number', 'number', 'number'],
-                            [this.handle, options.function || 'generate', ids, argText(args), options.threads || 1, cb, 0]);
+                            [this.handle, options.function || 'generate', ids, argText(args), options.threads || this.rt.threads, cb, 0]);
         if (!res) throw new Error(this.rt.error());
         return M.UTF8ToString(res).split(';').map((r) => r.trim().split(/\s+/).map(Number));
       } finally {
@@ -164,7 +212,7 @@
       const cb = onText ? this.textCallback(onText) : 0;
       try {
         const res = M.ccall('tvm_transcribe', 'number', ['number', 'number', 'number', 'string', 'number', 'number', 'number'],
-                            [this.handle, p, n / 4, argText(args), options.threads || 1, cb, 0]);
+                            [this.handle, p, n / 4, argText(args), options.threads || this.rt.threads, cb, 0]);
         if (!res) throw new Error(this.rt.error());
         return M.UTF8ToString(res);
       } finally {
@@ -189,7 +237,7 @@
       const [p] = this.rt.bytes(z);
       try {
         const res = M.ccall(fn, 'number', ['number', 'number', 'string', 'number', 'number', 'number'],
-                            [this.handle, p, argText(args), options.threads || 1, cb, 0]);
+                            [this.handle, p, argText(args), options.threads || this.rt.threads, cb, 0]);
         if (!res) throw new Error(this.rt.error());
         return M.UTF8ToString(res);
       } finally {

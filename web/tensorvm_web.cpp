@@ -303,6 +303,14 @@ TVM_EXPORT const char* tvm_kernel_variant(void) {
   return guarded([]() -> const char* { return ops::kernel_table().name; }, "");
 }
 
+TVM_EXPORT int tvm_max_threads(void) {
+#if defined(__EMSCRIPTEN_PTHREADS__) && defined(TENSORVM_WASM_POOL_SIZE)
+  return TENSORVM_WASM_POOL_SIZE + 1;  // the caller and the workers started before main
+#else
+  return 1;  // no pthreads: a pool is the caller alone (core/thread_pool.cpp)
+#endif
+}
+
 TVM_EXPORT int tvm_set_kernel_variant(const char* name) {
   return guarded(
       [&]() -> int {

@@ -71,6 +71,10 @@ const char* tvm_transcribe(tvm_program* program, const float* samples, size_t n,
 const char* tvm_last_error(void);
 // The kernel variant in use ("scalar", "simd128").
 const char* tvm_kernel_variant(void);
+// The most threads a call's `threads` can use: 1 without pthreads; with them (the build
+// under simd-mt/), the caller plus the workers Emscripten started before main. More asked
+// for run on that many; results do not depend on the count.
+int tvm_max_threads(void);
 // Forces a kernel variant by name (as TENSORVM_ISA); 0 and tvm_last_error() if unknown.
 int tvm_set_kernel_variant(const char* name);
 

@@ -6,7 +6,8 @@
 // through the module's file system (loadFiles) with its tokenizer, each text translated with
 // its pieces streamed (their concatenation must be the result), then hostile text (none,
 // empty, invalid UTF-8, huge, a program without tokenizer) must give errors.
-//   node web/test_node.js BASE PROGRAM_DIR CASES_JSON [simd|scalar] [ISA]
+//   node web/test_node.js BASE PROGRAM_DIR CASES_JSON [simd|scalar|simd-mt] [ISA]
+// The threaded build (simd-mt) runs every call on runtime.threads (one a core, up to its pool).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -62,7 +63,7 @@ async function main() {
   const again = prog.generate(JSON.parse(casesJson)[0].ids, JSON.parse(casesJson)[0].args);
   if (JSON.stringify(again) !== JSON.stringify(results[0].ids)) hostile.push('rerun after errors differs');
   prog.free();
-  console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
+  console.log(JSON.stringify({variant: rt.variant(), build: rt.build, threads: rt.threads, results, hostile}));
 }
 
 // Every file under `dir` as {relative path: bytes}, as a page's directory picker gives them.
@@ -115,7 +116,7 @@ function textMain(rt, dir, cases) {
     const again = run(cases[0], cases[0].args);
     if (again !== results[0].text) hostile.push('rerun after errors differs');
     prog.free();
-    console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
+    console.log(JSON.stringify({variant: rt.variant(), build: rt.build, threads: rt.threads, results, hostile}));
     return;
   }
   expectError('no text', () => prog.translate(''), 'no text');
@@ -141,10 +142,11 @@ function textMain(rt, dir, cases) {
   const again = run(cases[0], cases[0].args);
   if (again !== results[0].text) hostile.push('rerun after errors differs');
   prog.free();
-  console.log(JSON.stringify({variant: rt.variant(), build: rt.build, results, hostile}));
+  console.log(JSON.stringify({variant: rt.variant(), build: rt.build, threads: rt.threads, results, hostile}));
 }
 
-main().catch((e) => {
+// exit() rather than returning: the threaded build's pthread workers would keep Node alive.
+main().then(() => process.exit(0), (e) => {
   console.error('test_node: ' + (e && e.stack || e));
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 // The page's worker: runs tensorvm off the main thread, so each streamed step repaints.
 // Messages in: {open: base, build}, {load: {files}} (a program directory as {path: bytes}),
 // {generate: {ids, args}} (token ids), {translate: {text, args}} (text, with the tokenizer).
-// Messages out: {ready: {build, variant}}, {loaded: {text: bool}}, {step: rows, ms},
+// Messages out: {ready: {build, variant, threads}}, {loaded: {text: bool}}, {step: rows, ms},
 // {piece, text, ms}, {done: ids | text, ms, steps}, {error}.
 'use strict';
 importScripts('../../web/tensorvm.js');
@@ -12,7 +12,7 @@ onmessage = async (e) => {
   try {
     if (m.open) {
       rt = await Tensorvm.open(m.open, m.build ? {build: m.build} : {});
-      postMessage({ready: {build: rt.build, variant: rt.variant()}});
+      postMessage({ready: {build: rt.build, variant: rt.variant(), threads: rt.threads}});
     } else if (m.load) {
       if (prog) prog.free();
       prog = null;
