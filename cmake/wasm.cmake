@@ -32,8 +32,8 @@ if(TENSORVM_WASM_THREADS)
   add_compile_definitions(TENSORVM_WASM_POOL_SIZE=${TENSORVM_WASM_POOL_SIZE})
   # Workers started before main, so a ThreadPool's threads exist when it first waits on them:
   # a blocked thread (Node's main thread, the page's worker) cannot start a worker, so one
-  # started on demand would never run. STRICT=2: past the pool, pthread_create fails (an
-  # error, std::system_error) instead of hanging.
+  # started on demand would never run. STRICT=2: past the pool, pthread_create fails
+  # instead of hanging, and a ThreadPool runs on the threads it got.
   # pthreads-mem-growth: growing a shared memory makes JavaScript's views of the heap
   # re-check their buffer on each access; tensorvm's work is all in wasm, and without growth
   # every page would reserve the largest program's memory up front, so the warning is

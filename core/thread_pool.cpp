@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -37,14 +38,22 @@ constexpr int kMaxPoolThreads = 1;
 #elif defined(__EMSCRIPTEN_PTHREADS__) && defined(TENSORVM_WASM_POOL_SIZE)
 // WebAssembly with pthreads: only the workers Emscripten started before main can run (a
 // blocked thread cannot start one), so a pool takes at most that many besides the caller;
-// more would fail to start (cmake/wasm.cmake: PTHREAD_POOL_SIZE_STRICT=2).
+// more would fail to start (cmake/wasm.cmake: PTHREAD_POOL_SIZE_STRICT=2; see the constructor).
 constexpr int kMaxPoolThreads = TENSORVM_WASM_POOL_SIZE + 1;
 #else
 constexpr int kMaxPoolThreads = 1 << 30;
 #endif
 
 ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(std::max(0, spin_us)) {
-  for (int i = 1; i < std::min(kMaxPoolThreads, std::max(1, num_threads)); ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < std::min(kMaxPoolThreads, std::max(1, num_threads)); ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error&) {
+      // No thread to be had (WebAssembly: another pool holds the pthreads started before
+      // main): run on those started. Results do not depend on the count.
+      break;
+    }
+  }
   set_engaged(true);
 }
 
