@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Trains the committed copy-task model for prompt-lookup decoding:
-tests/fixtures/data/spec-copy-lm, a small Qwen2ForCausalLM that quotes, from a passage,
+"""Superseded by train_copy_bart.py (the committed spec-copy-bart; this one never learned to
+copy in its CPU budget, see tests/fixtures/data/README.md); kept for its word list and
+tokenizer, which train_copy_bart.py reuses. It trains
+tests/fixtures/data/spec-copy-lm (not committed), a small Qwen2ForCausalLM that quotes, from a passage,
 the sentence that starts with two given words (an extractive task: its whole answer is a
 contiguous span of its prompt, the setting prompt lookup is for):
 
