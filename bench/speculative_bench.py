@@ -7,9 +7,10 @@ committed fixtures, trained by bench/speculative/):
 * translation: tests/fixtures/data/spec-marian-target (Marian, 6+6 layers, English ->
   French on gettext catalogs) with spec-marian-draft (2+1 layers, distilled from it) on
   the held-out catalog strings (held_out.tsv);
-* extraction: tests/fixtures/data/spec-copy-lm (Qwen2, 2 layers), which quotes from a
-  passage of random words the sentence that starts with two given words, on its held-out
-  prompts (held_out.jsonl); not committed yet (tests/fixtures/data/README.md).
+* extraction: tests/fixtures/data/spec-copy-bart (BART, 2+2 layers), which writes a
+  passage's lead sentence (random real words: the output is a span of the source), on its
+  held-out passages (held_out.jsonl). tensorvm's prompt lookup searches the source too
+  (prompt_lookup_source=True); transformers' searches the decoder row only (its rule).
 
     python3 bench/speculative_bench.py --threads 2 --out results.json --md results.md
     python3 bench/speculative_bench.py --quick --strict       # smoke run: two inputs, seconds
@@ -43,7 +44,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from bench.speculative.fixture_info import cpu_name  # noqa: E402
 DATA = ROOT / "tests" / "fixtures" / "data"
-MARIAN, DRAFT, COPY = DATA / "spec-marian-target", DATA / "spec-marian-draft", DATA / "spec-copy-lm"
+MARIAN, DRAFT, COPY = DATA / "spec-marian-target", DATA / "spec-marian-draft", DATA / "spec-copy-bart"
 LOOKUP_TOKENS = 10  # prompt_lookup_num_tokens (transformers' documented default choice)
 NGRAM = 2  # max_matching_ngram_size (transformers' default)
 DRAFT_TOKENS = 5  # num_assistant_tokens, fixed ("constant" schedule) so both engines propose alike
@@ -65,7 +66,7 @@ def inputs(task: str, count: int) -> list[np.ndarray]:
     else:
         tok = transformers.AutoTokenizer.from_pretrained(COPY)
         rows = [json.loads(l) for l in (COPY / "held_out.jsonl").read_text(encoding="utf-8").splitlines()]
-        texts = [r["prompt"] for r in rows[:count]]
+        texts = [r["source"] for r in rows[:count]]
     return [np.asarray([tok(t)["input_ids"]], np.int64) for t in texts]
 
 
@@ -87,8 +88,7 @@ def hf_rows(task: str, new_tokens: int) -> dict:
 
     transformers.logging.set_verbosity_error()  # its notes on the fixtures' generation_config are not results
     path = MARIAN if task == "translation" else COPY
-    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path) if task == "translation" else \
-        transformers.AutoModelForCausalLM.from_pretrained(path)
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path)
     model.eval()
     counts = Counts()
     model.register_forward_hook(lambda *_: setattr(counts, "passes", counts.passes + 1))
@@ -143,7 +143,10 @@ def tvm_rows(task: str, new_tokens: int, threads: int, work: Path) -> dict:
     target = tensorvm.load(target_dir, num_threads=threads)
     rows = {"greedy": (_tvm_generate(target, new_tokens, {}), None)}
     lookup = dict(prompt_lookup_num_tokens=LOOKUP_TOKENS, max_matching_ngram_size=NGRAM)
-    rows["prompt lookup"] = _tvm_method(target, new_tokens, lookup, _lookup_proposer)
+    if task == "extraction":  # the copied span is in the source, which transformers' rule does not search
+        lookup["prompt_lookup_source"] = True
+    rows["prompt lookup"] = _tvm_method(target, new_tokens, lookup,
+                                        _source_lookup_proposer if task == "extraction" else _lookup_proposer)
     speculate = dict(use_draft=True, num_assistant_tokens=DRAFT_TOKENS, num_assistant_tokens_schedule="constant")
     if task == "translation":
         rows["draft"] = _tvm_imported(tensorvm, path, work / "with-draft.tvm", dict(draft_model=DRAFT), new_tokens,
@@ -203,6 +206,14 @@ def _lookup_proposer(ids: np.ndarray, prefix: list, encoder_decoder: bool, k: in
                                          max_length=10**6)
     out = gen.get_candidates(torch.tensor([row]))[0]
     return out[0, len(row):].tolist()
+
+
+def _source_lookup_proposer(ids: np.ndarray, prefix: list, encoder_decoder: bool, k: int) -> list:
+    """prompt_lookup_source=True: the same rule on the source followed by the decoder row
+    (decoder start, then the output so far); candidates stop before an end token."""
+    eos = _source_lookup_proposer.eos
+    cand = _lookup_proposer(np.asarray([[]], np.int64), ids[0].tolist() + [eos] + prefix, False, k)
+    return cand[:cand.index(eos)] if eos in cand else cand
 
 
 def _draft_proposer(tensorvm, ckpt, import_options, out_dir):
@@ -358,7 +369,8 @@ def main(argv=None) -> int:
                 rows.update({f"tensorvm {k}": v for k, v in tvm_rows(task, args.new_tokens, args.threads,
                                                                       Path(tmp)).items()})
             eos = json.loads(((MARIAN if task == "translation" else COPY) / "config.json").read_text())["eos_token_id"]
-            results = measure(rows, ids_list, args.reps, task == "translation", eos)
+            _source_lookup_proposer.eos = eos
+            results = measure(rows, ids_list, args.reps, True, eos)
             summarize(results)
             report["tasks"][task] = {"status": "ok", "inputs": len(ids_list), "new_tokens": args.new_tokens,
                                      "rows": results}

@@ -64,3 +64,11 @@ def optimizer_step(opt, model, loss, clip: float = 1.0) -> None:
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
+
+
+def set_lr(opt, peak: float, step: int, warmup: int, spent: float) -> None:
+    """The copy scripts' schedule: linear warm-up over `warmup` steps, then linear decay with
+    the `spent` fraction of the CPU budget, to no less than 5% of `peak`."""
+    lr = peak * min(1.0, (step + 1) / warmup) * max(0.05, 1 - spent)
+    for group in opt.param_groups:
+        group["lr"] = lr
