@@ -9,6 +9,12 @@ from . import processors as P
 from .branches import named
 
 
+def proc_options(p, consts, values):
+    """Processor p's options: its import-time constants, then its run-time `values` in the
+    order of p.options (what p.when and p.fn read)."""
+    return P.Options((*consts, *p.options), (*consts.values(), *values))
+
+
 def chain_function(pb, procs, ids):
     """The `process` program function: the processor chain over one step's scores."""
     names = P.carried_options(procs)
@@ -21,7 +27,7 @@ def chain_function(pb, procs, ids):
         def fn(scores, *args):
             n = len(P.STATE_FIELDS)
             state = P.State(*args[:n], ids=ids)
-            o = P.Options((*consts, *p.options), (*consts.values(), *args[n:]))
+            o = proc_options(p, consts, args[n:])
             return p.fn(scores, state, o)
         fn.__name__ = fn.__qualname__ = p.fn.__name__
         return fn
@@ -35,7 +41,7 @@ def chain_function(pb, procs, ids):
             if p.when is None:
                 scores = branches[p.name](scores, *state_args, *mine.values())
                 continue
-            full = P.Options((*consts, *p.options), (*consts.values(), *mine.values()))
+            full = proc_options(p, consts, mine.values())
             scores = cond(p.when(state, full), branches[p.name], P.unchanged, scores, *state_args, *mine.values())
         return scores
 
@@ -74,6 +80,5 @@ def chain_idle(procs, ids, state_args, o):
             continue
         if p.when is None:  # acts at every step
             return T.full([1], False, dtype="bool")
-        full = P.Options((*consts, *p.options), (*consts.values(), *o.subset(p.options).values()))
-        acts = T.logical_or(acts, p.when(state, full))
+        acts = T.logical_or(acts, p.when(state, proc_options(p, consts, o.subset(p.options).values())))
     return T.logical_not(T.any(acts))
