@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -92,6 +93,36 @@ auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   return on_error;
 }
 
+// The text calls need the program's directory (meta.json, the tokenizer's files).
+void check_text_program(const tvm_program* program, const std::string& who) {
+  if (!program) vm::fail("{}: no program", who);
+  if (program->dir.empty())
+    vm::fail("{}: the program was loaded from bytes (tvm_load); load its directory with tvm_load_dir for text", who);
+}
+
+// Moves the options a text call takes by name out of `arg_map` into their fields; what is
+// left goes to the function as --arg values.
+void take_args(std::map<std::string, std::string>& arg_map,
+               std::initializer_list<std::pair<const char*, std::string*>> fields) {
+  for (auto [key, field] : fields) {
+    if (const auto it = arg_map.find(key); it != arg_map.end()) {
+      *field = it->second;
+      arg_map.erase(it);
+    }
+  }
+}
+
+vm::SessionOptions session_with(int threads) {
+  vm::SessionOptions options;
+  options.num_threads = threads < 1 ? 1 : threads;
+  return options;
+}
+
+// The loaded program as the command line's text verbs take it (cli::interpreted).
+std::shared_ptr<const cli::ProgramSource::Loaded> interpreted(const tvm_program* program) {
+  return std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
+}
+
 // What a text call returns and streams: `result` collects the printed lines; emit() decodes
 // the first sequence after every generation step for the callback, print() takes the lines.
 struct TextStream {
@@ -143,22 +174,14 @@ struct TextStream {
 const char* run_text(tvm_program* program, const std::string& verb, const char* text, const char* args, int threads,
                      tvm_text_fn on_text, void* user) {
   const std::string who = "tvm_" + verb;
-  if (!program) vm::fail("{}: no program", who);
-  if (program->dir.empty())
-    vm::fail("{}: the program was loaded from bytes (tvm_load); load its directory with tvm_load_dir for text", who);
+  check_text_program(program, who);
   if (!text || !*text) vm::fail("{}: no text", who);
   std::map<std::string, std::string> arg_map = parse_args(args ? args : "");
   cli::TextOptions options;
   options.parse("--text", [&] { return std::string(text); });  // the command line's split into lines
-  for (auto [key, field] : {std::pair{"src_lang", &options.src_lang}, std::pair{"tgt_lang", &options.tgt_lang}}) {
-    if (const auto it = arg_map.find(key); it != arg_map.end()) {
-      *field = it->second;
-      arg_map.erase(it);
-    }
-  }
-  vm::SessionOptions session_options;
-  session_options.num_threads = threads < 1 ? 1 : threads;
-  auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
+  take_args(arg_map, {{"src_lang", &options.src_lang}, {"tgt_lang", &options.tgt_lang}});
+  const vm::SessionOptions session_options = session_with(threads);
+  auto loaded = interpreted(program);
   cli::ProgramRunner runner = cli::text_runner(loaded, program->dir, session_options);
   TextStream stream(program, on_text, user);
   if (on_text) {
@@ -177,26 +200,18 @@ const char* run_text(tvm_program* program, const std::string& verb, const char* 
 // cli::function_inputs (the prompt from language / task), the function, print_as_text.
 const char* run_transcribe(tvm_program* program, const float* samples, size_t n, const char* args, int threads,
                            tvm_text_fn on_text, void* user) {
-  if (!program) vm::fail("tvm_transcribe: no program");
-  if (program->dir.empty())
-    vm::fail("tvm_transcribe: the program was loaded from bytes (tvm_load); load its directory with tvm_load_dir");
+  check_text_program(program, "tvm_transcribe");
   if (!samples || n == 0) vm::fail("tvm_transcribe: no samples");
   cli::RunRequest request;
   request.args = parse_args(args ? args : "");
   cli::TextOptions options;
-  for (auto [key, field] : {std::pair{"language", &options.language}, std::pair{"task", &options.task}}) {
-    if (const auto it = request.args.find(key); it != request.args.end()) {
-      *field = it->second;
-      request.args.erase(it);
-    }
-  }
+  take_args(request.args, {{"language", &options.language}, {"task", &options.task}});
   io::ArrayData audio{"audio", "F32", {1, int64_t(n)}, {}};
   audio.data.resize(n * sizeof(float));
   std::memcpy(audio.data.data(), samples, audio.data.size());
   request.arrays.push_back(std::move(audio));
-  vm::SessionOptions session_options;
-  session_options.num_threads = threads < 1 ? 1 : threads;
-  auto loaded = std::make_shared<const cli::ProgramSource::Loaded>(cli::interpreted(program->dir, program->program));
+  const vm::SessionOptions session_options = session_with(threads);
+  auto loaded = interpreted(program);
   const cli::ProgramRunner runner = cli::text_runner(loaded, program->dir, session_options);
   if (!runner.functions.count("transcribe"))
     vm::fail("tvm_transcribe: {} has no transcribe function (not a Whisper program)", program->dir);
@@ -273,9 +288,7 @@ TVM_EXPORT const char* tvm_generate(tvm_program* program, const char* function, 
         request.args = parse_args(args ? args : "");
         std::vector<vm::Value> inputs =
             cli::build_inputs(fn_name, fn.param_names, fn.param_types, program->program->meta_json(), request);
-        vm::SessionOptions options;
-        options.num_threads = threads < 1 ? 1 : threads;
-        vm::Session session(program->program, options);
+        vm::Session session(program->program, session_with(threads));
         vm::EmitCallback emit;
         if (on_tokens) {
           emit = vm::token_stream([&](const std::vector<std::vector<int64_t>>& rows) {
